@@ -1,0 +1,38 @@
+package dev.sluice;
+
+import java.time.Duration;
+
+/**
+ * The answer to one request (spec/algorithms.md, "Every decision has these fields").
+ *
+ * @param allowed         the request is admitted and its cost is taken
+ * @param remaining       whole units of cost that could still be admitted now, after this decision (≥ 0)
+ * @param retryAfterNanos 0 when allowed; otherwise the smallest wait after which the same request would be
+ *                        admitted if nothing else arrived; {@link #NEVER} when it can never be admitted
+ * @param resetAfterNanos the wait until the key is back to its untouched state if nothing else arrived
+ * @param delayNanos      in delay and shaping modes, how long the caller must hold the admitted request
+ * @param limit           the limit that decided: for a rejection the one that needs the longest wait, for an
+ *                        admission the one with the least remaining
+ */
+public record Decision(boolean allowed, long remaining, long retryAfterNanos, long resetAfterNanos,
+                       long delayNanos, Limit limit) {
+    /** {@code retry_after} of a request that can never be admitted: its cost is greater than the capacity. */
+    public static final long NEVER = -1;
+
+    public Duration retryAfter() {
+        return Duration.ofNanos(retryAfterNanos);
+    }
+
+    public Duration resetAfter() {
+        return Duration.ofNanos(resetAfterNanos);
+    }
+
+    public Duration delay() {
+        return Duration.ofNanos(delayNanos);
+    }
+
+    /** Whether the request can never be admitted, whatever the wait. */
+    public boolean never() {
+        return retryAfterNanos == NEVER;
+    }
+}

@@ -1,0 +1,75 @@
+package dev.sluice;
+
+/**
+ * Durations as Sluice writes them: a whole number and a unit, {@code 500ms}, {@code 10s}, {@code 1m},
+ * {@code 2h}, {@code 1d}. Parsed to nanoseconds; printed in the largest unit that divides exactly.
+ */
+public final class DurationFormat {
+    /** The longest duration Sluice accepts anywhere, 2^58 ns (about 9 years): sums of a few stay in a long. */
+    public static final long MAX_NANOS = 1L << 58;
+
+    private static final String[] UNITS = {"d", "h", "m", "s", "ms", "us", "ns"};
+    private static final long[] NANOS = {86_400_000_000_000L, 3_600_000_000_000L, 60_000_000_000L,
+            1_000_000_000L, 1_000_000L, 1_000L, 1L};
+
+    private DurationFormat() {
+    }
+
+    /**
+     * Parses {@code 10s}; a missing number means one ({@code s} is {@code 1s}).
+     *
+     * @throws IllegalArgumentException naming the text, when it is not a whole number and a known unit,
+     *                                  or when it is longer than {@link #MAX_NANOS}
+     */
+    public static long parseNanos(String text) {
+        int digits = 0;
+        while (digits < text.length() && Character.isDigit(text.charAt(digits))) {
+            digits++;
+        }
+        String unit = text.substring(digits);
+        for (int i = 0; i < UNITS.length; i++) {
+            if (UNITS[i].equals(unit)) {
+                long count = 1;
+                if (digits > 0) {
+                    count = parseCount(text, text.substring(0, digits));
+                }
+                if (count > MAX_NANOS / NANOS[i]) {
+                    throw new IllegalArgumentException("duration \"" + text + "\" is too long (at most "
+                            + format(MAX_NANOS / NANOS[3] * NANOS[3]) + ")");
+                }
+                return count * NANOS[i];
+            }
+        }
+        throw new IllegalArgumentException("bad duration \"" + text
+                + "\": expected a whole number and a unit (ms, s, m, h, d) such as 10s");
+    }
+
+    private static long parseCount(String text, String digits) {
+        try {
+            return Long.parseLong(digits);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("duration \"" + text + "\" is too long", e);
+        }
+    }
+
+    /** Prints nanoseconds in the largest unit that divides them exactly: {@code 60_000_000_000} is {@code 1m}. */
+    public static String format(long nanos) {
+        if (nanos == 0) {
+            return "0s";
+        }
+        for (int i = 0; i < UNITS.length; i++) {
+            if (nanos % NANOS[i] == 0) {
+                return nanos / NANOS[i] + UNITS[i];
+            }
+        }
+        throw new AssertionError("every whole number of nanoseconds has a unit");
+    }
+
+    /** Whole milliseconds, rounded up, as every Sluice output prints durations; -1 ("never") stays -1. */
+    public static long toMillisCeil(long nanos) {
+        if (nanos < 0) {
+            return nanos;
+        }
+        return nanos / 1_000_000 + (nanos % 1_000_000 == 0 ? 0 : 1);
+    }
+}

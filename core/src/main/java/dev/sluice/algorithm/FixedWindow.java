@@ -1,0 +1,55 @@
+package dev.sluice.algorithm;
+
+import dev.sluice.Limit;
+
+/**
+ * fixed-window: one counter per window {@code w = floor(t/P)}, windows aligned to multiples of {@code P}
+ * from the epoch. A request is admitted iff {@code n_w + c ≤ L}. Simple and small, but up to {@code 2L} can
+ * pass around a window boundary; sliding-window and sliding-log exist for that.
+ */
+final class FixedWindow implements Transition<FixedWindow.Window> {
+    /** {@code count} units taken in window {@code index}. */
+    record Window(long index, long count) {
+    }
+
+    private final long limit;
+    private final long period;
+
+    FixedWindow(Limit limit) {
+        this.limit = limit.amount();
+        this.period = limit.periodNanos();
+    }
+
+    @Override
+    public Window advance(Window state, long t) {
+        return state == null || state.index != t / period ? null : state;
+    }
+
+    @Override
+    public long wait(Window state, long t, long cost) {
+        if (cost > limit) {
+            return NEVER;
+        }
+        long count = state == null ? 0 : state.count;
+        return count + cost <= limit ? 0 : windowEnd(t) - t;
+    }
+
+    @Override
+    public Window take(Window state, long t, long cost) {
+        return new Window(t / period, (state == null ? 0 : state.count) + cost);
+    }
+
+    @Override
+    public long remaining(Window state, long t) {
+        return limit - (state == null ? 0 : state.count);
+    }
+
+    @Override
+    public long resetAfter(Window state, long t) {
+        return state == null ? 0 : windowEnd(t) - t;
+    }
+
+    private long windowEnd(long t) {
+        return (t / period + 1) * period;
+    }
+}

@@ -1,0 +1,79 @@
+package dev.sluice.algorithm;
+
+import dev.sluice.Limit;
+
+/**
+ * token-bucket with interval refill: {@code L} tokens at once every {@code P}, capped at the capacity
+ * {@code B}; a key starts full.
+ *
+ * <p>The refills are counted from the request that found the bucket full: the first request of a key, and
+ * again the first one after the bucket has filled up. A full bucket is the untouched state, so this is what
+ * makes a key that a store dropped (in memory) or let expire (Redis TTL = {@code reset_after}) behave
+ * exactly like one that was kept: the schedule never depends on how long a full bucket was remembered.
+ *
+ * <p>In delay mode the tokens may go below zero: reserved ahead of the refills that will pay for them.
+ */
+final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
+    /** {@code tokens} now (below {@code B}, below 0 when reserved), and the time of the next refill. */
+    record Tokens(long nextRefill, long tokens) {
+    }
+
+    private final long refill;
+    private final long period;
+    private final long capacity;
+
+    IntervalBucket(Limit limit) {
+        this.refill = limit.amount();
+        this.period = limit.periodNanos();
+        this.capacity = limit.burst();
+    }
+
+    @Override
+    public Tokens advance(Tokens state, long t) {
+        if (state == null || t < state.nextRefill) {
+            return state;
+        }
+        long refills = (t - state.nextRefill) / period + 1;
+        if (refills >= refillsUntil(state.tokens, capacity)) {
+            return null;
+        }
+        return new Tokens(state.nextRefill + refills * period, state.tokens + refills * refill);
+    }
+
+    /** How many refills it takes to hold {@code wanted} tokens, from {@code tokens}. */
+    private long refillsUntil(long tokens, long wanted) {
+        return (wanted - tokens + refill - 1) / refill;
+    }
+
+    @Override
+    public long wait(Tokens state, long t, long cost) {
+        if (cost > capacity) {
+            return NEVER;
+        }
+        if (state == null || state.tokens >= cost) {
+            return 0;
+        }
+        return state.nextRefill + (refillsUntil(state.tokens, cost) - 1) * period - t;
+    }
+
+    @Override
+    public Tokens take(Tokens state, long t, long cost) {
+        if (state == null) {
+            return new Tokens(t + period, capacity - cost);
+        }
+        return new Tokens(state.nextRefill, state.tokens - cost);
+    }
+
+    @Override
+    public long remaining(Tokens state, long t) {
+        return state == null ? capacity : Math.max(0, state.tokens);
+    }
+
+    @Override
+    public long resetAfter(Tokens state, long t) {
+        if (state == null) {
+            return 0;
+        }
+        return state.nextRefill + (refillsUntil(state.tokens, capacity) - 1) * period - t;
+    }
+}

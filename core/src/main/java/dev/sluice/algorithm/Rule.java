@@ -1,0 +1,230 @@
+package dev.sluice.algorithm;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.DurationFormat;
+import dev.sluice.Limit;
+import dev.sluice.Mode;
+import dev.sluice.Refill;
+
+import java.util.List;
+
+/**
+ * What a limiter enforces on every key: an algorithm, one or more limits, and a mode. {@link #decide} is
+ * the whole decision as a pure function of (state, time, cost), which every store makes atomic its own way.
+ *
+ * <h2>Several limits on one key</h2>
+ * A request is admitted iff every limit admits it, and then it is taken from every limit; if any limit
+ * rejects it, no limit changes. So a decision first brings every limit's state to {@code t} and asks each
+ * how long the request would wait, and only when the longest wait allows it does it take the cost from
+ * all of them. {@code remaining} is the least over the limits, {@code retry_after} and {@code reset_after}
+ * the greatest ({@code retry_after} is "never" if any limit can never admit the request).
+ *
+ * <h2>Modes</h2>
+ * <ul>
+ *   <li>{@link Mode#REJECT}: admitted iff the longest wait is 0.</li>
+ *   <li>{@link Mode#DELAY} (token-bucket, gcra): admitted iff the longest wait is at most {@code max_delay},
+ *       with {@code delay} = that wait and the cost reserved. A rejection's {@code retry_after} is the wait
+ *       beyond {@code max_delay}: after it, the same request is admitted (with a delay).</li>
+ *   <li>{@link Mode#SHAPING} (leaky-bucket): admitted iff the longest wait is 0, with {@code delay} = the
+ *       time the queue ahead of it takes to drain, so requests leave at a constant rate.</li>
+ * </ul>
+ */
+public final class Rule {
+    /** The latest time a decision may be made at: 2^62 ns after the epoch (the year 2116). */
+    public static final long MAX_TIME_NANOS = 1L << 62;
+
+    private final Algorithm algorithm;
+    private final List<Limit> limits;
+    private final Mode mode;
+    private final long maxDelayNanos;
+    private final Transition<Object>[] transitions;
+
+    private Rule(Algorithm algorithm, List<Limit> limits, Mode mode, long maxDelayNanos) {
+        this.algorithm = algorithm;
+        this.limits = List.copyOf(limits);
+        this.mode = mode;
+        this.maxDelayNanos = maxDelayNanos;
+        this.transitions = transitionsOf(algorithm, this.limits);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Transition<Object>[] transitionsOf(Algorithm algorithm, List<Limit> limits) {
+        Transition<Object>[] transitions = new Transition[limits.size()];
+        for (int i = 0; i < transitions.length; i++) {
+            transitions[i] = (Transition<Object>) Transition.of(algorithm, limits.get(i));
+        }
+        return transitions;
+    }
+
+    /**
+     * A rule, checked: at least one limit; burst only where the algorithm has one; interval refill only for
+     * token-bucket; delay mode only for token-bucket and gcra, with {@code 0 < max_delay}; shaping only for
+     * leaky-bucket.
+     *
+     * @throws IllegalArgumentException naming what is wrong
+     */
+    public static Rule of(Algorithm algorithm, List<Limit> limits, Mode mode, long maxDelayNanos) {
+        if (algorithm == null) {
+            throw new IllegalArgumentException("an algorithm is required");
+        }
+        if (limits == null || limits.isEmpty()) {
+            throw new IllegalArgumentException("at least one limit is required");
+        }
+        if (mode == null) {
+            throw new IllegalArgumentException("a mode is required: reject, delay or shaping");
+        }
+        for (Limit limit : limits) {
+            if (limit.burst() != limit.amount() && !algorithm.hasBurst()) {
+                throw new IllegalArgumentException("limit " + limit + ": burst is for token-bucket, gcra and "
+                        + "leaky-bucket, not " + algorithm);
+            }
+            if (limit.refill() != Refill.GREEDY && algorithm != Algorithm.TOKEN_BUCKET) {
+                throw new IllegalArgumentException("limit " + limit + ": refill is for token-bucket, not " + algorithm);
+            }
+        }
+        if (mode == Mode.DELAY) {
+            if (!algorithm.canDelay()) {
+                throw new IllegalArgumentException("delay mode is for token-bucket and gcra, not " + algorithm
+                        + (algorithm == Algorithm.LEAKY_BUCKET ? " (use shaping)" : ""));
+            }
+            if (maxDelayNanos <= 0 || maxDelayNanos > DurationFormat.MAX_NANOS) {
+                throw new IllegalArgumentException("delay mode needs a max delay > 0 and at most "
+                        + DurationFormat.MAX_NANOS + "ns, got " + maxDelayNanos + "ns");
+            }
+            for (Limit limit : limits) {
+                if (limit.refill() == Refill.INTERVAL) {
+                    checkDebtFits(limit, maxDelayNanos);
+                }
+            }
+        } else if (maxDelayNanos != 0) {
+            throw new IllegalArgumentException("a max delay is for delay mode, not " + mode.label());
+        }
+        if (mode == Mode.SHAPING && algorithm != Algorithm.LEAKY_BUCKET) {
+            throw new IllegalArgumentException("shaping mode is for leaky-bucket, not " + algorithm);
+        }
+        return new Rule(algorithm, limits, mode, maxDelayNanos);
+    }
+
+    /** Interval refill in delay mode may owe the refills of {@code max_delay}: that debt must fit too. */
+    private static void checkDebtFits(Limit limit, long maxDelayNanos) {
+        long refills = maxDelayNanos / limit.periodNanos() + 2;
+        if (refills > (1L << 61) / Math.max(limit.amount(), limit.burst())) {
+            throw new IllegalArgumentException("limit " + limit + ": max delay " + DurationFormat.format(maxDelayNanos)
+                    + " spans too many refills");
+        }
+    }
+
+    /** A rule that rejects what does not fit at once. */
+    public static Rule of(Algorithm algorithm, List<Limit> limits) {
+        return of(algorithm, limits, Mode.REJECT, 0);
+    }
+
+    public Algorithm algorithm() {
+        return algorithm;
+    }
+
+    public List<Limit> limits() {
+        return limits;
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    public long maxDelayNanos() {
+        return maxDelayNanos;
+    }
+
+    /**
+     * Decides a request of {@code cost} on a key whose state is {@code state} ({@code null} when the key is
+     * untouched) at {@code now}, nanoseconds since the epoch.
+     *
+     * @throws IllegalArgumentException if the cost is negative or the time is outside
+     *                                  {@code [0, MAX_TIME_NANOS]}; no decision is made
+     */
+    public Outcome decide(KeyState state, long now, long cost) {
+        if (cost < 0) {
+            throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
+        }
+        if (now < 0 || now > MAX_TIME_NANOS) {
+            throw new IllegalArgumentException("time must be between 0 and " + MAX_TIME_NANOS
+                    + "ns since the epoch, got " + now + "ns");
+        }
+        if (state != null && state.limitCount() != transitions.length) {
+            throw new IllegalStateException("the key's state was made by another rule: " + transitions.length
+                    + " limits here, " + state.limitCount() + " in the state");
+        }
+        long t = state == null ? now : Math.max(now, state.time());
+        int count = transitions.length;
+        Object[] current = new Object[count];
+        boolean untouched = true;
+        for (int i = 0; i < count; i++) {
+            current[i] = transitions[i].advance(state == null ? null : state.limit(i), t);
+            untouched &= current[i] == null;
+        }
+        KeyState unchanged = untouched ? null : state;
+        if (cost == 0) {
+            return new Outcome(summarize(true, current, t, 0, 0, -1), unchanged);
+        }
+        long wait = 0;
+        int waiting = -1;
+        for (int i = 0; i < count && wait != Transition.NEVER; i++) {
+            long limitWait = transitions[i].wait(current[i], t, cost);
+            if (limitWait == Transition.NEVER || limitWait > wait) {
+                wait = limitWait;
+                waiting = i;
+            }
+        }
+        boolean fits = wait == 0 || (mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos);
+        if (!fits) {
+            long retryAfter = wait == Transition.NEVER ? Decision.NEVER
+                    : mode == Mode.DELAY ? wait - maxDelayNanos : wait;
+            return new Outcome(summarize(false, current, t, retryAfter, 0, waiting), unchanged);
+        }
+        long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? longestReset(current, t) : 0;
+        Object[] next = new Object[count];
+        for (int i = 0; i < count; i++) {
+            next[i] = transitions[i].take(current[i], t, cost);
+        }
+        return new Outcome(summarize(true, next, t, 0, delay, -1), new KeyState(t, t + longestReset(next, t), next));
+    }
+
+    private long longestReset(Object[] states, long t) {
+        long longest = 0;
+        for (int i = 0; i < states.length; i++) {
+            longest = Math.max(longest, transitions[i].resetAfter(states[i], t));
+        }
+        return longest;
+    }
+
+    /**
+     * The decision on {@code states} at {@code t}; the deciding limit is {@code decider}, or when that is -1
+     * the one with the least remaining.
+     */
+    private Decision summarize(boolean allowed, Object[] states, long t, long retryAfter, long delay, int decider) {
+        long remaining = Long.MAX_VALUE;
+        int least = 0;
+        for (int i = 0; i < states.length; i++) {
+            long limitRemaining = transitions[i].remaining(states[i], t);
+            if (limitRemaining < remaining) {
+                remaining = limitRemaining;
+                least = i;
+            }
+        }
+        Limit limit = limits.get(decider >= 0 ? decider : least);
+        return new Decision(allowed, remaining, retryAfter, longestReset(states, t), delay, limit);
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder text = new StringBuilder(algorithm.label()).append(' ').append(limits);
+        if (mode != Mode.REJECT) {
+            text.append(' ').append(mode.label());
+        }
+        if (mode == Mode.DELAY) {
+            text.append(" max_delay=").append(DurationFormat.format(maxDelayNanos));
+        }
+        return text.toString();
+    }
+}

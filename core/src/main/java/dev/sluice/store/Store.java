@@ -1,0 +1,28 @@
+package dev.sluice.store;
+
+import dev.sluice.Decision;
+import dev.sluice.algorithm.Rule;
+
+/**
+ * Where the state of keys lives and how one decision on it is made atomic: the in-memory store with one
+ * compare-and-set, the Redis store with one script. Every store gives the same decisions on the same trace
+ * (spec/algorithms.md); the store conformance suite in sluice-testkit holds each to it.
+ *
+ * <p>A store keeps one state per key: the keys of limiters with different rules that share a store must not
+ * collide (give each limiter its own store, or keys of its own).
+ */
+public interface Store {
+    /** The time to pass to {@link #decide} for "now on the store's own clock". */
+    long STORE_CLOCK = Long.MIN_VALUE;
+
+    /**
+     * Decides a request of {@code cost} (0 = peek) on {@code key} under {@code rule} at {@code nowNanos}
+     * (nanoseconds since the epoch) or, when that is {@link #STORE_CLOCK}, at the store's own time.
+     *
+     * @throws IllegalArgumentException for a negative cost or a time out of range; no decision is made
+     */
+    Decision decide(Rule rule, String key, long cost, long nowNanos);
+
+    /** Forgets {@code key}: its next request finds it untouched. */
+    void reset(Rule rule, String key);
+}
