@@ -35,7 +35,7 @@ public final class DurationFormat {
                 }
                 if (count > MAX_NANOS / NANOS[i]) {
                     throw new IllegalArgumentException("duration \"" + text + "\" is too long (at most "
-                            + format(MAX_NANOS / NANOS[3] * NANOS[3]) + ")");
+                            + format(MAX_NANOS / NANOS[0] * NANOS[0]) + ")");
                 }
                 return count * NANOS[i];
             }

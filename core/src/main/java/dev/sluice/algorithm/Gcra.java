@@ -55,12 +55,22 @@ final class Gcra implements Transition<Gcra.Tat> {
         this.burst = limit.burst();
         this.stepNanos = period / rate;
         this.stepFrac = period % rate;
-        this.depthNanos = MulDiv.floor(burst, period, rate);
+        this.depthNanos = depth(limit);
         this.depthFrac = MulDiv.mod(burst, period, rate);
-        if (depthNanos >= MAX_DEPTH_NANOS) {
+    }
+
+    private static long depth(Limit limit) {
+        long depth;
+        try {
+            depth = MulDiv.floor(limit.burst(), limit.periodNanos(), limit.amount());
+        } catch (ArithmeticException tooLong) {
+            depth = Long.MAX_VALUE;
+        }
+        if (depth >= MAX_DEPTH_NANOS) {
             throw new IllegalArgumentException("limit " + limit + ": burst × period / amount is longer than "
                     + MAX_DEPTH_NANOS + "ns");
         }
+        return depth;
     }
 
     @Override

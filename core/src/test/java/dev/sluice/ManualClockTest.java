@@ -1,0 +1,35 @@
+package dev.sluice;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ManualClockTest {
+    @Test
+    void movesOnlyForwardAndOnlyWhenTold() {
+        ManualClock clock = new ManualClock(100);
+        assertThat(clock.nanos()).isEqualTo(100);
+        clock.advance(Duration.ofNanos(5));
+        clock.set(200);
+        assertThat(clock.nanos()).isEqualTo(200);
+        assertThatThrownBy(() -> clock.set(199)).hasMessage("time may not go backwards: 199ns is before 200ns");
+        assertThatThrownBy(() -> clock.advanceNanos(-1)).hasMessage("time may not go backwards: advance by -1ns");
+        assertThat(clock.nanos()).isEqualTo(200);
+    }
+
+    @Test
+    void theSystemClockIsTheWallClockAndNeverGoesBack() {
+        long wall = System.currentTimeMillis() * 1_000_000L;
+        long first = Clock.system().nanos();
+        assertThat(Math.abs(first - wall)).isLessThan(Duration.ofSeconds(5).toNanos());
+        long previous = first;
+        for (int i = 0; i < 10_000; i++) {
+            long now = Clock.system().nanos();
+            assertThat(now).isGreaterThanOrEqualTo(previous);
+            previous = now;
+        }
+    }
+}

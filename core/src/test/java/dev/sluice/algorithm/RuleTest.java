@@ -1,0 +1,66 @@
+package dev.sluice.algorithm;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Limit;
+import dev.sluice.Mode;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class RuleTest {
+    private static final List<Limit> ONE = List.of(Limit.parse("10/1s"));
+
+    @Test
+    void refusesWhatTheAlgorithmCannotDo() {
+        assertThatThrownBy(() -> Rule.of(Algorithm.SLIDING_LOG, ONE, Mode.DELAY, 1_000))
+                .hasMessage("delay mode is for token-bucket and gcra, not sliding-log");
+        assertThatThrownBy(() -> Rule.of(Algorithm.LEAKY_BUCKET, ONE, Mode.DELAY, 1_000))
+                .hasMessage("delay mode is for token-bucket and gcra, not leaky-bucket (use shaping)");
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, ONE, Mode.DELAY, 0))
+                .hasMessage("delay mode needs a max delay > 0 and at most 288230376151711744ns, got 0ns");
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, ONE, Mode.REJECT, 5))
+                .hasMessage("a max delay is for delay mode, not reject");
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, ONE, Mode.SHAPING, 0))
+                .hasMessage("shaping mode is for leaky-bucket, not gcra");
+        assertThatThrownBy(() -> Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1s burst=20"))))
+                .hasMessage("limit 10/1s burst=20: burst is for token-bucket, gcra and leaky-bucket, not fixed-window");
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s refill=interval"))))
+                .hasMessage("limit 10/1s refill=interval: refill is for token-bucket, not gcra");
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of()))
+                .hasMessage("at least one limit is required");
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/3000d burst=1099511627776"))))
+                .hasMessageStartingWith("limit 1/3000d burst=1099511627776: burst × period / amount is longer than");
+    }
+
+    @Test
+    void refusesANegativeCostAndATimeOutOfRangeWithoutDeciding() {
+        Rule rule = Rule.of(Algorithm.GCRA, ONE);
+        assertThatThrownBy(() -> rule.decide(null, 0, -3)).hasMessage("cost must be a whole number >= 0, got -3");
+        assertThatThrownBy(() -> rule.decide(null, -1, 1))
+                .hasMessage("time must be between 0 and 4611686018427387904ns since the epoch, got -1ns");
+        assertThatThrownBy(() -> rule.decide(null, Rule.MAX_TIME_NANOS + 1, 1))
+                .hasMessageStartingWith("time must be between 0 and");
+    }
+
+    @Test
+    void decidesWithoutAStore() {
+        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, ONE);
+        Outcome first = rule.decide(null, 0, 10);
+        assertThat(first.decision().allowed()).isTrue();
+        assertThat(first.next().expiresAt()).isEqualTo(1_000_000_000L);
+        Outcome rejected = rule.decide(first.next(), 5, 1);
+        assertThat(rejected.decision().allowed()).isFalse();
+        assertThat(rejected.next()).isSameAs(first.next());
+        Outcome later = rule.decide(first.next(), 1_000_000_000L, 0);
+        assertThat(later.next()).as("untouched again: the store may drop it").isNull();
+    }
+
+    @Test
+    void printsWhatItEnforces() {
+        assertThat(Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")), Mode.DELAY, 2_000_000_000L))
+                .hasToString("gcra [10/1s, 100/1m] delay max_delay=2s");
+    }
+}

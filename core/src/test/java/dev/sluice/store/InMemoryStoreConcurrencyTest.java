@@ -1,0 +1,76 @@
+package dev.sluice.store;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Clock;
+import dev.sluice.Decision;
+import dev.sluice.Limit;
+import dev.sluice.ManualClock;
+import dev.sluice.RateLimiter;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.ToLongFunction;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Many threads on one key admit exactly what the algorithm allows: no decision is lost to a race. */
+class InMemoryStoreConcurrencyTest {
+    private static final int THREADS = 8;
+    private static final int ATTEMPTS = 100_000;
+
+    /** Runs {@code THREADS × ATTEMPTS} decisions at once and returns the sum of what each thread counted. */
+    private static long hammer(RateLimiter limiter, ToLongFunction<Decision> count) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Long>> results = new ArrayList<>();
+        for (int i = 0; i < THREADS; i++) {
+            results.add(pool.submit(() -> {
+                start.await();
+                long counted = 0;
+                for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+                    counted += count.applyAsLong(limiter.tryAcquire("the-key"));
+                }
+                return counted;
+            }));
+        }
+        start.countDown();
+        long total = 0;
+        for (Future<Long> result : results) {
+            total += result.get(2, TimeUnit.MINUTES);
+        }
+        pool.shutdown();
+        return total;
+    }
+
+    @ParameterizedTest
+    @EnumSource(Algorithm.class)
+    void eightThreadsOnOneKeyAdmitExactlyTheLimitWhileTimeStandsStill(Algorithm algorithm) throws Exception {
+        RateLimiter limiter = RateLimiter.builder().algorithm(algorithm).limit("50000/1h")
+                .clock(new ManualClock(1_700_000_000_000_000_000L)).build();
+        long admitted = hammer(limiter, d -> d.allowed() ? 1 : 0);
+        assertThat(admitted).isEqualTo(50_000);
+        assertThat(limiter.tryAcquire("the-key", 0).remaining()).isZero();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "GCRA"})
+    void eightThreadsNeverAdmitMoreThanTheRateAllowsWhileTimeRuns(Algorithm algorithm) throws Exception {
+        Limit limit = Limit.parse("20000/1s");
+        RateLimiter limiter = RateLimiter.builder().algorithm(algorithm).limit(limit).clock(Clock.system()).build();
+        long start = Clock.system().nanos();
+        long admitted = hammer(limiter, d -> d.allowed() ? 1 : 0);
+        long elapsed = Clock.system().nanos() - start;
+        // gcra: B at once, then L per P; fixed-window: L in each window the run touched (one more than it spans)
+        long allowed = algorithm == Algorithm.GCRA
+                ? limit.burst() + elapsed * limit.amount() / limit.periodNanos() + 1
+                : (elapsed / limit.periodNanos() + 2) * limit.amount();
+        assertThat(admitted).isPositive().isLessThanOrEqualTo(allowed);
+    }
+}
