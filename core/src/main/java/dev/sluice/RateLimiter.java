@@ -119,6 +119,16 @@ public final class RateLimiter {
             return this;
         }
 
+        /** The algorithm, limits and mode of {@code rule}, replacing any chosen before. */
+        public Builder rule(Rule rule) {
+            this.algorithm = rule.algorithm();
+            this.limits.clear();
+            this.limits.addAll(rule.limits());
+            this.mode = rule.mode();
+            this.maxDelayNanos = rule.maxDelayNanos();
+            return this;
+        }
+
         /** Where keys live (default: a new {@link InMemoryStore}). */
         public Builder store(Store store) {
             this.store = store;

@@ -308,7 +308,7 @@ public abstract class StoreConformance {
                     algorithm, limits, mode, maxDelayNanos);
         }
 
-        long longestPeriod() {
+        public long longestPeriod() {
             return limits.stream().mapToLong(Limit::periodNanos).max().orElseThrow();
         }
 

@@ -1,0 +1,224 @@
+package dev.sluice.cli;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.DurationFormat;
+import dev.sluice.Limit;
+import dev.sluice.ManualClock;
+import dev.sluice.Mode;
+import dev.sluice.RateLimiter;
+import dev.sluice.Refill;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.InMemoryStore;
+import dev.sluice.store.Store;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code sluice simulate}: replays a trace through the real limiter on a manual clock (spec/simulate.md).
+ * Everything is read and checked first; a bad value stops the run with one {@code error:} line and exit
+ * status 2 before any decision is written.
+ */
+@Command(name = "simulate", sortOptions = false, mixinStandardHelpOptions = true,
+        description = "Replay a trace of requests through a limiter and print every decision.")
+final class SimulateCommand implements Callable<Integer> {
+    private static final String STDIO = "-";
+    private static final int KEYS_IN_SUMMARY = 20;
+
+    @Option(names = "--algorithm", required = true, paramLabel = "ALG",
+            description = "fixed-window, sliding-log, sliding-window, token-bucket, gcra or leaky-bucket")
+    String algorithm;
+
+    @Option(names = "--limit", required = true, paramLabel = "L/P",
+            description = "a limit such as 600/1m; repeat to stack several limits on each key")
+    List<String> limits = new ArrayList<>();
+
+    @Option(names = "--burst", paramLabel = "B", description = "the capacity (token-bucket, gcra, leaky-bucket)")
+    String burst;
+
+    @Option(names = "--refill", paramLabel = "greedy|interval", description = "token-bucket refill (default greedy)")
+    String refill;
+
+    @Option(names = "--mode", paramLabel = "reject|delay|shaping", description = "default reject")
+    String mode = "reject";
+
+    @Option(names = "--max-delay", paramLabel = "DURATION", description = "with --mode delay, such as 2s")
+    String maxDelay;
+
+    @Option(names = "--store", paramLabel = "STORE", description = "memory (the default)")
+    String store = "memory";
+
+    @Option(names = "--trace", required = true, paramLabel = "FILE|-", description = "the trace, CSV t_ms,key[,cost]")
+    String trace;
+
+    @Option(names = "--out", paramLabel = "FILE|-", description = "where the decisions go (default -)")
+    String out = STDIO;
+
+    private final InputStream stdin;
+    private final OutputStream stdout;
+    private final PrintWriter err;
+
+    SimulateCommand(InputStream stdin, OutputStream stdout, PrintWriter err) {
+        this.stdin = stdin;
+        this.stdout = stdout;
+        this.err = err;
+    }
+
+    @Override
+    public Integer call() throws BadInput, IOException {
+        Rule rule = rule();
+        Store chosen = store();
+        List<TraceRequest> requests = readTrace();
+        ManualClock clock = new ManualClock();
+        RateLimiter limiter = RateLimiter.builder().rule(rule).store(chosen).clock(clock).build();
+        Map<String, long[]> tally = new LinkedHashMap<>();
+        try (Writer writer = output()) {
+            writer.write("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
+            StringBuilder line = new StringBuilder(96);
+            for (TraceRequest request : requests) {
+                clock.set(request.millis() * 1_000_000L);
+                Decision decision = limiter.tryAcquire(request.key(), request.cost());
+                line.setLength(0);
+                line.append(request.millis()).append(',').append(Csv.quote(request.key())).append(',')
+                        .append(request.cost()).append(',').append(decision.allowed()).append(',')
+                        .append(decision.remaining()).append(',')
+                        .append(DurationFormat.toMillisCeil(decision.retryAfterNanos())).append(',')
+                        .append(DurationFormat.toMillisCeil(decision.resetAfterNanos())).append(',')
+                        .append(DurationFormat.toMillisCeil(decision.delayNanos())).append('\n');
+                writer.append(line);
+                tally.computeIfAbsent(request.key(), k -> new long[2])[decision.allowed() ? 0 : 1]++;
+            }
+        }
+        summarize(tally);
+        return 0;
+    }
+
+    /** The rule the options describe, or the first thing wrong with them. */
+    Rule rule() throws BadInput {
+        Algorithm chosen = option("--algorithm", () -> Algorithm.parse(algorithm));
+        Mode chosenMode = option("--mode", () -> Mode.parse(mode));
+        if (burst != null && !chosen.hasBurst()) {
+            throw new BadInput("--burst is for token-bucket, gcra and leaky-bucket, not " + chosen);
+        }
+        if (refill != null && chosen != Algorithm.TOKEN_BUCKET) {
+            throw new BadInput("--refill is for token-bucket, not " + chosen);
+        }
+        if (chosenMode == Mode.DELAY && maxDelay == null) {
+            throw new BadInput("--mode delay needs --max-delay");
+        }
+        if (chosenMode != Mode.DELAY && maxDelay != null) {
+            throw new BadInput("--max-delay is for --mode delay");
+        }
+        Long chosenBurst = burst == null ? null : wholeNumber("--burst", burst);
+        Refill chosenRefill = refill == null ? null : option("--refill", () -> Refill.parse(refill));
+        List<Limit> parsed = new ArrayList<>();
+        for (String text : limits) {
+            // --burst and --refill apply to every limit; a limit may also carry its own (600/1m burst=900)
+            Limit limit = option("--limit", () -> Limit.parse(text));
+            Limit refilled = chosenRefill == null ? limit : limit.withRefill(chosenRefill);
+            parsed.add(chosenBurst == null ? refilled : option("--burst", () -> refilled.withBurst(chosenBurst)));
+        }
+        long delay = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
+        return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
+    }
+
+    private Store store() throws BadInput {
+        if (!store.equals("memory")) {
+            throw new BadInput("--store: \"" + store + "\" is not a store this build has; use memory");
+        }
+        // every key of the trace is kept: a simulation is exact, not bounded
+        return InMemoryStore.builder().maxKeys(Long.MAX_VALUE).build();
+    }
+
+    private List<TraceRequest> readTrace() throws BadInput {
+        if (trace.equals(STDIO)) {
+            return TraceFile.read("<stdin>", new BufferedReader(new InputStreamReader(stdin, StandardCharsets.UTF_8)));
+        }
+        try (BufferedReader reader = Files.newBufferedReader(Path.of(trace), StandardCharsets.UTF_8)) {
+            return TraceFile.read(trace, reader);
+        } catch (NoSuchFileException e) {
+            throw new BadInput(trace + ": no such file");
+        } catch (IOException e) {
+            throw new BadInput(trace + ": cannot read: " + e.getMessage());
+        }
+    }
+
+    private Writer output() throws BadInput {
+        if (out.equals(STDIO)) {
+            return new BufferedWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), 1 << 16);
+        }
+        try {
+            return Files.newBufferedWriter(Path.of(out), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new BadInput(out + ": cannot write: " + e.getMessage());
+        }
+    }
+
+    private void summarize(Map<String, long[]> tally) {
+        long admitted = 0;
+        long rejected = 0;
+        int shown = 0;
+        for (Map.Entry<String, long[]> entry : tally.entrySet()) {
+            admitted += entry.getValue()[0];
+            rejected += entry.getValue()[1];
+            if (shown++ < KEYS_IN_SUMMARY) {
+                err.printf("%s: %d admitted, %d rejected%n", entry.getKey(), entry.getValue()[0], entry.getValue()[1]);
+            }
+        }
+        if (tally.size() > KEYS_IN_SUMMARY) {
+            err.printf("... and %d more keys%n", tally.size() - KEYS_IN_SUMMARY);
+        }
+        err.printf("total: %d admitted, %d rejected, %d key%s%n", admitted, rejected, tally.size(),
+                tally.size() == 1 ? "" : "s");
+        err.flush();
+    }
+
+    private static long wholeNumber(String name, String text) throws BadInput {
+        String problem = name + ": must be a whole number >= 1, got \"" + text + "\"";
+        if (text.isEmpty() || !text.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            throw new BadInput(problem);
+        }
+        try {
+            long value = Long.parseLong(text);
+            if (value < 1) {
+                throw new BadInput(problem);
+            }
+            return value;
+        } catch (NumberFormatException tooLarge) {
+            throw new BadInput(name + ": too large, got \"" + text + "\"");
+        }
+    }
+
+    /** A value parsed for an option, or a {@link BadInput} that names the option. */
+    private static <T> T option(String name, Parse<T> parse) throws BadInput {
+        try {
+            return parse.get();
+        } catch (IllegalArgumentException e) {
+            throw new BadInput(name + ": " + e.getMessage());
+        }
+    }
+
+    @FunctionalInterface
+    private interface Parse<T> {
+        T get();
+    }
+}

@@ -1,0 +1,50 @@
+package dev.sluice.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The {@code sluice} command. Bad input of any kind ends in one {@code error:} line on standard error and
+ * exit status 2; nothing the user typed ever becomes a stack trace.
+ */
+@Command(name = "sluice", mixinStandardHelpOptions = true, version = "sluice 0.1.0",
+        description = "An exact rate limiter: in memory, on Redis, as a service and as a gateway.",
+        subcommands = {ServeCommand.class, CommandLine.HelpCommand.class})
+public final class Sluice {
+    /** Exit status for input the command refuses. */
+    static final int BAD_INPUT = 2;
+
+    private Sluice() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.in, System.out, new PrintWriter(System.err, true, StandardCharsets.UTF_8)));
+    }
+
+    /** Runs the command line and returns its exit status. */
+    static int run(String[] args, InputStream stdin, OutputStream stdout, PrintWriter err) {
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), true);
+        CommandLine command = new CommandLine(new Sluice());
+        command.addSubcommand(new CommandLine(new SimulateCommand(stdin, stdout, err)));
+        command.setOut(out);
+        command.setErr(err);
+        command.setParameterExceptionHandler((e, arguments) -> {
+            err.println("error: " + e.getMessage());
+            return BAD_INPUT;
+        });
+        command.setExecutionExceptionHandler((e, line, parsed) -> {
+            if (e instanceof BadInput) {
+                err.println("error: " + e.getMessage());
+                return BAD_INPUT;
+            }
+            throw e;
+        });
+        return command.execute(args);
+    }
+}

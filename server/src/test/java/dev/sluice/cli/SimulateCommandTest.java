@@ -1,0 +1,190 @@
+package dev.sluice.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code sluice simulate} in this JVM: every answer and every refusal of spec/simulate.md. */
+class SimulateCommandTest {
+    @TempDir
+    Path dir;
+
+    /** What a run printed and how it ended. */
+    record Run(int status, String out, String err) {
+    }
+
+    static Run simulate(String stdin, String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        StringWriter err = new StringWriter();
+        String[] full = new String[args.length + 1];
+        full[0] = "simulate";
+        System.arraycopy(args, 0, full, 1, args.length);
+        int status = Sluice.run(full, new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)), out,
+                new PrintWriter(err, true));
+        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
+    }
+
+    private Path file(String name, String content) throws IOException {
+        return Files.writeString(dir.resolve(name), content);
+    }
+
+    @Test
+    void walksTheSeedsTokenBucketWithEveryColumn() {
+        Run run = simulate("t_ms,key\n0,user_1\n10000,user_1\n35000,user_1\n45000,user_1\n60000,user_1\n",
+                "--algorithm", "token-bucket", "--limit", "3/1m", "--refill", "interval", "--trace", "-");
+        assertThat(run.status()).isZero();
+        assertThat(run.out()).isEqualTo("""
+                t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
+                0,user_1,1,true,2,0,60000,0
+                10000,user_1,1,true,1,0,50000,0
+                35000,user_1,1,true,0,0,25000,0
+                45000,user_1,1,false,0,15000,15000,0
+                60000,user_1,1,true,2,0,60000,0
+                """);
+        assertThat(run.err()).isEqualTo("user_1: 4 admitted, 1 rejected\ntotal: 4 admitted, 1 rejected, 1 key\n");
+    }
+
+    @Test
+    void answersTheSpecsExampleLine() {
+        Run run = simulate("t_ms,key,cost\n0,user_1,1\n10000,user_1,1\n",
+                "--algorithm", "token-bucket", "--limit", "3/1m", "--trace", "-");
+        assertThat(run.out()).isEqualTo("""
+                t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
+                0,user_1,1,true,2,0,20000,0
+                10000,user_1,1,true,1,0,30000,0
+                """);
+    }
+
+    @Test
+    void gcraTenPerMinuteLetsTenThroughThenOneEverySixSeconds() {
+        StringBuilder trace = new StringBuilder("t_ms,key\n");
+        for (int i = 0; i < 11; i++) {
+            trace.append("0,k\n");
+        }
+        trace.append("6000,k\n");
+        Run run = simulate(trace.toString(), "--algorithm", "gcra", "--limit", "10/60s", "--trace", "-");
+        String[] lines = run.out().split("\n");
+        assertThat(lines).hasSize(13);
+        assertThat(lines[1]).isEqualTo("0,k,1,true,9,0,6000,0");
+        assertThat(lines[10]).isEqualTo("0,k,1,true,0,0,60000,0");
+        assertThat(lines[11]).isEqualTo("0,k,1,false,0,6000,60000,0");
+        assertThat(lines[12]).isEqualTo("6000,k,1,true,0,0,60000,0");
+    }
+
+    @Test
+    void stacksLimitsAndRoundsDurationsUpToWholeMilliseconds() {
+        Run run = simulate("t_ms,key,cost\n0,k,3\n0,k,1\n1,k,0\n",
+                "--algorithm", "gcra", "--limit", "3/1s", "--limit", "5/7s", "--trace", "-");
+        // 3 per second: T = 333.33 ms; 5 per 7 s: T = 1.4 s; the 7-second limit binds the reset
+        assertThat(run.out()).isEqualTo("""
+                t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
+                0,k,3,true,0,0,4200,0
+                0,k,1,false,0,334,4200,0
+                1,k,0,true,0,0,4199,0
+                """);
+    }
+
+    @Test
+    void delaysAndShapes() {
+        Run delay = simulate("t_ms,key\n0,k\n0,k\n0,k\n0,k\n",
+                "--algorithm", "gcra", "--limit", "2/1s", "--mode", "delay", "--max-delay", "1s", "--trace", "-");
+        assertThat(delay.out()).endsWith("0,k,1,true,1,0,500,0\n0,k,1,true,0,0,1000,0\n"
+                + "0,k,1,true,0,0,1500,500\n0,k,1,true,0,0,2000,1000\n");
+        Run shaping = simulate("t_ms,key\n0,k\n0,k\n0,k\n",
+                "--algorithm", "leaky-bucket", "--limit", "2/1s", "--burst", "3", "--mode", "shaping", "--trace", "-");
+        assertThat(shaping.out()).endsWith("0,k,1,true,2,0,500,0\n0,k,1,true,1,0,1000,500\n0,k,1,true,0,0,1500,1000\n");
+    }
+
+    @Test
+    void readsAndWritesFilesAndQuotedKeys() throws IOException {
+        Path trace = file("trace.csv", "key,t_ms,cost\r\n\"a,b\",0,1\r\n\"say \"\"hi\"\"\",5,2\r\n\r\n");
+        Path out = dir.resolve("out.csv");
+        Run run = simulate("", "--algorithm", "fixed-window", "--limit", "2/1s", "--trace", trace.toString(),
+                "--out", out.toString());
+        assertThat(run.status()).isZero();
+        assertThat(run.out()).isEmpty();
+        assertThat(Files.readString(out)).isEqualTo("""
+                t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
+                0,"a,b",1,true,1,0,1000,0
+                5,"say ""hi\"\"\",2,true,0,0,995,0
+                """);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "a negative cost|t_ms,key,cost\\n0,a,1\\n5,a,-3\\n|<stdin>:3: cost must be a whole number >= 0, got \"-3\"",
+            "a cost that overflows|t_ms,key,cost\\n0,a,99999999999999999999\\n|<stdin>:2: cost is too large, got \"99999999999999999999\"",
+            "a cost that is not a number|t_ms,key,cost\\n0,a,one\\n|<stdin>:2: cost must be a whole number >= 0, got \"one\"",
+            "time going backwards|t_ms,key\\n10,a\\n5,a\\n|<stdin>:3: time goes backwards: t_ms 5 comes after t_ms 10",
+            "a time that overflows|t_ms,key\\n4611686018428,a\\n|<stdin>:2: t_ms must be at most 4611686018427, got \"4611686018428\"",
+            "a negative time|t_ms,key\\n-1,a\\n|<stdin>:2: t_ms must be a whole number >= 0, got \"-1\"",
+            "an empty key|t_ms,key\\n0,\\n|<stdin>:2: key must not be empty",
+            "a short line|t_ms,key,cost\\n0,a\\n|<stdin>:2: expected 3 fields, got 2",
+            "an unclosed quote|t_ms,key\\n0,\"a\\n|<stdin>:2: unclosed quote",
+            "an unknown column|t_ms,key,weight\\n0,a,1\\n|<stdin>:1: unknown column \"weight\": expected t_ms, key and optionally cost",
+            "a missing column|key,cost\\na,1\\n|<stdin>:1: missing column \"t_ms\": the header must name t_ms, key and optionally cost",
+            "a repeated column|t_ms,key,key\\n0,a,a\\n|<stdin>:1: column \"key\" appears twice",
+            "an empty trace||<stdin>:1: the trace is empty; expected the header line t_ms,key,cost",
+    })
+    void refusesABadTraceBeforeWritingAnything(String problem, String trace, String message) {
+        Run run = simulate(trace == null ? "" : trace.replace("\\n", "\n"),
+                "--algorithm", "gcra", "--limit", "10/1s", "--trace", "-");
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.out()).isEmpty();
+        assertThat(run.err()).isEqualTo("error: " + message + "\n");
+    }
+
+    @ParameterizedTest(name = "{1}")
+    @CsvSource(delimiter = '|', value = {
+            "--algorithm nope --limit 10/1s|--algorithm: unknown algorithm \"nope\": expected one of fixed-window, sliding-log, sliding-window, token-bucket, gcra, leaky-bucket",
+            "--algorithm gcra --limit 10/0s|--limit: bad limit \"10/0s\": period must be > 0, got \"0s\"",
+            "--algorithm gcra --limit 0/1m|--limit: bad limit \"0/1m\": amount must be between 1 and 1099511627776, got 0",
+            "--algorithm gcra --limit abc|--limit: bad limit \"abc\": expected L/P such as 600/1m",
+            "--algorithm gcra --limit 10/1s --burst 0|--burst: must be a whole number >= 1, got \"0\"",
+            "--algorithm fixed-window --limit 10/1s --burst 5|--burst is for token-bucket, gcra and leaky-bucket, not fixed-window",
+            "--algorithm gcra --limit 10/1s --refill interval|--refill is for token-bucket, not gcra",
+            "--algorithm token-bucket --limit 10/1s --refill sometimes|--refill: unknown refill \"sometimes\": expected greedy or interval",
+            "--algorithm gcra --limit 10/1s --mode delay|--mode delay needs --max-delay",
+            "--algorithm gcra --limit 10/1s --max-delay 1s|--max-delay is for --mode delay",
+            "--algorithm gcra --limit 10/1s --mode delay --max-delay 1.5s|--max-delay: bad duration \"1.5s\": expected a whole number and a unit (ms, s, m, h, d) such as 10s",
+            "--algorithm sliding-log --limit 10/1s --mode delay --max-delay 1s|--mode delay: delay mode is for token-bucket and gcra, not sliding-log",
+            "--algorithm gcra --limit 10/1s --mode shaping|--mode shaping: shaping mode is for leaky-bucket, not gcra",
+            "--algorithm gcra --limit 10/1s --mode sometimes|--mode: unknown mode \"sometimes\": expected reject, delay or shaping",
+            "--algorithm gcra --limit 10/1s --store redis://localhost:1|--store: \"redis://localhost:1\" is not a store this build has; use memory",
+            "--algorithm gcra --limit 10/1s --frob|Unknown option: '--frob'",
+            "--limit 10/1s|Missing required option: '--algorithm=ALG'",
+    })
+    void refusesBadOptionsNamingThem(String options, String message) {
+        String[] args = (options + " --trace -").split(" ");
+        Run run = simulate("t_ms,key\n0,a\n", args);
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.out()).isEmpty();
+        assertThat(run.err()).isEqualTo("error: " + message + "\n");
+    }
+
+    @Test
+    void refusesAMissingFile() {
+        Run run = simulate("", "--algorithm", "gcra", "--limit", "10/1s", "--trace", dir.resolve("nope.csv").toString());
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.err()).isEqualTo("error: " + dir.resolve("nope.csv") + ": no such file\n");
+    }
+
+    @Test
+    void namesTheFileInTraceErrors() throws IOException {
+        Path trace = file("trace.csv", "t_ms,key,cost\n" + "0,a,1\n".repeat(12) + "0,a,-3\n");
+        Run run = simulate("", "--algorithm", "gcra", "--limit", "10/1s", "--trace", trace.toString());
+        assertThat(run.err()).isEqualTo("error: " + trace + ":14: cost must be a whole number >= 0, got \"-3\"\n");
+    }
+}
