@@ -7,6 +7,7 @@ import dev.sluice.store.Store;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The entry point: decides, for a key and a cost, whether a request goes ahead now, later or not at all.
@@ -28,16 +29,31 @@ import java.util.List;
  * (one compare-and-set in memory, one script on Redis), so every store gives the same answers. Time comes
  * from the limiter's {@link Clock} when one is set, otherwise from the store's own clock (the Redis
  * server's, for the Redis store). Thread-safe.
+ *
+ * <h2>Faces</h2>
+ * <ul>
+ *   <li>{@link #tryAcquire} answers at once: a wall. The decision says whether to go ahead, and if not,
+ *       when to retry.</li>
+ *   <li>{@link #tryAcquireAsync} answers through a {@link CompletionStage}, for stores that do I/O.</li>
+ *   <li>{@link #acquire} waits instead of rejecting: a valve. It waits out what the decision asks, up to
+ *       {@code maxWait}, and gives up without taking anything when the wait would be longer.</li>
+ * </ul>
+ * A {@link DecisionListener} hears every decision of every face.
  */
 public final class RateLimiter {
     private final Rule rule;
     private final Store store;
     private final Clock clock;
 
-    private RateLimiter(Rule rule, Store store, Clock clock) {
+    private final Sleeper sleeper;
+    private final DecisionListener[] listeners;
+
+    private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
         this.store = store;
         this.clock = clock;
+        this.sleeper = sleeper;
+        this.listeners = listeners;
     }
 
     public static Builder builder() {
@@ -55,13 +71,107 @@ public final class RateLimiter {
      * @throws IllegalArgumentException for an empty key or a negative cost; no decision is made
      */
     public Decision tryAcquire(String key, long cost) {
+        return decide(rule, key, cost);
+    }
+
+    private Decision decide(Rule applied, String key, long cost) {
+        check(key, cost);
+        Decision decision = store.decide(applied, key, cost, now());
+        if (listeners.length > 0) {
+            tell(key, cost, decision);
+        }
+        return decision;
+    }
+
+    private static void check(String key, long cost) {
         if (key == null || key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
         }
         if (cost < 0) {
             throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
         }
-        return store.decide(rule, key, cost, clock == null ? Store.STORE_CLOCK : clock.nanos());
+    }
+
+    private long now() {
+        return clock == null ? Store.STORE_CLOCK : clock.nanos();
+    }
+
+    private void tell(String key, long cost, Decision decision) {
+        for (DecisionListener listener : listeners) {
+            try {
+                if (!decision.allowed()) {
+                    listener.rejected(key, cost, decision);
+                } else if (decision.delayNanos() > 0) {
+                    listener.delayed(key, cost, decision);
+                } else {
+                    listener.admitted(key, cost, decision);
+                }
+            } catch (RuntimeException e) {
+                System.getLogger(RateLimiter.class.getName())
+                        .log(System.Logger.Level.WARNING, "a decision listener failed; the decision stands", e);
+            }
+        }
+    }
+
+    /** {@link #tryAcquire(String, long)} through a stage: for stores that do I/O, the thread is not held. */
+    public CompletionStage<Decision> tryAcquireAsync(String key, long cost) {
+        check(key, cost);
+        CompletionStage<Decision> decision = store.decideAsync(rule, key, cost, now());
+        return listeners.length == 0 ? decision : decision.thenApply(d -> {
+            tell(key, cost, d);
+            return d;
+        });
+    }
+
+    /** {@link #tryAcquireAsync(String, long)} of cost 1. */
+    public CompletionStage<Decision> tryAcquireAsync(String key) {
+        return tryAcquireAsync(key, 1);
+    }
+
+    /**
+     * Waits until the request may proceed, for at most {@code maxWait}: the valve instead of the wall.
+     *
+     * <p>Token-bucket and gcra reserve the cost at once (delay mode with {@code max_delay = maxWait}) and then
+     * sleep the delay: one decision, and the request keeps its place in line. The other algorithms cannot
+     * reserve; they sleep each rejection's {@code retry_after} and ask again while the total stays within
+     * {@code maxWait}. A delay the decision asks for (shaping) is slept too.
+     *
+     * @return the decision: admitted once the wait is over, or rejected (nothing taken) when the wait would
+     *         pass {@code maxWait} or the cost can never fit
+     * @throws InterruptedException if the thread is interrupted while waiting; a cost already reserved is
+     *                              not given back
+     */
+    public Decision acquire(String key, long cost, Duration maxWait) throws InterruptedException {
+        long budget = maxWait.toNanos();
+        if (budget < 0) {
+            throw new IllegalArgumentException("maxWait must be >= 0, got " + maxWait);
+        }
+        if (budget > 0 && rule.algorithm().canDelay()) {
+            Decision decision = decide(rule.delaying(budget), key, cost);
+            if (decision.allowed() && decision.delayNanos() > 0) {
+                sleeper.sleep(decision.delayNanos());
+            }
+            return decision;
+        }
+        while (true) {
+            Decision decision = decide(rule, key, cost);
+            if (decision.allowed()) {
+                if (decision.delayNanos() > 0) {
+                    sleeper.sleep(decision.delayNanos());
+                }
+                return decision;
+            }
+            if (decision.never() || decision.retryAfterNanos() > budget) {
+                return decision;
+            }
+            sleeper.sleep(decision.retryAfterNanos());
+            budget -= decision.retryAfterNanos();
+        }
+    }
+
+    /** {@link #acquire(String, long, Duration)} of cost 1. */
+    public Decision acquire(String key, Duration maxWait) throws InterruptedException {
+        return acquire(key, 1, maxWait);
     }
 
     /** Forgets everything about {@code key}. */
@@ -85,6 +195,8 @@ public final class RateLimiter {
         private long maxDelayNanos;
         private Store store;
         private Clock clock;
+        private Sleeper sleeper = Sleeper.system();
+        private final List<DecisionListener> listeners = new ArrayList<>();
 
         private Builder() {
         }
@@ -141,13 +253,26 @@ public final class RateLimiter {
             return this;
         }
 
+        /** How {@link RateLimiter#acquire} waits (default: the thread sleeps). */
+        public Builder sleeper(Sleeper sleeper) {
+            this.sleeper = sleeper;
+            return this;
+        }
+
+        /** Adds a listener that hears every decision. */
+        public Builder listener(DecisionListener listener) {
+            listeners.add(listener);
+            return this;
+        }
+
         /**
          * @throws IllegalArgumentException naming what is wrong (no limit, burst for fixed-window, delay mode
          *                                  for sliding-log, ...)
          */
         public RateLimiter build() {
             Rule rule = Rule.of(algorithm, limits, mode, mode == Mode.DELAY ? maxDelayNanos : 0);
-            return new RateLimiter(rule, store == null ? new InMemoryStore() : store, clock);
+            return new RateLimiter(rule, store == null ? new InMemoryStore() : store, clock, sleeper,
+                    listeners.toArray(DecisionListener[]::new));
         }
     }
 }

@@ -20,6 +20,11 @@ final class SystemClock implements Clock {
         return epochNanosAtStart + (System.nanoTime() - monotonicAtStart);
     }
 
+    /** The {@link System#nanoTime()} reading at which this clock shows {@code epochNanos}. */
+    long toNanoTime(long epochNanos) {
+        return monotonicAtStart + (epochNanos - epochNanosAtStart);
+    }
+
     @Override
     public String toString() {
         return "Clock.system()";

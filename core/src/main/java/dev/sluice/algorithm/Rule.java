@@ -115,6 +115,17 @@ public final class Rule {
         }
     }
 
+    /**
+     * This rule in delay mode, waiting at most {@code maxDelayNanos} (or its own max delay, if shorter): what
+     * a caller that is willing to wait uses. Same limits, so the same state for every key.
+     *
+     * @throws IllegalArgumentException if the algorithm cannot reserve capacity (only token-bucket and gcra can)
+     */
+    public Rule delaying(long maxDelayNanos) {
+        long delay = mode == Mode.DELAY ? Math.min(this.maxDelayNanos, maxDelayNanos) : maxDelayNanos;
+        return delay == this.maxDelayNanos && mode == Mode.DELAY ? this : of(algorithm, limits, Mode.DELAY, delay);
+    }
+
     /** A rule that rejects what does not fit at once. */
     public static Rule of(Algorithm algorithm, List<Limit> limits) {
         return of(algorithm, limits, Mode.REJECT, 0);

@@ -3,6 +3,9 @@ package dev.sluice.store;
 import dev.sluice.Decision;
 import dev.sluice.algorithm.Rule;
 
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+
 /**
  * Where the state of keys lives and how one decision on it is made atomic: the in-memory store with one
  * compare-and-set, the Redis store with one script. Every store gives the same decisions on the same trace
@@ -22,6 +25,18 @@ public interface Store {
      * @throws IllegalArgumentException for a negative cost or a time out of range; no decision is made
      */
     Decision decide(Rule rule, String key, long cost, long nowNanos);
+
+    /**
+     * {@link #decide} through a stage. A store that does I/O completes it when the answer arrives, without
+     * holding the calling thread; the in-memory store answers at once.
+     */
+    default CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
+        try {
+            return CompletableFuture.completedFuture(decide(rule, key, cost, nowNanos));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
 
     /** Forgets {@code key}: its next request finds it untouched. */
     void reset(Rule rule, String key);

@@ -1,0 +1,262 @@
+package dev.sluice;
+
+import java.time.Duration;
+
+/**
+ * A limiter whose rate follows the health of what it protects (the adaptive algorithm of the seeds): AIMD,
+ * as TCP does with its window. The admitted rate moves between a floor and a ceiling, one step per interval:
+ * <ul>
+ *   <li>if anything in the interval signalled congestion — a latency over the target
+ *       ({@link #onSuccess(Duration)}), an error ({@link #onError()}) or an explicit overload
+ *       ({@link #onOverload()}) — the rate is multiplied by {@code decrease} (default 0.5), but not below the
+ *       floor;</li>
+ *   <li>otherwise it grows by {@code increase} (default a tenth of the ceiling), but not above the ceiling.</li>
+ * </ul>
+ * So from the ceiling {@code C} it reaches the floor {@code F} within {@code ceil(log(F/C) / log(decrease))}
+ * congested intervals, and climbs back within {@code ceil((C − F) / increase)} healthy ones.
+ *
+ * <p>Requests are decided by a greedy token bucket at the current rate, holding at most one period's worth
+ * ({@code capacity = rate}); when the rate falls, tokens above the new capacity are dropped. The bucket is
+ * kept as a level in units of token·nanosecond, so every decision is exact in integers; that needs
+ * {@code ceiling × period} below 2^62 (a billion per second fits).
+ *
+ * <p>One limiter protects one resource: it has no keys. Its methods take a short lock.
+ *
+ * <table>
+ *   <caption>Parameters</caption>
+ *   <tr><th>builder method</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>{@code ceiling(n)}</td><td>required</td><td>the highest rate, units per period</td></tr>
+ *   <tr><td>{@code floor(n)}</td><td>1</td><td>the lowest rate</td></tr>
+ *   <tr><td>{@code initial(n)}</td><td>the ceiling</td><td>the rate at start</td></tr>
+ *   <tr><td>{@code period(d)}</td><td>1 s</td><td>the unit of the rates</td></tr>
+ *   <tr><td>{@code interval(d)}</td><td>1 s</td><td>how often the rate moves</td></tr>
+ *   <tr><td>{@code increase(n)}</td><td>ceiling / 10 (at least 1)</td><td>the additive step of a healthy interval</td></tr>
+ *   <tr><td>{@code decrease(f)}</td><td>0.5</td><td>the factor of a congested interval, 0 &lt; f &lt; 1</td></tr>
+ *   <tr><td>{@code latencyTarget(d)}</td><td>none</td><td>a success slower than this counts as congestion</td></tr>
+ *   <tr><td>{@code clock(c)}</td><td>{@link Clock#system()}</td><td>the time source</td></tr>
+ * </table>
+ */
+public final class AdaptiveLimiter {
+    private final long floor;
+    private final long ceiling;
+    private final long period;
+    private final long interval;
+    private final long increase;
+    private final double decrease;
+    private final long latencyTarget;
+    private final Clock clock;
+
+    // guarded by this
+    private long rate;
+    private long levelTimesPeriod; // level·P: the bucket drains `rate` of it per nanosecond
+    private long since;            // the time of levelTimesPeriod
+    private long intervalEnd;
+    private boolean congested;
+
+    private AdaptiveLimiter(Builder b) {
+        this.floor = b.floor;
+        this.ceiling = b.ceiling;
+        this.period = b.period;
+        this.interval = b.interval;
+        this.increase = b.increase > 0 ? b.increase : Math.max(1, b.ceiling / 10);
+        this.decrease = b.decrease;
+        this.latencyTarget = b.latencyTarget;
+        this.clock = b.clock;
+        this.rate = b.initial > 0 ? b.initial : b.ceiling;
+        long now = clock.nanos();
+        this.since = now;
+        this.intervalEnd = now + interval;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Decides a request of cost 1 at the current rate. */
+    public Decision tryAcquire() {
+        return tryAcquire(1);
+    }
+
+    /** Decides a request of {@code cost} at the current rate; a rejection changes nothing. */
+    public synchronized Decision tryAcquire(long cost) {
+        if (cost < 0) {
+            throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
+        }
+        long now = advance();
+        long capacity = rate * period;
+        Limit limit = Limit.of(rate, period);
+        if (cost > rate) {
+            return new Decision(false, remaining(capacity), Decision.NEVER, resetAfter(), 0, limit);
+        }
+        long needed = levelTimesPeriod + cost * period - capacity;
+        if (needed > 0) {
+            return new Decision(false, remaining(capacity), ceilDiv(needed, rate), resetAfter(), 0, limit);
+        }
+        levelTimesPeriod += cost * period;
+        since = now;
+        return new Decision(true, remaining(capacity), 0, resetAfter(), 0, limit);
+    }
+
+    private long remaining(long capacity) {
+        return (capacity - levelTimesPeriod) / period;
+    }
+
+    private long resetAfter() {
+        return ceilDiv(levelTimesPeriod, rate);
+    }
+
+    private static long ceilDiv(long a, long b) {
+        return a / b + (a % b == 0 ? 0 : 1);
+    }
+
+    /**
+     * Drains the bucket to now and moves the rate for every interval that has ended. A level drains within one
+     * period, so after a long quiet spell this loops over at most {@code period / interval + 1} intervals
+     * before the rest are taken in one step. Holds the lock.
+     */
+    private long advance() {
+        long now = Math.max(since, clock.nanos());
+        while (now >= intervalEnd) {
+            drainTo(intervalEnd);
+            long next = congested ? Math.max(floor, (long) (rate * decrease)) : Math.min(ceiling, rate + increase);
+            setRate(next);
+            congested = false;
+            intervalEnd += interval;
+            if (levelTimesPeriod == 0 && now >= intervalEnd) {
+                // an empty bucket stays empty: the healthy intervals left only raise the rate, all at once
+                long healthy = (now - intervalEnd) / interval + 1;
+                rate = healthy >= (ceiling - rate + increase - 1) / increase ? ceiling : rate + healthy * increase;
+                intervalEnd += healthy * interval;
+            }
+        }
+        drainTo(now);
+        return now;
+    }
+
+    private void drainTo(long t) {
+        if (t > since) {
+            long drained = Math.multiplyHigh(t - since, rate) != 0 ? Long.MAX_VALUE : (t - since) * rate;
+            levelTimesPeriod = drained < 0 || drained >= levelTimesPeriod ? 0 : levelTimesPeriod - drained;
+            since = t;
+        }
+    }
+
+    private void setRate(long next) {
+        rate = next;
+        levelTimesPeriod = Math.min(levelTimesPeriod, rate * period);
+    }
+
+    /** A request succeeded in {@code latency}; over the target, that is congestion. */
+    public void onSuccess(Duration latency) {
+        if (latencyTarget > 0 && latency.toNanos() > latencyTarget) {
+            onOverload();
+        }
+    }
+
+    /** A request failed in a way that says the protected resource is struggling. */
+    public void onError() {
+        onOverload();
+    }
+
+    /** The protected resource says it is overloaded (a 503, a queue too long). */
+    public synchronized void onOverload() {
+        advance();
+        congested = true;
+    }
+
+    /** The rate now, in units per period. */
+    public synchronized long rate() {
+        advance();
+        return rate;
+    }
+
+    /** The settings of an {@link AdaptiveLimiter}; see its table of parameters. */
+    public static final class Builder {
+        private long floor = 1;
+        private long ceiling;
+        private long initial;
+        private long period = 1_000_000_000L;
+        private long interval = 1_000_000_000L;
+        private long increase;
+        private double decrease = 0.5;
+        private long latencyTarget;
+        private Clock clock = Clock.system();
+
+        private Builder() {
+        }
+
+        public Builder floor(long floor) {
+            this.floor = floor;
+            return this;
+        }
+
+        public Builder ceiling(long ceiling) {
+            this.ceiling = ceiling;
+            return this;
+        }
+
+        public Builder initial(long initial) {
+            this.initial = initial;
+            return this;
+        }
+
+        public Builder period(Duration period) {
+            this.period = period.toNanos();
+            return this;
+        }
+
+        public Builder interval(Duration interval) {
+            this.interval = interval.toNanos();
+            return this;
+        }
+
+        public Builder increase(long step) {
+            this.increase = step;
+            return this;
+        }
+
+        public Builder decrease(double factor) {
+            this.decrease = factor;
+            return this;
+        }
+
+        public Builder latencyTarget(Duration target) {
+            this.latencyTarget = target.toNanos();
+            return this;
+        }
+
+        public Builder clock(Clock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException naming the parameter that is out of range */
+        public AdaptiveLimiter build() {
+            if (ceiling < 1) {
+                throw new IllegalArgumentException("ceiling must be >= 1, got " + ceiling);
+            }
+            if (floor < 1 || floor > ceiling) {
+                throw new IllegalArgumentException("floor must be between 1 and the ceiling " + ceiling + ", got " + floor);
+            }
+            if (initial != 0 && (initial < floor || initial > ceiling)) {
+                throw new IllegalArgumentException("initial rate must be between the floor " + floor
+                        + " and the ceiling " + ceiling + ", got " + initial);
+            }
+            if (period < 1 || interval < 1) {
+                throw new IllegalArgumentException("period and interval must be > 0, got " + period + "ns and "
+                        + interval + "ns");
+            }
+            if (Math.multiplyHigh(ceiling, period) != 0 || ceiling * period > (1L << 62)) {
+                throw new IllegalArgumentException("ceiling × period must be below 2^62, got " + ceiling + " per "
+                        + DurationFormat.format(period));
+            }
+            if (increase < 0) {
+                throw new IllegalArgumentException("increase must be >= 1, got " + increase);
+            }
+            if (!(decrease > 0 && decrease < 1)) {
+                throw new IllegalArgumentException("decrease must be between 0 and 1, got " + decrease);
+            }
+            return new AdaptiveLimiter(this);
+        }
+    }
+}

@@ -1,0 +1,203 @@
+package dev.sluice;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The concurrency limit of spec/algorithms.md: at most {@code L} units of cost in flight per key.
+ * {@link #tryAcquire} admits iff {@code in_flight + c ≤ L} and hands out a {@link Permit}; closing the permit
+ * gives the cost back. A permit that is never closed (its holder crashed, or forgot) expires after the lease
+ * timeout, so capacity cannot leak.
+ *
+ * <p>Not a rate: nothing here refills with time except expiring leases. Per key the leases are an immutable
+ * list replaced atomically ({@link ConcurrentHashMap#compute}, which holds the key's bin for the few
+ * nanoseconds of the update; acquire and release pair with real work, far longer). A key with no lease
+ * left is removed.
+ */
+public final class ConcurrencyLimiter {
+    private final long limit;
+    private final long leaseTimeout;
+    private final Clock clock;
+    private final Limit described;
+    private final ConcurrentHashMap<String, Leases> keys = new ConcurrentHashMap<>();
+    private final AtomicLong leaseIds = new AtomicLong();
+
+    /** The leases of one key, ordered by expiry (they all last the same, so by acquisition). */
+    private record Leases(long[] ids, long[] costs, long[] expiries) {
+        static final Leases NONE = new Leases(new long[0], new long[0], new long[0]);
+
+        int size() {
+            return ids.length;
+        }
+
+        long inFlight() {
+            return Arrays.stream(costs).sum();
+        }
+
+        Leases withoutExpired(long now) {
+            int expired = 0;
+            while (expired < size() && expiries[expired] <= now) {
+                expired++;
+            }
+            return expired == 0 ? this : slice(expired, size());
+        }
+
+        Leases slice(int from, int to) {
+            return new Leases(Arrays.copyOfRange(ids, from, to), Arrays.copyOfRange(costs, from, to),
+                    Arrays.copyOfRange(expiries, from, to));
+        }
+
+        Leases with(long id, long cost, long expiry) {
+            int n = size();
+            long[] newIds = Arrays.copyOf(ids, n + 1);
+            long[] newCosts = Arrays.copyOf(costs, n + 1);
+            long[] newExpiries = Arrays.copyOf(expiries, n + 1);
+            newIds[n] = id;
+            newCosts[n] = cost;
+            newExpiries[n] = expiry;
+            return new Leases(newIds, newCosts, newExpiries);
+        }
+
+        Leases without(long id) {
+            for (int i = 0; i < size(); i++) {
+                if (ids[i] == id) {
+                    Leases before = slice(0, i);
+                    Leases after = slice(i + 1, size());
+                    return new Leases(concat(before.ids, after.ids), concat(before.costs, after.costs),
+                            concat(before.expiries, after.expiries));
+                }
+            }
+            return this;
+        }
+
+        private static long[] concat(long[] a, long[] b) {
+            long[] both = Arrays.copyOf(a, a.length + b.length);
+            System.arraycopy(b, 0, both, a.length, b.length);
+            return both;
+        }
+    }
+
+    private ConcurrencyLimiter(Builder builder) {
+        this.limit = builder.limit;
+        this.leaseTimeout = builder.leaseTimeout;
+        this.clock = builder.clock;
+        this.described = Limit.of(limit, leaseTimeout);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Asks for one unit of in-flight capacity on {@code key}. */
+    public Permit tryAcquire(String key) {
+        return tryAcquire(key, 1);
+    }
+
+    /**
+     * Asks for {@code cost} units of in-flight capacity on {@code key}.
+     *
+     * @throws IllegalArgumentException for an empty key or a cost below 1
+     */
+    public Permit tryAcquire(String key, long cost) {
+        if (key == null || key.isEmpty()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        if (cost < 1) {
+            throw new IllegalArgumentException("cost must be a whole number >= 1, got " + cost);
+        }
+        long id = leaseIds.incrementAndGet();
+        Decision[] answer = new Decision[1];
+        keys.compute(key, (k, held) -> {
+            long now = clock.nanos(); // read under the key's lock, so expiries stay in order
+            Leases live = held == null ? Leases.NONE : held.withoutExpired(now);
+            long inFlight = live.inFlight();
+            if (cost > limit || inFlight + cost > limit) {
+                answer[0] = new Decision(false, limit - inFlight, retryAfter(live, now, cost), resetAfter(live, now), 0,
+                        described);
+                return live.size() == 0 ? null : live;
+            }
+            Leases granted = live.with(id, cost, now + leaseTimeout);
+            answer[0] = new Decision(true, limit - inFlight - cost, 0, resetAfter(granted, now), 0, described);
+            return granted;
+        });
+        return new Permit(this, key, id, answer[0]);
+    }
+
+    /** The wait until enough leases have expired for {@code cost} to fit, if none is released first. */
+    private long retryAfter(Leases live, long now, long cost) {
+        if (cost > limit) {
+            return Decision.NEVER;
+        }
+        long inFlight = live.inFlight();
+        for (int i = 0; i < live.size(); i++) {
+            inFlight -= live.costs()[i];
+            if (inFlight + cost <= limit) {
+                return live.expiries()[i] - now;
+            }
+        }
+        throw new AssertionError("a cost within the limit fits once every lease has expired");
+    }
+
+    private static long resetAfter(Leases live, long now) {
+        return live.size() == 0 ? 0 : live.expiries()[live.size() - 1] - now;
+    }
+
+    void release(String key, long lease) {
+        long now = clock.nanos();
+        keys.computeIfPresent(key, (k, held) -> {
+            Leases live = held.without(lease).withoutExpired(now);
+            return live.size() == 0 ? null : live;
+        });
+    }
+
+    /** Units of cost in flight on {@code key} now. */
+    public long inFlight(String key) {
+        Leases held = keys.get(key);
+        return held == null ? 0 : held.withoutExpired(clock.nanos()).inFlight();
+    }
+
+    /** How many keys hold a lease (expired leases are dropped as their keys are touched). */
+    public int keyCount() {
+        return keys.size();
+    }
+
+    /** The limit and the lease timeout of a {@link ConcurrencyLimiter}. */
+    public static final class Builder {
+        private long limit;
+        private long leaseTimeout = Duration.ofMinutes(1).toNanos();
+        private Clock clock = Clock.system();
+
+        private Builder() {
+        }
+
+        /** At most this many units of cost in flight per key. */
+        public Builder limit(long maxInFlight) {
+            this.limit = maxInFlight;
+            return this;
+        }
+
+        /** How long a permit holds its capacity if it is never closed (default 1 minute). */
+        public Builder leaseTimeout(Duration timeout) {
+            this.leaseTimeout = timeout.toNanos();
+            return this;
+        }
+
+        public Builder clock(Clock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        public ConcurrencyLimiter build() {
+            if (limit < 1 || limit > Limit.MAX_AMOUNT) {
+                throw new IllegalArgumentException("limit must be between 1 and " + Limit.MAX_AMOUNT + ", got " + limit);
+            }
+            if (leaseTimeout < 1 || leaseTimeout > DurationFormat.MAX_NANOS) {
+                throw new IllegalArgumentException("lease timeout must be > 0 and at most "
+                        + DurationFormat.MAX_NANOS + "ns, got " + leaseTimeout + "ns");
+            }
+            return new ConcurrencyLimiter(this);
+        }
+    }
+}

@@ -1,0 +1,175 @@
+package dev.sluice;
+
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.InMemoryStore;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.DelayQueue;
+import java.util.concurrent.Delayed;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Runs submitted tasks at a constant rate, in the order they came, from a bounded queue: the leaky bucket of
+ * the seeds as a FIFO queue that releases at a fixed rate. A burst of submissions is smoothed out instead of
+ * rejected, up to the queue's capacity; beyond it, work is refused at once.
+ *
+ * <pre>{@code
+ * try (Shaper shaper = Shaper.builder().rate("10/1s").queue(100).build()) {
+ *     CompletableFuture<Void> sent = shaper.submit(() -> mail.send(message));  // at most 10 a second
+ * }
+ * }</pre>
+ *
+ * <p>Each submission is one decision of a leaky-bucket limiter in shaping mode (capacity = the queue): the
+ * decision's {@code delay} is how long the queue ahead of the task takes to drain, so the task's release
+ * time is fixed the moment it is accepted. A dispatcher thread hands each task to the executor at its release
+ * time ({@link DelayQueue}: earliest first, FIFO among equals). By default the dispatcher runs tasks itself,
+ * one after another.
+ */
+public final class Shaper implements AutoCloseable {
+    private static final String QUEUE = "queue";
+
+    private final Rule rule;
+    private final InMemoryStore store = new InMemoryStore();
+    private final Executor executor;
+    private final DelayQueue<Release> releases = new DelayQueue<>();
+    private final AtomicLong sequence = new AtomicLong();
+    private final Thread dispatcher;
+    private volatile boolean closed;
+
+    private Shaper(Limit limit, Executor executor) {
+        this.rule = Rule.of(Algorithm.LEAKY_BUCKET, List.of(limit), Mode.SHAPING, 0);
+        this.executor = executor;
+        this.dispatcher = new Thread(this::dispatch, "sluice-shaper");
+        this.dispatcher.setDaemon(true);
+        this.dispatcher.start();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Queues {@code task} to run at its turn.
+     *
+     * @return completed when the task has run (exceptionally if it threw)
+     * @throws RejectedExecutionException when the queue is full (saying when there will be room) or the
+     *                                    shaper is closed; nothing was queued
+     */
+    public CompletableFuture<Void> submit(Runnable task) {
+        if (closed) {
+            throw new RejectedExecutionException("the shaper is closed");
+        }
+        long now = SystemClock.INSTANCE.nanos();
+        Decision decision = store.decide(rule, QUEUE, 1, now);
+        if (!decision.allowed()) {
+            throw new RejectedExecutionException("the queue is full (" + rule.limits().get(0).burst()
+                    + " tasks); room again in " + DurationFormat.toMillisCeil(decision.retryAfterNanos()) + "ms");
+        }
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        releases.add(new Release(task, done, SystemClock.INSTANCE.toNanoTime(now + decision.delayNanos()),
+                sequence.getAndIncrement()));
+        return done;
+    }
+
+    /** Tasks accepted and not yet handed to the executor. */
+    public int queued() {
+        return releases.size();
+    }
+
+    private void dispatch() {
+        while (!closed || !releases.isEmpty()) {
+            Release release;
+            try {
+                release = releases.poll(50, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            if (release != null) {
+                executor.execute(release::run);
+            }
+        }
+    }
+
+    /** Stops accepting work, lets every accepted task run at its turn, and waits for the dispatcher. */
+    @Override
+    public void close() throws InterruptedException {
+        closed = true;
+        dispatcher.join();
+    }
+
+    /** A task and the {@link System#nanoTime()} at which it may run. */
+    private static final class Release implements Delayed {
+        private final Runnable task;
+        private final CompletableFuture<Void> done;
+        private final long at;
+        private final long order;
+
+        Release(Runnable task, CompletableFuture<Void> done, long at, long order) {
+            this.task = task;
+            this.done = done;
+            this.at = at;
+            this.order = order;
+        }
+
+        void run() {
+            try {
+                task.run();
+                done.complete(null);
+            } catch (RuntimeException | Error e) {
+                done.completeExceptionally(e);
+            }
+        }
+
+        @Override
+        public long getDelay(TimeUnit unit) {
+            return unit.convert(at - System.nanoTime(), TimeUnit.NANOSECONDS);
+        }
+
+        @Override
+        public int compareTo(Delayed other) {
+            Release that = (Release) other;
+            int byTime = Long.compare(at - that.at, 0);
+            return byTime != 0 ? byTime : Long.compare(order, that.order);
+        }
+    }
+
+    /** The rate and the queue of a {@link Shaper}. */
+    public static final class Builder {
+        private Limit rate;
+        private long queue;
+        private Executor executor = Runnable::run;
+
+        private Builder() {
+        }
+
+        /** How many tasks per period are released, such as {@code 10/1s}. */
+        public Builder rate(String rate) {
+            this.rate = Limit.parse(rate);
+            return this;
+        }
+
+        /** How many accepted tasks may wait at most (default: one period's worth, {@code L}). */
+        public Builder queue(long capacity) {
+            this.queue = capacity;
+            return this;
+        }
+
+        /** Where released tasks run (default: on the dispatcher thread, one after another). */
+        public Builder executor(Executor executor) {
+            this.executor = executor;
+            return this;
+        }
+
+        public Shaper build() {
+            if (rate == null) {
+                throw new IllegalArgumentException("a rate is required, such as 10/1s");
+            }
+            return new Shaper(queue != 0 ? rate.withBurst(queue) : rate, executor);
+        }
+    }
+}

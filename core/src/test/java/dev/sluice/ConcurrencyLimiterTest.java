@@ -1,0 +1,108 @@
+package dev.sluice;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ConcurrencyLimiterTest {
+    private static final long S = 1_000_000_000L;
+
+    private final ManualClock clock = new ManualClock(1_700_000_000L * S);
+
+    private ConcurrencyLimiter limiter(long limit) {
+        return ConcurrencyLimiter.builder().limit(limit).leaseTimeout(Duration.ofSeconds(30)).clock(clock).build();
+    }
+
+    @Test
+    void grantsUpToTheLimitAndTakesCapacityBackOnClose() {
+        ConcurrencyLimiter limiter = limiter(3);
+        Permit two = limiter.tryAcquire("k", 2);
+        assertThat(two.granted()).isTrue();
+        assertThat(two.decision().remaining()).isEqualTo(1);
+        clock.advanceNanos(10 * S);
+        Permit one = limiter.tryAcquire("k");
+        assertThat(one.decision().remaining()).isZero();
+        Permit refused = limiter.tryAcquire("k");
+        assertThat(refused.granted()).isFalse();
+        // if nobody closes, the first lease expires in 20 s and makes room
+        assertThat(refused.decision().retryAfterNanos()).isEqualTo(20 * S);
+        assertThat(limiter.tryAcquire("k", 4).decision().never()).isTrue();
+        refused.close();
+        assertThat(limiter.inFlight("k")).isEqualTo(3);
+        two.close();
+        two.close();
+        assertThat(limiter.inFlight("k")).isEqualTo(1);
+        one.close();
+        assertThat(limiter.inFlight("k")).isZero();
+        assertThat(limiter.keyCount()).isZero();
+    }
+
+    @Test
+    void aLeaseNeverClosedExpiresAndClosingItLaterFreesNothingElse() {
+        ConcurrencyLimiter limiter = limiter(1);
+        Permit forgotten = limiter.tryAcquire("k");
+        clock.advanceNanos(30 * S);
+        Permit next = limiter.tryAcquire("k");
+        assertThat(next.granted()).as("the forgotten lease has expired").isTrue();
+        forgotten.close();
+        assertThat(limiter.inFlight("k")).isEqualTo(1);
+        assertThat(limiter.tryAcquire("k").granted()).isFalse();
+    }
+
+    @Test
+    void worksWithTryWithResources() {
+        ConcurrencyLimiter limiter = limiter(1);
+        try (Permit permit = limiter.tryAcquire("k")) {
+            assertThat(permit.granted()).isTrue();
+            assertThat(limiter.tryAcquire("k").granted()).isFalse();
+        }
+        assertThat(limiter.tryAcquire("k").granted()).isTrue();
+    }
+
+    @Test
+    void manyThreadsNeverHoldMoreThanTheLimit() throws Exception {
+        ConcurrencyLimiter limiter = ConcurrencyLimiter.builder().limit(4).build();
+        AtomicInteger holding = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        AtomicLong granted = new AtomicLong();
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<?>> runs = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            runs.add(pool.submit(() -> {
+                for (int i = 0; i < 20_000; i++) {
+                    try (Permit permit = limiter.tryAcquire("k")) {
+                        if (permit.granted()) {
+                            most.accumulateAndGet(holding.incrementAndGet(), Math::max);
+                            granted.incrementAndGet();
+                            holding.decrementAndGet();
+                        }
+                    }
+                }
+            }));
+        }
+        for (Future<?> run : runs) {
+            run.get(1, TimeUnit.MINUTES);
+        }
+        pool.shutdown();
+        assertThat(most.get()).isLessThanOrEqualTo(4);
+        assertThat(granted.get()).isPositive();
+        assertThat(limiter.inFlight("k")).isZero();
+    }
+
+    @Test
+    void refusesBadSettings() {
+        assertThatThrownBy(() -> ConcurrencyLimiter.builder().build()).hasMessage("limit must be between 1 and 1099511627776, got 0");
+        assertThatThrownBy(() -> limiter(2).tryAcquire("k", 0)).hasMessage("cost must be a whole number >= 1, got 0");
+    }
+}

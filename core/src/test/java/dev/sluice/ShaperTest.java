@@ -1,0 +1,65 @@
+package dev.sluice;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ShaperTest {
+    private static final long PERIOD = 50_000_000L; // 20 per second: one every 50 ms
+
+    @Test
+    void releasesTasksInOrderNoFasterThanTheRateAndRefusesWhenTheQueueIsFull() throws Exception {
+        List<long[]> started = new ArrayList<>();
+        try (Shaper shaper = Shaper.builder().rate("20/1s").queue(5).build()) {
+            List<CompletableFuture<Void>> done = new ArrayList<>();
+            long before = System.nanoTime();
+            for (int i = 0; i < 5; i++) {
+                int index = i;
+                done.add(shaper.submit(() -> started.add(new long[] {index, System.nanoTime()})));
+            }
+            assertThatThrownBy(() -> shaper.submit(() -> { }))
+                    .isInstanceOf(RejectedExecutionException.class)
+                    .hasMessageStartingWith("the queue is full (5 tasks); room again in");
+            CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+            assertThat(started).extracting(s -> s[0]).containsExactly(0L, 1L, 2L, 3L, 4L);
+            for (long[] start : started) {
+                // task i is released at the first task's admission + i·50 ms, never before
+                assertThat(start[1] - before).isGreaterThanOrEqualTo(start[0] * PERIOD);
+            }
+        }
+    }
+
+    @Test
+    void closingRunsWhatWasAcceptedAndRefusesMore() throws Exception {
+        Shaper shaper = Shaper.builder().rate("100/1s").queue(3).build();
+        List<Integer> ran = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            int index = i;
+            shaper.submit(() -> ran.add(index));
+        }
+        shaper.close();
+        assertThat(ran).containsExactly(0, 1, 2);
+        assertThatThrownBy(() -> shaper.submit(() -> { })).hasMessage("the shaper is closed");
+    }
+
+    @Test
+    void aFailingTaskFailsItsOwnFutureOnly() throws Exception {
+        try (Shaper shaper = Shaper.builder().rate("100/1s").build()) {
+            CompletableFuture<Void> failing = shaper.submit(() -> {
+                throw new IllegalStateException("boom");
+            });
+            CompletableFuture<Void> next = shaper.submit(() -> { });
+            assertThatThrownBy(() -> failing.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasRootCauseMessage("boom");
+            next.get(5, TimeUnit.SECONDS);
+        }
+    }
+}
