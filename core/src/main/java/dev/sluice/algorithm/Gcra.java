@@ -87,11 +87,21 @@ final class Gcra implements Transition<Gcra.Tat> {
         if (cost > burst) {
             return NEVER;
         }
-        Tat next = take(state, t, cost);
-        // excess = new_tat − t − B·T, as whole nanoseconds and a numerator over L
-        long nanos = next.nanos - t - depthNanos;
-        long frac = next.frac - depthFrac;
-        if (frac < 0) {
+        // excess = max(TAT, t) + c·T − t − B·T, as whole nanoseconds and a numerator over L (no allocation:
+        // this runs on every decision)
+        long nanos = (state == null ? 0 : state.nanos - t) - depthNanos;
+        long frac = (state == null ? 0 : state.frac) - depthFrac;
+        if (cost == 1) {
+            nanos += stepNanos;
+            frac += stepFrac;
+        } else {
+            nanos += MulDiv.floor(cost, period, rate);
+            frac += MulDiv.mod(cost, period, rate);
+        }
+        if (frac >= rate) {
+            frac -= rate;
+            nanos++;
+        } else if (frac < 0) {
             frac += rate;
             nanos--;
         }

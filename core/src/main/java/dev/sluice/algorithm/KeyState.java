@@ -11,9 +11,10 @@ package dev.sluice.algorithm;
 public final class KeyState {
     private final long time;
     private final long expiresAt;
-    private final Object[] limits;
+    /** The state of the only limit, or an {@code Object[]} of the states of several. */
+    private final Object limits;
 
-    KeyState(long time, long expiresAt, Object[] limits) {
+    KeyState(long time, long expiresAt, Object limits) {
         this.time = time;
         this.expiresAt = expiresAt;
         this.limits = limits;
@@ -32,11 +33,17 @@ public final class KeyState {
         return now >= expiresAt;
     }
 
+    /** The state of the only limit. */
+    Object single() {
+        return limits;
+    }
+
+    /** The state of limit {@code index} of several. */
     Object limit(int index) {
-        return limits[index];
+        return ((Object[]) limits)[index];
     }
 
     int limitCount() {
-        return limits.length;
+        return limits instanceof Object[] ? ((Object[]) limits).length : 1;
     }
 }

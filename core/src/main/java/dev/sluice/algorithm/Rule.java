@@ -166,6 +166,46 @@ public final class Rule {
             throw new IllegalStateException("the key's state was made by another rule: " + transitions.length
                     + " limits here, " + state.limitCount() + " in the state");
         }
+        return transitions.length == 1 ? decideOne(state, now, cost) : decideAll(state, now, cost);
+    }
+
+    /**
+     * The decision of a rule with one limit: {@link #decideAll} without the arrays, because this is the hot
+     * path of nearly every limiter (the key's state holds the limit's state directly).
+     */
+    private Outcome decideOne(KeyState state, long now, long cost) {
+        Transition<Object> transition = transitions[0];
+        Limit limit = limits.get(0);
+        long t = state == null ? now : Math.max(now, state.time());
+        Object current = transition.advance(state == null ? null : state.single(), t);
+        KeyState unchanged = current == null ? null : state;
+        long wait = cost == 0 ? 0 : transition.wait(current, t, cost);
+        if (!fits(wait)) {
+            return new Outcome(new Decision(false, transition.remaining(current, t), retryAfter(wait),
+                    transition.resetAfter(current, t), 0, limit), unchanged);
+        }
+        if (cost == 0) {
+            return new Outcome(new Decision(true, transition.remaining(current, t), 0,
+                    transition.resetAfter(current, t), 0, limit), unchanged);
+        }
+        long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? transition.resetAfter(current, t) : 0;
+        Object next = transition.take(current, t, cost);
+        long reset = transition.resetAfter(next, t);
+        return new Outcome(new Decision(true, transition.remaining(next, t), 0, reset, delay, limit),
+                new KeyState(t, t + reset, next));
+    }
+
+    /** Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode). */
+    private boolean fits(long wait) {
+        return wait == 0 || (mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos);
+    }
+
+    /** The {@code retry_after} of a rejected request that must wait {@code wait}. */
+    private long retryAfter(long wait) {
+        return wait == Transition.NEVER ? Decision.NEVER : mode == Mode.DELAY ? wait - maxDelayNanos : wait;
+    }
+
+    private Outcome decideAll(KeyState state, long now, long cost) {
         long t = state == null ? now : Math.max(now, state.time());
         int count = transitions.length;
         Object[] current = new Object[count];
@@ -187,11 +227,8 @@ public final class Rule {
                 waiting = i;
             }
         }
-        boolean fits = wait == 0 || (mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos);
-        if (!fits) {
-            long retryAfter = wait == Transition.NEVER ? Decision.NEVER
-                    : mode == Mode.DELAY ? wait - maxDelayNanos : wait;
-            return new Outcome(summarize(false, current, t, retryAfter, 0, waiting), unchanged);
+        if (!fits(wait)) {
+            return new Outcome(summarize(false, current, t, retryAfter(wait), 0, waiting), unchanged);
         }
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? longestReset(current, t) : 0;
         Object[] next = new Object[count];
