@@ -8,8 +8,21 @@ import dev.sluice.Limit;
  * pass around a window boundary; sliding-window and sliding-log exist for that.
  */
 final class FixedWindow implements Transition<FixedWindow.Window> {
-    /** {@code count} units taken in window {@code index}. */
-    record Window(long index, long count) {
+    /** {@code count} units taken in the window that ends at {@code end}. */
+    static final class Window extends KeyState {
+        final long end;
+        final long count;
+
+        Window(long time, long end, long count) {
+            super(time);
+            this.end = end;
+            this.count = count;
+        }
+
+        @Override
+        public long expiresAt() {
+            return end;
+        }
     }
 
     private final long limit;
@@ -22,7 +35,7 @@ final class FixedWindow implements Transition<FixedWindow.Window> {
 
     @Override
     public Window advance(Window state, long t) {
-        return state == null || state.index != t / period ? null : state;
+        return state == null || state.end != windowEnd(t) ? null : state;
     }
 
     @Override
@@ -36,7 +49,7 @@ final class FixedWindow implements Transition<FixedWindow.Window> {
 
     @Override
     public Window take(Window state, long t, long cost) {
-        return new Window(t / period, (state == null ? 0 : state.count) + cost);
+        return new Window(t, windowEnd(t), (state == null ? 0 : state.count) + cost);
     }
 
     @Override

@@ -38,7 +38,20 @@ final class Gcra implements Transition<Gcra.Tat> {
     static final long MAX_DEPTH_NANOS = 1L << 60;
 
     /** The theoretical arrival time {@code nanos + frac/L}, {@code 0 ≤ frac < L}. */
-    record Tat(long nanos, long frac) {
+    static final class Tat extends KeyState {
+        final long nanos;
+        final long frac;
+
+        Tat(long time, long nanos, long frac) {
+            super(time);
+            this.nanos = nanos;
+            this.frac = frac;
+        }
+
+        @Override
+        public long expiresAt() {
+            return frac == 0 ? nanos : nanos + 1;
+        }
     }
 
     private final long rate;        // L: the denominator of every fraction here
@@ -126,7 +139,7 @@ final class Gcra implements Transition<Gcra.Tat> {
             frac -= rate;
             nanos++;
         }
-        return new Tat(nanos, frac);
+        return new Tat(t, nanos, frac);
     }
 
     @Override

@@ -15,7 +15,22 @@ import dev.sluice.Limit;
  */
 final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
     /** {@code tokens} now (below {@code B}, below 0 when reserved), and the time of the next refill. */
-    record Tokens(long nextRefill, long tokens) {
+    static final class Tokens extends KeyState {
+        final long nextRefill;
+        final long tokens;
+        private final long expiresAt;
+
+        Tokens(long time, long nextRefill, long tokens, long expiresAt) {
+            super(time);
+            this.nextRefill = nextRefill;
+            this.tokens = tokens;
+            this.expiresAt = expiresAt;
+        }
+
+        @Override
+        public long expiresAt() {
+            return expiresAt;
+        }
     }
 
     private final long refill;
@@ -37,7 +52,8 @@ final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
         if (refills >= refillsUntil(state.tokens, capacity)) {
             return null;
         }
-        return new Tokens(state.nextRefill + refills * period, state.tokens + refills * refill);
+        return new Tokens(state.time, state.nextRefill + refills * period, state.tokens + refills * refill,
+                state.expiresAt);
     }
 
     /** How many refills it takes to hold {@code wanted} tokens, from {@code tokens}. */
@@ -58,10 +74,9 @@ final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
 
     @Override
     public Tokens take(Tokens state, long t, long cost) {
-        if (state == null) {
-            return new Tokens(t + period, capacity - cost);
-        }
-        return new Tokens(state.nextRefill, state.tokens - cost);
+        long nextRefill = state == null ? t + period : state.nextRefill;
+        long tokens = (state == null ? capacity : state.tokens) - cost;
+        return new Tokens(t, nextRefill, tokens, fullAt(nextRefill, tokens));
     }
 
     @Override
@@ -74,6 +89,11 @@ final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
         if (state == null) {
             return 0;
         }
-        return state.nextRefill + (refillsUntil(state.tokens, capacity) - 1) * period - t;
+        return state.expiresAt - t;
+    }
+
+    /** When the bucket is full again, from {@code tokens} with the next refill at {@code nextRefill}. */
+    private long fullAt(long nextRefill, long tokens) {
+        return nextRefill + (refillsUntil(tokens, capacity) - 1) * period;
     }
 }

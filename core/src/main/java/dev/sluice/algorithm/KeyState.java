@@ -3,47 +3,47 @@ package dev.sluice.algorithm;
 /**
  * The state of one key under one {@link Rule}: an immutable value a store keeps and swaps whole.
  *
+ * <p>Each algorithm's state is a subclass, so that a key with one limit (nearly every key) costs one object:
+ * {@link Gcra.Tat}, {@link FixedWindow.Window}, ... A key with several limits holds a {@link Stack} of them.
+ *
  * <p>{@code time} is the key's own clock, the time of its last admission: a request stamped earlier is
- * decided at this time instead, so time never runs backwards for a key. {@code expiresAt} is the time at
- * which every limit is back to untouched if nothing else arrives ({@code time + reset_after}): from then on
- * the state can be dropped without changing any decision.
+ * decided at this time instead, so time never runs backwards for a key. {@link #expiresAt()} is the time at
+ * which the key is back to untouched if nothing else arrives ({@code time + reset_after}): from then on the
+ * state can be dropped without changing any decision.
  */
-public final class KeyState {
-    private final long time;
-    private final long expiresAt;
-    /** The state of the only limit, or an {@code Object[]} of the states of several. */
-    private final Object limits;
+public abstract class KeyState {
+    final long time;
 
-    KeyState(long time, long expiresAt, Object limits) {
+    KeyState(long time) {
         this.time = time;
-        this.expiresAt = expiresAt;
-        this.limits = limits;
     }
 
-    public long time() {
+    public final long time() {
         return time;
     }
 
-    public long expiresAt() {
-        return expiresAt;
-    }
+    /** When the key is untouched again if nothing else arrives. */
+    public abstract long expiresAt();
 
     /** Whether the state is untouched at {@code now} and can be dropped. */
-    public boolean expired(long now) {
-        return now >= expiresAt;
+    public final boolean expired(long now) {
+        return now >= expiresAt();
     }
 
-    /** The state of the only limit. */
-    Object single() {
-        return limits;
-    }
+    /** The states of the limits of a key that has several. */
+    static final class Stack extends KeyState {
+        final KeyState[] limits;
+        private final long expiresAt;
 
-    /** The state of limit {@code index} of several. */
-    Object limit(int index) {
-        return ((Object[]) limits)[index];
-    }
+        Stack(long time, long expiresAt, KeyState[] limits) {
+            super(time);
+            this.expiresAt = expiresAt;
+            this.limits = limits;
+        }
 
-    int limitCount() {
-        return limits instanceof Object[] ? ((Object[]) limits).length : 1;
+        @Override
+        public long expiresAt() {
+            return expiresAt;
+        }
     }
 }

@@ -38,7 +38,7 @@ public final class Rule {
     private final List<Limit> limits;
     private final Mode mode;
     private final long maxDelayNanos;
-    private final Transition<Object>[] transitions;
+    private final Transition<KeyState>[] transitions;
 
     private Rule(Algorithm algorithm, List<Limit> limits, Mode mode, long maxDelayNanos) {
         this.algorithm = algorithm;
@@ -49,10 +49,10 @@ public final class Rule {
     }
 
     @SuppressWarnings("unchecked")
-    private static Transition<Object>[] transitionsOf(Algorithm algorithm, List<Limit> limits) {
-        Transition<Object>[] transitions = new Transition[limits.size()];
+    private static Transition<KeyState>[] transitionsOf(Algorithm algorithm, List<Limit> limits) {
+        Transition<KeyState>[] transitions = new Transition[limits.size()];
         for (int i = 0; i < transitions.length; i++) {
-            transitions[i] = (Transition<Object>) Transition.of(algorithm, limits.get(i));
+            transitions[i] = (Transition<KeyState>) Transition.of(algorithm, limits.get(i));
         }
         return transitions;
     }
@@ -162,9 +162,8 @@ public final class Rule {
             throw new IllegalArgumentException("time must be between 0 and " + MAX_TIME_NANOS
                     + "ns since the epoch, got " + now + "ns");
         }
-        if (state != null && state.limitCount() != transitions.length) {
-            throw new IllegalStateException("the key's state was made by another rule: " + transitions.length
-                    + " limits here, " + state.limitCount() + " in the state");
+        if (state != null && (state instanceof KeyState.Stack) != (transitions.length > 1)) {
+            throw new IllegalStateException("the key's state was made by another rule than " + this);
         }
         return transitions.length == 1 ? decideOne(state, now, cost) : decideAll(state, now, cost);
     }
@@ -174,10 +173,10 @@ public final class Rule {
      * path of nearly every limiter (the key's state holds the limit's state directly).
      */
     private Outcome decideOne(KeyState state, long now, long cost) {
-        Transition<Object> transition = transitions[0];
+        Transition<KeyState> transition = transitions[0];
         Limit limit = limits.get(0);
-        long t = state == null ? now : Math.max(now, state.time());
-        Object current = transition.advance(state == null ? null : state.single(), t);
+        long t = state == null ? now : Math.max(now, state.time);
+        KeyState current = transition.advance(state, t);
         KeyState unchanged = current == null ? null : state;
         long wait = cost == 0 ? 0 : transition.wait(current, t, cost);
         if (!fits(wait)) {
@@ -189,10 +188,9 @@ public final class Rule {
                     transition.resetAfter(current, t), 0, limit), unchanged);
         }
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? transition.resetAfter(current, t) : 0;
-        Object next = transition.take(current, t, cost);
-        long reset = transition.resetAfter(next, t);
-        return new Outcome(new Decision(true, transition.remaining(next, t), 0, reset, delay, limit),
-                new KeyState(t, t + reset, next));
+        KeyState next = transition.take(current, t, cost);
+        return new Outcome(new Decision(true, transition.remaining(next, t), 0, next.expiresAt() - t, delay, limit),
+                next);
     }
 
     /** Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode). */
@@ -206,12 +204,12 @@ public final class Rule {
     }
 
     private Outcome decideAll(KeyState state, long now, long cost) {
-        long t = state == null ? now : Math.max(now, state.time());
+        long t = state == null ? now : Math.max(now, state.time);
         int count = transitions.length;
-        Object[] current = new Object[count];
+        KeyState[] current = new KeyState[count];
         boolean untouched = true;
         for (int i = 0; i < count; i++) {
-            current[i] = transitions[i].advance(state == null ? null : state.limit(i), t);
+            current[i] = transitions[i].advance(state == null ? null : ((KeyState.Stack) state).limits[i], t);
             untouched &= current[i] == null;
         }
         KeyState unchanged = untouched ? null : state;
@@ -231,14 +229,15 @@ public final class Rule {
             return new Outcome(summarize(false, current, t, retryAfter(wait), 0, waiting), unchanged);
         }
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? longestReset(current, t) : 0;
-        Object[] next = new Object[count];
+        KeyState[] next = new KeyState[count];
         for (int i = 0; i < count; i++) {
             next[i] = transitions[i].take(current[i], t, cost);
         }
-        return new Outcome(summarize(true, next, t, 0, delay, -1), new KeyState(t, t + longestReset(next, t), next));
+        return new Outcome(summarize(true, next, t, 0, delay, -1),
+                new KeyState.Stack(t, t + longestReset(next, t), next));
     }
 
-    private long longestReset(Object[] states, long t) {
+    private long longestReset(KeyState[] states, long t) {
         long longest = 0;
         for (int i = 0; i < states.length; i++) {
             longest = Math.max(longest, transitions[i].resetAfter(states[i], t));
@@ -250,7 +249,7 @@ public final class Rule {
      * The decision on {@code states} at {@code t}; the deciding limit is {@code decider}, or when that is -1
      * the one with the least remaining.
      */
-    private Decision summarize(boolean allowed, Object[] states, long t, long retryAfter, long delay, int decider) {
+    private Decision summarize(boolean allowed, KeyState[] states, long t, long retryAfter, long delay, int decider) {
         long remaining = Long.MAX_VALUE;
         int least = 0;
         for (int i = 0; i < states.length; i++) {

@@ -17,9 +17,27 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
     /**
      * Admission times, oldest first and all distinct, with their costs; {@code used} is the sum of the costs.
      */
-    record Log(long[] times, long[] costs, long used) {
+    static final class Log extends KeyState {
+        final long[] times;
+        final long[] costs;
+        final long used;
+        private final long expiresAt;
+
+        Log(long time, long[] times, long[] costs, long used, long expiresAt) {
+            super(time);
+            this.times = times;
+            this.costs = costs;
+            this.used = used;
+            this.expiresAt = expiresAt;
+        }
+
         int size() {
             return times.length;
+        }
+
+        @Override
+        public long expiresAt() {
+            return expiresAt;
         }
     }
 
@@ -48,8 +66,8 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
         if (expired == state.size()) {
             return null;
         }
-        return new Log(Arrays.copyOfRange(state.times, expired, state.size()),
-                Arrays.copyOfRange(state.costs, expired, state.size()), state.used - freed);
+        return new Log(state.time, Arrays.copyOfRange(state.times, expired, state.size()),
+                Arrays.copyOfRange(state.costs, expired, state.size()), state.used - freed, state.expiresAt);
     }
 
     @Override
@@ -71,20 +89,22 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
 
     @Override
     public Log take(Log state, long t, long cost) {
+        // the newest entry is this one: the log is untouched once it expires
+        long expiresAt = t + period;
         if (state == null) {
-            return new Log(new long[] {t}, new long[] {cost}, cost);
+            return new Log(t, new long[] {t}, new long[] {cost}, cost, expiresAt);
         }
         int last = state.size() - 1;
         if (state.times[last] == t) {
             long[] costs = state.costs.clone();
             costs[last] += cost;
-            return new Log(state.times, costs, state.used + cost);
+            return new Log(t, state.times, costs, state.used + cost, expiresAt);
         }
         long[] times = Arrays.copyOf(state.times, last + 2);
         long[] costs = Arrays.copyOf(state.costs, last + 2);
         times[last + 1] = t;
         costs[last + 1] = cost;
-        return new Log(times, costs, state.used + cost);
+        return new Log(t, times, costs, state.used + cost, expiresAt);
     }
 
     @Override

@@ -21,7 +21,24 @@ import dev.sluice.Limit;
  */
 final class SlidingWindow implements Transition<SlidingWindow.Counters> {
     /** The counts of window {@code index} and of the one before it. */
-    record Counters(long index, long prev, long curr) {
+    static final class Counters extends KeyState {
+        final long index;
+        final long prev;
+        final long curr;
+        private final long expiresAt;
+
+        Counters(long time, long index, long prev, long curr, long expiresAt) {
+            super(time);
+            this.index = index;
+            this.prev = prev;
+            this.curr = curr;
+            this.expiresAt = expiresAt;
+        }
+
+        @Override
+        public long expiresAt() {
+            return expiresAt;
+        }
     }
 
     private final long limit;
@@ -39,7 +56,7 @@ final class SlidingWindow implements Transition<SlidingWindow.Counters> {
             return state;
         }
         if (state.index == window - 1 && state.curr > 0) {
-            return new Counters(window, state.curr, 0);
+            return new Counters(state.time, window, state.curr, 0, state.expiresAt);
         }
         return null;
     }
@@ -64,10 +81,13 @@ final class SlidingWindow implements Transition<SlidingWindow.Counters> {
 
     @Override
     public Counters take(Counters state, long t, long cost) {
+        long window = t / period;
+        // curr > 0 after this: untouched once the next window has ended too
+        long expiresAt = (window + 2) * period;
         if (state == null) {
-            return new Counters(t / period, 0, cost);
+            return new Counters(t, window, 0, cost, expiresAt);
         }
-        return new Counters(state.index, state.prev, state.curr + cost);
+        return new Counters(t, state.index, state.prev, state.curr + cost, expiresAt);
     }
 
     @Override

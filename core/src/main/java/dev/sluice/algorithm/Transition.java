@@ -20,7 +20,7 @@ import dev.sluice.Refill;
  *
  * @param <S> the state of one limit of one key
  */
-sealed interface Transition<S> permits FixedWindow, SlidingWindow, SlidingLog, IntervalBucket, Gcra {
+sealed interface Transition<S extends KeyState> permits FixedWindow, SlidingWindow, SlidingLog, IntervalBucket, Gcra {
     /** {@code wait} of a request whose cost is greater than the capacity. */
     long NEVER = -1;
 
@@ -31,7 +31,8 @@ sealed interface Transition<S> permits FixedWindow, SlidingWindow, SlidingLog, I
     long wait(S state, long t, long cost);
 
     /**
-     * The state after taking {@code cost ≥ 1} at {@code t}. Called when {@link #wait} is 0, and in delay mode
+     * The state after taking {@code cost ≥ 1} at {@code t}, with {@code t} as its time and
+     * {@code t + resetAfter} as its expiry. Called when {@link #wait} is 0, and in delay mode
      * (token-bucket and gcra only) with a positive wait: then the cost is reserved ahead of time.
      */
     S take(S state, long t, long cost);
