@@ -64,6 +64,12 @@ public class OneKeyBenchmark {
         return bucket4j.tryConsume(1);
     }
 
+    /** Bucket4j asked for what a Sluice decision tells: the remaining tokens and the wait. */
+    @Benchmark
+    public long bucket4jVerbose() {
+        return bucket4j.tryConsumeAndReturnRemaining(1).getRemainingTokens();
+    }
+
     @Benchmark
     public boolean guava() {
         return guava.tryAcquire();

@@ -1,0 +1,416 @@
+package dev.sluice.store;
+
+import dev.sluice.Decision;
+import dev.sluice.algorithm.KeyState;
+import dev.sluice.algorithm.Outcome;
+import dev.sluice.algorithm.Rule;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The keys of the in-memory store and their states: an open-addressing hash table in one array of
+ * {@code [key, state]} pairs, where every decision is one compare-and-set on the state of its key.
+ *
+ * <h2>Why not a ConcurrentHashMap</h2>
+ * A {@code ConcurrentHashMap} entry costs a 32-byte node, and a state swapped with compare-and-set needs a
+ * holder object of 16 more; with the key's {@code String} (56 bytes for {@code "user-123456"}) a key costs
+ * about 110 bytes before its state. Here a key costs two references in the array, a compact copy of its
+ * characters ({@code byte[]} when every character is Latin-1: 32 bytes for {@code "user-123456"}) and its
+ * state object: about 90 bytes for a gcra key at a million keys (a quarter of what a Bucket4j bucket in a
+ * {@code ConcurrentHashMap} takes, measured side by side by {@code BytesPerKey} in bench/).
+ *
+ * <h2>The slots</h2>
+ * A key slot is empty ({@code null}), holds a key, or a {@link #TOMBSTONE} once its key has been removed (a
+ * tombstone is never reused: probing goes past it, and the next resize drops it). A state slot holds the
+ * key's {@link KeyState}, {@code null} while the key is untouched, {@link #RETIRED} while the key is being
+ * removed, or {@link #MOVED} once a resize has copied it.
+ *
+ * <ul>
+ *   <li><b>Deciding</b> reads the key's state, computes the outcome with the pure {@link Rule#decide}, and
+ *       installs the new state with one compare-and-set; if another thread got there first it decides
+ *       again. A rejection or a peek writes nothing.</li>
+ *   <li><b>Inserting</b> claims an empty key slot with a compare-and-set, then installs the state with
+ *       another, from {@code null}: a thread that found the new key in between and decided on its untouched
+ *       state may win that race, and then the inserter decides again on the newer state.</li>
+ *   <li><b>Removing</b> an untouched or expired key first swaps its state for {@link #RETIRED} (which fails
+ *       if a decision got in first), then its key for a {@link #TOMBSTONE}; a thread that meets a retired
+ *       state helps with the second step and starts over, and will insert the key afresh.</li>
+ *   <li><b>Resizing</b> (when keys and tombstones fill three quarters of the slots) freezes every slot of the
+ *       old table — an empty key slot and every state slot become {@link #MOVED} by compare-and-set, so no
+ *       decision can land in the old table after its slot was copied — and copies the live keys into a new
+ *       table, sized so that they fill at most half of it (so between resizes the table is half to three
+ *       quarters full, and a key costs 11 to 16 bytes of array). Untouched and expired keys are not copied.
+ *       Threads that meet a moved slot wait for the new table; that is the only wait, and it comes once per
+ *       doubling.</li>
+ * </ul>
+ */
+final class KeyTable {
+    private static final Object TOMBSTONE = new Object();
+    private static final Object RETIRED = new Object();
+    private static final Object MOVED = new Object();
+    private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(Object[].class);
+    private static final int MIN_CAPACITY = 16;
+    private static final long MIN_INSERTS_BETWEEN_SWEEPS = 1024;
+
+    /** One generation of the table. */
+    private static final class Table {
+        final Object[] slots; // key at 2i, state at 2i + 1
+        final int mask;
+        /** Key slots taken, by live keys or tombstones; past three quarters of the slots the table is resized. */
+        final AtomicLong used = new AtomicLong();
+
+        Table(int capacity) {
+            this.slots = new Object[2 * capacity];
+            this.mask = capacity - 1;
+        }
+
+        long crowdedAt() {
+            return (mask + 1L) / 4 * 3;
+        }
+    }
+
+    private volatile Table table = new Table(MIN_CAPACITY);
+    private final AtomicLong size = new AtomicLong();
+    private final AtomicLong inserts = new AtomicLong();
+    /** No stored key expires before this (states only ever expire later after a decision). */
+    private final AtomicLong firstExpiry = new AtomicLong(Long.MAX_VALUE);
+    private final ReentrantLock maintenance = new ReentrantLock();
+    private volatile long nextSweepAt = MIN_INSERTS_BETWEEN_SWEEPS;
+    private final long maxKeys;
+
+    KeyTable(long maxKeys) {
+        this.maxKeys = maxKeys;
+    }
+
+    /**
+     * Decides a request on {@code key}: one compare-and-set on its state.
+     *
+     * @return the decision, or {@code null} when the key is new, must be stored, and the table holds
+     *         {@code maxKeys} keys already
+     */
+    Decision decide(Rule rule, String key, long cost, long now) {
+        int hash = spread(key.hashCode());
+        while (true) {
+            Table tab = table;
+            Object[] slots = tab.slots;
+            int mask = tab.mask;
+            int i = hash & mask;
+            Object found;
+            while (true) {
+                found = SLOTS.getAcquire(slots, 2 * i);
+                if (found == null || found == MOVED || (found != TOMBSTONE && matches(found, key))) {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            if (found == MOVED) {
+                awaitResize(tab);
+                continue;
+            }
+            if (found == null) {
+                Outcome outcome = rule.decide(null, now, cost);
+                if (outcome.next() == null) {
+                    return outcome.decision();
+                }
+                int inserted = insert(tab, i, key, outcome.next(), now);
+                if (inserted == INSERTED) {
+                    return outcome.decision();
+                }
+                if (inserted == NO_ROOM) {
+                    return null;
+                }
+                continue;
+            }
+            Object current = SLOTS.getAcquire(slots, 2 * i + 1);
+            if (current == MOVED) {
+                awaitResize(tab);
+                continue;
+            }
+            if (current == RETIRED) {
+                SLOTS.compareAndSet(slots, 2 * i, found, TOMBSTONE);
+                continue;
+            }
+            KeyState state = (KeyState) current;
+            Outcome outcome = rule.decide(state, now, cost);
+            KeyState next = outcome.next();
+            if (next == state) {
+                return outcome.decision();
+            }
+            // a key back to untouched is removed, never set back to null: a state slot goes from null only
+            // once, so no compare-and-set can succeed on a null it read before the key was used again
+            if (next == null ? retire(slots, 2 * i, found, state) : SLOTS.compareAndSet(slots, 2 * i + 1, state, next)) {
+                return outcome.decision();
+            }
+        }
+    }
+
+    private static final int INSERTED = 0;
+    private static final int RETRY = 1;
+    private static final int NO_ROOM = 2;
+
+    /** Puts a new key with its first state in, probing on from the empty slot {@code from}. */
+    private int insert(Table tab, int from, String key, KeyState state, long now) {
+        if (!reserve()) {
+            return NO_ROOM;
+        }
+        if (tab.used.incrementAndGet() > tab.crowdedAt()) {
+            tab.used.decrementAndGet();
+            size.decrementAndGet();
+            resize(tab, now);
+            return RETRY;
+        }
+        Object[] slots = tab.slots;
+        Object stored = compact(key);
+        for (int i = from; ; i = (i + 1) & tab.mask) {
+            Object found = SLOTS.getAcquire(slots, 2 * i);
+            if (found == null && SLOTS.compareAndSet(slots, 2 * i, null, stored)) {
+                if (!SLOTS.compareAndSet(slots, 2 * i + 1, null, state)) {
+                    return RETRY; // the key is in, but someone decided on it first, or it is moving
+                }
+                inserted(state, now);
+                return INSERTED;
+            }
+            found = SLOTS.getAcquire(slots, 2 * i); // taken since: by this very key, by a resize, or another key
+            if (found == MOVED || (found != TOMBSTONE && matches(found, key))) {
+                tab.used.decrementAndGet();
+                size.decrementAndGet();
+                return RETRY;
+            }
+        }
+    }
+
+    private boolean reserve() {
+        while (true) {
+            long keys = size.get();
+            if (keys >= maxKeys) {
+                return false;
+            }
+            if (size.compareAndSet(keys, keys + 1)) {
+                return true;
+            }
+        }
+    }
+
+    private void inserted(KeyState state, long now) {
+        long expiresAt = state.expiresAt();
+        if (expiresAt < firstExpiry.get()) {
+            firstExpiry.accumulateAndGet(expiresAt, Math::min);
+        }
+        if (inserts.incrementAndGet() >= nextSweepAt && maintenance.tryLock()) {
+            try {
+                sweep(now);
+            } finally {
+                maintenance.unlock();
+            }
+        }
+    }
+
+    private void awaitResize(Table moving) {
+        for (int spins = 0; table == moving; spins++) {
+            if (spins < 1_000) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
+    /** Copies the live keys of {@code full} into a new table, unless another thread already has. */
+    private void resize(Table full, long now) {
+        maintenance.lock();
+        try {
+            if (table != full) {
+                return;
+            }
+            Object[] slots = full.slots;
+            int capacity = MIN_CAPACITY;
+            while (capacity < (1 << 30) && capacity / 2 < size.get() + 1) {
+                capacity *= 2;
+            }
+            Table fresh = new Table(capacity);
+            long copied = 0;
+            for (int i = 0; i < slots.length; i += 2) {
+                Object key = SLOTS.getAcquire(slots, i);
+                while (key == null && !SLOTS.compareAndSet(slots, i, null, MOVED)) {
+                    key = SLOTS.getAcquire(slots, i);
+                }
+                Object state = SLOTS.getAcquire(slots, i + 1);
+                while (state != RETIRED && !SLOTS.compareAndSet(slots, i + 1, state, MOVED)) {
+                    state = SLOTS.getAcquire(slots, i + 1);
+                }
+                if (key == null || key == TOMBSTONE || state == RETIRED) {
+                    continue; // empty, removed, or being removed by a thread that accounts for it
+                }
+                if (state == null || ((KeyState) state).expired(now)) {
+                    size.decrementAndGet();
+                    continue;
+                }
+                int j = spread(hashOf(key)) & fresh.mask;
+                while (fresh.slots[2 * j] != null) {
+                    j = (j + 1) & fresh.mask;
+                }
+                fresh.slots[2 * j] = key;
+                fresh.slots[2 * j + 1] = state;
+                copied++;
+            }
+            fresh.used.set(copied);
+            table = fresh; // the volatile write publishes the plain writes above
+        } finally {
+            maintenance.unlock();
+        }
+    }
+
+    /**
+     * Removes every key that is untouched at {@code now}; returns the earliest expiry of those left.
+     * Holds {@link #maintenance}.
+     */
+    private long sweep(long now) {
+        Table tab = table;
+        Object[] slots = tab.slots;
+        long first = Long.MAX_VALUE;
+        for (int i = 0; i < slots.length; i += 2) {
+            Object key = SLOTS.getAcquire(slots, i);
+            if (key == null || key == TOMBSTONE || key == MOVED) {
+                continue;
+            }
+            Object state = SLOTS.getAcquire(slots, i + 1);
+            if (state == RETIRED || state == MOVED) {
+                continue;
+            }
+            if (state == null || ((KeyState) state).expired(now)) {
+                if (retire(slots, i, key, state)) {
+                    continue;
+                }
+                state = SLOTS.getAcquire(slots, i + 1);
+            }
+            if (state instanceof KeyState) {
+                first = Math.min(first, ((KeyState) state).expiresAt());
+            }
+        }
+        firstExpiry.set(first);
+        nextSweepAt = inserts.get() + Math.max(MIN_INSERTS_BETWEEN_SWEEPS, size.get());
+        return first;
+    }
+
+    /** Removes the key at {@code i} if its state is still {@code state}. */
+    private boolean retire(Object[] slots, int i, Object key, Object state) {
+        if (!SLOTS.compareAndSet(slots, i + 1, state, RETIRED)) {
+            return false;
+        }
+        SLOTS.compareAndSet(slots, i, key, TOMBSTONE);
+        size.decrementAndGet();
+        return true;
+    }
+
+    /** Drops every key untouched at {@code now}. */
+    void cleanUp(long now) {
+        maintenance.lock();
+        try {
+            sweep(now);
+        } finally {
+            maintenance.unlock();
+        }
+    }
+
+    /**
+     * Makes room for a new key if a stored one has expired by {@code now}.
+     *
+     * @return whether there may be room now
+     */
+    boolean makeRoom(long now) {
+        if (now < firstExpiry.get()) {
+            return false; // nothing can be dropped yet
+        }
+        cleanUp(now);
+        return size.get() < maxKeys;
+    }
+
+    /** The earliest time at which a stored key may expire. */
+    long firstExpiry() {
+        return firstExpiry.get();
+    }
+
+    /** Forgets {@code key}. */
+    void remove(String key) {
+        int hash = spread(key.hashCode());
+        while (true) {
+            Table tab = table;
+            Object[] slots = tab.slots;
+            int i = hash & tab.mask;
+            Object found;
+            while (true) {
+                found = SLOTS.getAcquire(slots, 2 * i);
+                if (found == null || found == MOVED || (found != TOMBSTONE && matches(found, key))) {
+                    break;
+                }
+                i = (i + 1) & tab.mask;
+            }
+            if (found == null) {
+                return;
+            }
+            Object state = found == MOVED ? MOVED : SLOTS.getAcquire(slots, 2 * i + 1);
+            if (state == MOVED) {
+                awaitResize(tab);
+                continue;
+            }
+            if (state == RETIRED || retire(slots, 2 * i, found, state)) {
+                return;
+            }
+        }
+    }
+
+    long size() {
+        return size.get();
+    }
+
+    /** Spreads the high bits of a hash to the low ones, which pick the slot. */
+    private static int spread(int hash) {
+        return hash ^ (hash >>> 16);
+    }
+
+    /** The key as stored: its characters as bytes when they are all Latin-1, else the string itself. */
+    private static Object compact(String key) {
+        int length = key.length();
+        byte[] bytes = new byte[length];
+        for (int i = 0; i < length; i++) {
+            char c = key.charAt(i);
+            if (c > 0xFF) {
+                return key;
+            }
+            bytes[i] = (byte) c;
+        }
+        return bytes;
+    }
+
+    private static boolean matches(Object stored, String key) {
+        if (stored instanceof byte[]) {
+            byte[] bytes = (byte[]) stored;
+            int length = bytes.length;
+            if (length != key.length()) {
+                return false;
+            }
+            for (int i = 0; i < length; i++) {
+                if ((bytes[i] & 0xFF) != key.charAt(i)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        return key.equals(stored);
+    }
+
+    /** {@link String#hashCode()} of a stored key. */
+    private static int hashOf(Object stored) {
+        if (stored instanceof byte[]) {
+            int hash = 0;
+            for (byte b : (byte[]) stored) {
+                hash = 31 * hash + (b & 0xFF);
+            }
+            return hash;
+        }
+        return stored.hashCode();
+    }
+}
