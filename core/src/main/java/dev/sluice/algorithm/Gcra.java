@@ -102,15 +102,8 @@ final class Gcra implements Transition<Gcra.Tat> {
         }
         // excess = max(TAT, t) + c·T − t − B·T, as whole nanoseconds and a numerator over L (no allocation:
         // this runs on every decision)
-        long nanos = (state == null ? 0 : state.nanos - t) - depthNanos;
-        long frac = (state == null ? 0 : state.frac) - depthFrac;
-        if (cost == 1) {
-            nanos += stepNanos;
-            frac += stepFrac;
-        } else {
-            nanos += MulDiv.floor(cost, period, rate);
-            frac += MulDiv.mod(cost, period, rate);
-        }
+        long nanos = (state == null ? 0 : state.nanos - t) - depthNanos + stepsNanos(cost);
+        long frac = (state == null ? 0 : state.frac) - depthFrac + stepsFrac(cost);
         if (frac >= rate) {
             frac -= rate;
             nanos++;
@@ -126,20 +119,23 @@ final class Gcra implements Transition<Gcra.Tat> {
 
     @Override
     public Tat take(Tat state, long t, long cost) {
-        long nanos = state == null ? t : state.nanos;
-        long frac = state == null ? 0 : state.frac;
-        if (cost == 1) {
-            nanos += stepNanos;
-            frac += stepFrac;
-        } else {
-            nanos += MulDiv.floor(cost, period, rate);
-            frac += MulDiv.mod(cost, period, rate);
-        }
+        long nanos = (state == null ? t : state.nanos) + stepsNanos(cost);
+        long frac = (state == null ? 0 : state.frac) + stepsFrac(cost);
         if (frac >= rate) {
             frac -= rate;
             nanos++;
         }
         return new Tat(t, nanos, frac);
+    }
+
+    /** The whole nanoseconds of {@code c·T}. */
+    private long stepsNanos(long cost) {
+        return cost == 1 ? stepNanos : MulDiv.floor(cost, period, rate);
+    }
+
+    /** The numerator over {@code L} of the fraction of {@code c·T}. */
+    private long stepsFrac(long cost) {
+        return cost == 1 ? stepFrac : MulDiv.mod(cost, period, rate);
     }
 
     @Override

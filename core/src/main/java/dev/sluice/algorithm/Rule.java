@@ -174,23 +174,26 @@ public final class Rule {
      */
     private Outcome decideOne(KeyState state, long now, long cost) {
         Transition<KeyState> transition = transitions[0];
-        Limit limit = limits.get(0);
         long t = state == null ? now : Math.max(now, state.time);
         KeyState current = transition.advance(state, t);
         KeyState unchanged = current == null ? null : state;
         long wait = cost == 0 ? 0 : transition.wait(current, t, cost);
         if (!fits(wait)) {
-            return new Outcome(new Decision(false, transition.remaining(current, t), retryAfter(wait),
-                    transition.resetAfter(current, t), 0, limit), unchanged);
+            return new Outcome(unchanged, this, current, t, false, retryAfter(wait), 0);
         }
         if (cost == 0) {
-            return new Outcome(new Decision(true, transition.remaining(current, t), 0,
-                    transition.resetAfter(current, t), 0, limit), unchanged);
+            return new Outcome(unchanged, this, current, t, true, 0, 0);
         }
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? transition.resetAfter(current, t) : 0;
         KeyState next = transition.take(current, t, cost);
-        return new Outcome(new Decision(true, transition.remaining(next, t), 0, next.expiresAt() - t, delay, limit),
-                next);
+        return new Outcome(next, this, next, t, true, 0, delay);
+    }
+
+    /** The decision of a rule with one limit whose state at {@code t} is {@code state}. */
+    Decision summarizeOne(boolean allowed, KeyState state, long t, long retryAfter, long delay) {
+        Transition<KeyState> transition = transitions[0];
+        return new Decision(allowed, transition.remaining(state, t), retryAfter, transition.resetAfter(state, t), delay,
+                limits.get(0));
     }
 
     /** Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode). */

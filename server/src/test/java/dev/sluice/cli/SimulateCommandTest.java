@@ -18,6 +18,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** {@code sluice simulate} in this JVM: every answer and every refusal of spec/simulate.md. */
 class SimulateCommandTest {
+    /** The seeds' walk: 3 per minute, refilled every minute, requests at 0, 10, 35, 45 and 60 s. */
+    static final String SEED_WALK = "t_ms,key\n0,user_1\n10000,user_1\n35000,user_1\n45000,user_1\n60000,user_1\n";
+    static final String SEED_WALK_DECISIONS = """
+            t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
+            0,user_1,1,true,2,0,60000,0
+            10000,user_1,1,true,1,0,50000,0
+            35000,user_1,1,true,0,0,25000,0
+            45000,user_1,1,false,0,15000,15000,0
+            60000,user_1,1,true,2,0,60000,0
+            """;
+    static final String SEED_WALK_SUMMARY = "user_1: 4 admitted, 1 rejected\ntotal: 4 admitted, 1 rejected, 1 key\n";
+
     @TempDir
     Path dir;
 
@@ -42,18 +54,11 @@ class SimulateCommandTest {
 
     @Test
     void walksTheSeedsTokenBucketWithEveryColumn() {
-        Run run = simulate("t_ms,key\n0,user_1\n10000,user_1\n35000,user_1\n45000,user_1\n60000,user_1\n",
+        Run run = simulate(SEED_WALK,
                 "--algorithm", "token-bucket", "--limit", "3/1m", "--refill", "interval", "--trace", "-");
         assertThat(run.status()).isZero();
-        assertThat(run.out()).isEqualTo("""
-                t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
-                0,user_1,1,true,2,0,60000,0
-                10000,user_1,1,true,1,0,50000,0
-                35000,user_1,1,true,0,0,25000,0
-                45000,user_1,1,false,0,15000,15000,0
-                60000,user_1,1,true,2,0,60000,0
-                """);
-        assertThat(run.err()).isEqualTo("user_1: 4 admitted, 1 rejected\ntotal: 4 admitted, 1 rejected, 1 key\n");
+        assertThat(run.out()).isEqualTo(SEED_WALK_DECISIONS);
+        assertThat(run.err()).isEqualTo(SEED_WALK_SUMMARY);
     }
 
     @Test
