@@ -1,0 +1,154 @@
+package dev.sluice.testkit.redis;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real {@code redis-server} process on a free loopback port, for tests: {@code redis-server} from the PATH
+ * if there is one, otherwise the Linux binary inside {@code com.github.codemonstur:embedded-redis} from
+ * Maven Central, so a machine with only a JDK runs every Redis test. No persistence; the process dies with
+ * the test JVM if the test forgets to stop it.
+ *
+ * <p>{@link #kill()} and {@link #restart()} let fault tests take Redis away and bring it back on the same port.
+ */
+public final class RedisServer implements AutoCloseable {
+    private static final String EMBEDDED = "redis-server-6.2.6-v5-linux-amd64";
+    private static Path binary;
+
+    private final int port;
+    private final List<String> extra;
+    private final Path dir;
+    private Process process;
+
+    private RedisServer(int port, List<String> extra) throws IOException {
+        this.port = port;
+        this.extra = extra;
+        this.dir = Files.createTempDirectory("sluice-redis-" + port + "-");
+    }
+
+    /** Starts a standalone Redis on a free port. */
+    public static RedisServer start(String... extraArguments) throws IOException {
+        RedisServer server = new RedisServer(freePort(), List.of(extraArguments));
+        server.launch();
+        return server;
+    }
+
+    public int port() {
+        return port;
+    }
+
+    /** {@code redis://127.0.0.1:PORT}. */
+    public String uri() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    /** A fresh connection to this server. */
+    public Resp connect() throws IOException {
+        return new Resp("127.0.0.1", port, 5_000);
+    }
+
+    private void launch() throws IOException {
+        List<String> command = new ArrayList<>(List.of(binary().toString(), "--port", Integer.toString(port),
+                "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(),
+                "--protected-mode", "no"));
+        command.addAll(extra);
+        process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("redis.log").toFile()).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (true) {
+            try (Resp resp = connect()) {
+                if ("PONG".equals(resp.call("PING"))) {
+                    return;
+                }
+            } catch (IOException notYet) {
+                if (!process.isAlive()) {
+                    throw new IOException("redis-server exited with status " + process.exitValue() + ": "
+                            + Files.readString(dir.resolve("redis.log")));
+                }
+                if (System.nanoTime() > deadline) {
+                    process.destroyForcibly();
+                    throw new IOException("redis-server did not answer on port " + port + " within 15 s", notYet);
+                }
+                sleep(20);
+            }
+        }
+    }
+
+    /** Kills the process at once (SIGKILL), as a crash would. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** Starts the process again on the same port (empty: nothing is persisted). */
+    public void restart() throws IOException {
+        if (process.isAlive()) {
+            throw new IllegalStateException("redis-server on port " + port + " is still running");
+        }
+        launch();
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        kill();
+    }
+
+    /** The redis-server to run: from the PATH, or extracted once from the embedded-redis jar. */
+    static synchronized Path binary() throws IOException {
+        if (binary != null) {
+            return binary;
+        }
+        for (String entry : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+            Path candidate = Path.of(entry, "redis-server");
+            if (Files.isExecutable(candidate)) {
+                return binary = candidate;
+            }
+        }
+        String os = System.getProperty("os.name").toLowerCase(Locale.ROOT);
+        String arch = System.getProperty("os.arch");
+        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+            throw new IOException("no redis-server on the PATH, and the embedded one is for Linux x86-64 only ("
+                    + os + " " + arch + " here): install Redis");
+        }
+        try (InputStream embedded = RedisServer.class.getClassLoader().getResourceAsStream(EMBEDDED)) {
+            if (embedded == null) {
+                throw new IOException(EMBEDDED + " is missing from the classpath (com.github.codemonstur:embedded-redis)");
+            }
+            Path extracted = Files.createTempFile("sluice-redis-server-", "");
+            Files.copy(embedded, extracted, StandardCopyOption.REPLACE_EXISTING);
+            extracted.toFile().setExecutable(true);
+            extracted.toFile().deleteOnExit();
+            return binary = extracted;
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            socket.setReuseAddress(true);
+            return socket.getLocalPort();
+        }
+    }
+
+    static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new UncheckedIOException(new IOException("interrupted while waiting for Redis", e));
+        }
+    }
+}
