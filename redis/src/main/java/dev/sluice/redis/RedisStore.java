@@ -1,0 +1,259 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.Limit;
+import dev.sluice.Refill;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.Store;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.api.sync.RedisKeyCommands;
+import io.lettuce.core.api.sync.RedisScriptingCommands;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The Redis store: many processes share one limit, decided on the Redis server in one round trip.
+ *
+ * <pre>{@code
+ * RateLimiter limiter = RateLimiter.builder().limit("600/1m").store(RedisStore.connect("redis://localhost:6379")).build();
+ * }</pre>
+ *
+ * <h2>One script per decision</h2>
+ * Every decision is one {@code EVALSHA} of {@code decide.lua} (loaded once; sent whole with {@code EVAL}
+ * when a server answers {@code NOSCRIPT}, after a restart or a failover). The script reads the key's state
+ * ({@code GET}), the server's clock ({@code TIME}) unless the caller passes a time, decides every limit of the
+ * key at once exactly as {@link Rule#decide} does, and, only when it admits, writes the new state with
+ * {@code SET ... PX reset_after}: at most three commands, no lock, no retry, and hosts whose clocks disagree
+ * still agree on every decision. An idle key expires by itself when it is back to untouched.
+ *
+ * <h2>Keys</h2>
+ * The state of a key lives at {@code sluice:{<key>}}: the braces are a Cluster hash tag, so every limit of a
+ * key is in one slot (in one string, in fact) and the script touches one slot.
+ *
+ * <h2>Bounds</h2>
+ * Lua's numbers are doubles, exact only up to 2^53, so the store refuses (with an error naming the limit)
+ * what could pass that: a period that is not a whole number of milliseconds or is 104 days or longer,
+ * {@code L × P} (in milliseconds) or {@code B × L} at 2^53 or more, {@code B × P / L} of 2^52 ns (52 days) or
+ * more, and a {@code max_delay} of 52 days or more. The script's header says how the arithmetic stays exact.
+ */
+public final class RedisStore implements Store, AutoCloseable {
+    private static final long NS = 1_000_000L;
+    private static final long EXACT = 1L << 53;
+    private static final long HALF_EXACT = 1L << 52;
+    /** With a time passed in, Redis's own clock says nothing of when a key is untouched: keep keys an hour more. */
+    private static final long EXPLICIT_TIME_TTL_MARGIN_MS = 3_600_000L;
+
+    private final AutoCloseable client;
+    private final AutoCloseable connection;
+    private final RedisScriptingCommands<String, String> scripting;
+    private final RedisScriptingAsyncCommands<String, String> scriptingAsync;
+    private final RedisKeyCommands<String, String> keys;
+    private final String script;
+    private final String sha;
+    private final ConcurrentHashMap<Rule, String[]> ruleArguments = new ConcurrentHashMap<>();
+
+    private RedisStore(AutoCloseable client, AutoCloseable connection, RedisScriptingCommands<String, String> scripting,
+                       RedisScriptingAsyncCommands<String, String> scriptingAsync, RedisKeyCommands<String, String> keys) {
+        this.client = client;
+        this.connection = connection;
+        this.scripting = scripting;
+        this.scriptingAsync = scriptingAsync;
+        this.keys = keys;
+        this.script = loadScript();
+        this.sha = scripting.scriptLoad(script);
+    }
+
+    /**
+     * Connects to {@code redis://host:port[/db]} or to a Cluster, {@code redis-cluster://h1:p1,h2:p2}.
+     *
+     * @throws IllegalArgumentException for an address that is neither, naming it
+     */
+    public static RedisStore connect(String uri) {
+        if (uri.startsWith("redis-cluster://")) {
+            List<RedisURI> seeds = new ArrayList<>();
+            for (String node : uri.substring("redis-cluster://".length()).split(",")) {
+                seeds.add(RedisURI.create("redis://" + node.trim()));
+            }
+            RedisClusterClient client = RedisClusterClient.create(seeds);
+            StatefulRedisClusterConnection<String, String> connection = client.connect();
+            return new RedisStore(client::shutdown, connection, connection.sync(), connection.async(), connection.sync());
+        }
+        if (uri.startsWith("redis://")) {
+            RedisClient client = RedisClient.create(RedisURI.create(uri));
+            StatefulRedisConnection<String, String> connection = client.connect();
+            return new RedisStore(client::shutdown, connection, connection.sync(), connection.async(), connection.sync());
+        }
+        throw new IllegalArgumentException("bad Redis address \"" + uri
+                + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
+    }
+
+    private static String loadScript() {
+        try (InputStream in = RedisStore.class.getResourceAsStream("decide.lua")) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("decide.lua is missing from sluice-redis", e);
+        }
+    }
+
+    /** The Redis key that holds the state of {@code key}. */
+    static String redisKey(String key) {
+        return "sluice:{" + key + "}";
+    }
+
+    @Override
+    public Decision decide(Rule rule, String key, long cost, long nowNanos) {
+        String[] keysArgument = {redisKey(check(key))};
+        String[] arguments = arguments(rule, cost, nowNanos);
+        List<Long> reply;
+        try {
+            reply = scripting.evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
+        } catch (RedisNoScriptException restarted) {
+            reply = scripting.eval(script, ScriptOutputType.MULTI, keysArgument, arguments);
+        }
+        return decision(rule, reply);
+    }
+
+    @Override
+    public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
+        String[] keysArgument;
+        String[] arguments;
+        try {
+            keysArgument = new String[] {redisKey(check(key))};
+            arguments = arguments(rule, cost, nowNanos);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        CompletionStage<List<Long>> reply = scriptingAsync.<List<Long>>evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
+        return reply.handle((answer, failure) -> {
+            if (failure == null) {
+                return CompletableFuture.completedFuture(answer);
+            }
+            if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
+                return scriptingAsync.<List<Long>>eval(script, ScriptOutputType.MULTI, keysArgument, arguments)
+                        .toCompletableFuture();
+            }
+            return CompletableFuture.<List<Long>>failedFuture(failure);
+        }).thenCompose(stage -> stage).thenApply(answer -> decision(rule, answer));
+    }
+
+    private static String check(String key) {
+        if (key == null || key.isEmpty()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        return key;
+    }
+
+    private static Decision decision(Rule rule, List<Long> reply) {
+        return new Decision(reply.get(0) == 1, reply.get(1), reply.get(2), reply.get(3), reply.get(4),
+                rule.limits().get(reply.get(5).intValue()));
+    }
+
+    private String[] arguments(Rule rule, long cost, long nowNanos) {
+        if (cost < 0) {
+            throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
+        }
+        if (nowNanos != STORE_CLOCK && (nowNanos < 0 || nowNanos > Rule.MAX_TIME_NANOS)) {
+            throw new IllegalArgumentException("time must be between 0 and " + Rule.MAX_TIME_NANOS
+                    + "ns since the epoch, got " + nowNanos + "ns");
+        }
+        String[] fixed = ruleArguments.computeIfAbsent(rule, RedisStore::ruleArguments);
+        String[] arguments = fixed.clone();
+        boolean serverClock = nowNanos == STORE_CLOCK;
+        arguments[0] = serverClock ? "" : Long.toString(nowNanos / NS);
+        arguments[1] = serverClock ? "" : Long.toString(nowNanos % NS);
+        arguments[2] = Long.toString(cost);
+        arguments[5] = serverClock ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
+        return arguments;
+    }
+
+    /** The script's arguments that depend on the rule only; the first three and the sixth are per call. */
+    private static String[] ruleArguments(Rule rule) {
+        List<String> arguments = new ArrayList<>(List.of("", "", "",
+                Integer.toString(rule.mode().ordinal()), Long.toString(rule.maxDelayNanos()), "",
+                Integer.toString(rule.limits().size())));
+        if (rule.maxDelayNanos() >= HALF_EXACT) {
+            throw new IllegalArgumentException("max delay " + rule.maxDelayNanos()
+                    + "ns is too long for the Redis store: at most 2^52 ns (52 days)");
+        }
+        for (Limit limit : rule.limits()) {
+            checkFits(limit, rule.algorithm());
+            arguments.add(Integer.toString(code(rule.algorithm(), limit)));
+            arguments.add(Long.toString(limit.amount()));
+            arguments.add(Long.toString(limit.periodNanos() / NS));
+            arguments.add(Long.toString(limit.burst()));
+        }
+        return arguments.toArray(String[]::new);
+    }
+
+    private static int code(Algorithm algorithm, Limit limit) {
+        switch (algorithm) {
+            case FIXED_WINDOW:
+                return 1;
+            case SLIDING_LOG:
+                return 2;
+            case SLIDING_WINDOW:
+                return 3;
+            case TOKEN_BUCKET:
+                return limit.refill() == Refill.INTERVAL ? 5 : 4;
+            default:
+                return 4;
+        }
+    }
+
+    /** Refuses a limit whose arithmetic could leave the doubles' exact range (see the class comment). */
+    static void checkFits(Limit limit, Algorithm algorithm) {
+        long period = limit.periodNanos();
+        String refused = null;
+        if (period % NS != 0) {
+            refused = "its period is not a whole number of milliseconds";
+        } else if (period >= EXACT) {
+            refused = "its period is 104 days or longer";
+        } else if (Math.multiplyHigh(limit.amount(), period / NS) != 0 || limit.amount() * (period / NS) >= EXACT) {
+            refused = "L × P(ms) is 2^53 or more";
+        } else if (algorithm.hasBurst() && limit.burst() * limit.amount() >= EXACT) {
+            refused = "B × L is 2^53 or more";
+        } else if (algorithm.hasBurst() && Math.multiplyHigh(limit.burst(), period) == 0
+                && limit.burst() * period >= 0 && limit.burst() * period / limit.amount() >= HALF_EXACT) {
+            refused = "B × P / L is 52 days or longer";
+        } else if (algorithm.hasBurst() && (Math.multiplyHigh(limit.burst(), period) != 0 || limit.burst() * period < 0)
+                && (double) limit.burst() * period / limit.amount() >= HALF_EXACT) {
+            refused = "B × P / L is 52 days or longer";
+        }
+        if (refused != null) {
+            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused
+                    + " (Lua's numbers are exact only up to 2^53)");
+        }
+    }
+
+    @Override
+    public void reset(Rule rule, String key) {
+        keys.del(redisKey(check(key)));
+    }
+
+    @Override
+    public void close() throws Exception {
+        connection.close();
+        client.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RedisStore(" + sha + ")";
+    }
+}

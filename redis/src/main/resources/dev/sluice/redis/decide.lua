@@ -1,0 +1,394 @@
+-- Sluice: one decision on one key, every limit of the key at once, atomically (spec/algorithms.md).
+--
+-- KEYS[1]  sluice:{<key>}: the state of every limit of the key, one string
+-- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode, max_delay_ns, ttl_margin_ms, limit count,
+--          then for each limit its algorithm (1 fixed-window, 2 sliding-log, 3 sliding-window, 4 gcra and
+--          greedy token-bucket and leaky-bucket, 5 token-bucket with interval refill), amount, period_ms, burst
+-- returns  {allowed (0|1), remaining, retry_after_ns, reset_after_ns, delay_ns, deciding limit (0-based)}
+--
+-- Exact arithmetic with doubles. Lua's numbers are doubles: integers are exact up to 2^53 and no further.
+-- A time since the epoch in nanoseconds (1.8e18) is past that, so a time is a pair: whole milliseconds
+-- (1.8e12) and the nanoseconds beyond them (< 10^6). Every other quantity is a duration or a count, and the
+-- Redis store refuses limits that could take one past 2^53 (RedisStore.check): a period under 104 days,
+-- L·P(ms), B·L and B·P/L(ns) under 2^53. Products that could still pass it (prev·(P − e) of the sliding
+-- window, k·T of gcra's remaining) are split in milliseconds and nanoseconds and carried by hand. Every
+-- division is a floor division corrected by its remainder, so no rounding of a quotient can leak out.
+
+local NS = 1000000        -- nanoseconds in a millisecond
+local FAR = 4503599627    -- milliseconds (2^52 ns): farther apart than any state lasts
+local NEVER = -1
+
+local function divmod(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then q = q - 1; r = r + b elseif r >= b then q = q + 1; r = r - b end
+  return q, r
+end
+
+local function ceildiv(a, b)
+  local q, r = divmod(a, b)
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+-- times: {ms, ns}
+local function diff(a, b) return (a[1] - b[1]) * NS + (a[2] - b[2]) end
+local function far(a, b) return a[1] - b[1] > FAR end
+local function cmp(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] and -1 or 1 end
+  if a[2] ~= b[2] then return a[2] < b[2] and -1 or 1 end
+  return 0
+end
+local function plus(a, d)
+  local q, r = divmod(a[2] + d, NS)
+  return {a[1] + q, r}
+end
+
+local function num(x) return string.format('%.0f', x) end
+
+-- a limit: {L, Pms, B, Pns}; a state: a table, or nil when untouched. Each algorithm has
+-- advance(l, s, t), wait(l, s, t, c), take(l, s, t, c), remaining(l, s, t), reset(l, s, t), and
+-- load/save of its fields.
+
+local fixed = {}
+function fixed.advance(l, s, t)
+  if s == nil then return nil end
+  local w = divmod(t[1], l[2])
+  if s.w ~= w then return nil end
+  return s
+end
+local function window_end(l, t)
+  local w = divmod(t[1], l[2])
+  return diff({(w + 1) * l[2], 0}, t), w
+end
+function fixed.wait(l, s, t, c)
+  if c > l[1] then return NEVER end
+  local n = s and s.n or 0
+  if n + c <= l[1] then return 0 end
+  return (window_end(l, t))
+end
+function fixed.take(l, s, t, c)
+  local _, w = window_end(l, t)
+  return {w = w, n = (s and s.n or 0) + c}
+end
+function fixed.remaining(l, s, t) return l[1] - (s and s.n or 0) end
+function fixed.reset(l, s, t)
+  if s == nil then return 0 end
+  return (window_end(l, t))
+end
+function fixed.load(f, i) return {w = tonumber(f[i]), n = tonumber(f[i + 1])}, i + 2 end
+function fixed.save(s) return num(s.w) .. ' ' .. num(s.n) end
+
+local sliding = {}
+function sliding.advance(l, s, t)
+  if s == nil then return nil end
+  local w = divmod(t[1], l[2])
+  if s.w == w then return s end
+  if s.w == w - 1 and s.curr > 0 then return {w = w, prev = s.curr, curr = 0} end
+  return nil
+end
+-- prev·to_end against k·P, both in ns, with to_end = a ms + b ns: prev·a + floor(prev·b / 10^6) is the
+-- whole-millisecond part of prev·to_end, and it stays under 2^53 because L·P(ms) does.
+local function weighted(prev, to_end)
+  local a, b = divmod(to_end, NS)
+  local hi, lo = divmod(prev * b, NS)
+  return prev * a + hi, lo   -- prev·to_end = (first)·10^6 + second
+end
+-- floor(x·P(ns) / y), for a result known to be below 2^53: x·P(ms) = q·y + r, then the 10^6 by hand
+local function scaled(l, x, y)
+  local q, r = divmod(x * l[2], y)
+  return q * NS + (divmod(r * NS, y))
+end
+function sliding.wait(l, s, t, c)
+  if c > l[1] then return NEVER end
+  local prev = s and s.prev or 0
+  local curr = s and s.curr or 0
+  local to_end = window_end(l, t)
+  local k = l[1] - curr - c
+  if k >= 0 then
+    if prev == 0 then return 0 end
+    local ms, ns = weighted(prev, to_end)
+    local bound = k * l[2]
+    if ms < bound or (ms == bound and ns == 0) then return 0 end
+    -- prev·(to_end − d) <= k·P: d = to_end − floor(k·P / prev), and k·P/prev < to_end here
+    return to_end - scaled(l, k, prev)
+  end
+  -- the next window, where curr becomes the weighted count
+  local spare = l[1] - c
+  local later = 0
+  if spare < curr then later = l[4] - scaled(l, spare, curr) end
+  return to_end + later
+end
+function sliding.take(l, s, t, c)
+  local _, w = window_end(l, t)
+  if s == nil then return {w = w, prev = 0, curr = c} end
+  return {w = s.w, prev = s.prev, curr = s.curr + c}
+end
+function sliding.remaining(l, s, t)
+  if s == nil then return l[1] end
+  local ms, ns = weighted(s.prev, (window_end(l, t)))
+  -- ceil(prev·to_end / P) with prev·to_end = ms·10^6 + ns and P = P(ms)·10^6
+  local q, r = divmod(ms, l[2])
+  if r > 0 or ns > 0 then q = q + 1 end
+  return math.max(0, l[1] - s.curr - q)
+end
+function sliding.reset(l, s, t)
+  if s == nil then return 0 end
+  local to_end = window_end(l, t)
+  if s.curr > 0 then return to_end + l[4] end
+  return to_end
+end
+function sliding.load(f, i) return {w = tonumber(f[i]), prev = tonumber(f[i + 1]), curr = tonumber(f[i + 2])}, i + 3 end
+function sliding.save(s) return num(s.w) .. ' ' .. num(s.prev) .. ' ' .. num(s.curr) end
+
+-- sliding-log: entries {ms, ns, cost}, oldest first, distinct times
+local log = {}
+function log.advance(l, s, t)
+  if s == nil then return nil end
+  local first = 1
+  while first <= #s.e and (far(t, s.e[first]) or diff(t, s.e[first]) >= l[4]) do
+    s.used = s.used - s.e[first][3]
+    first = first + 1
+  end
+  if first > #s.e then return nil end
+  if first > 1 then
+    local kept = {}
+    for j = first, #s.e do kept[#kept + 1] = s.e[j] end
+    s.e = kept
+  end
+  return s
+end
+function log.wait(l, s, t, c)
+  if c > l[1] then return NEVER end
+  local used = s and s.used or 0
+  if used + c <= l[1] then return 0 end
+  for j = 1, #s.e do
+    used = used - s.e[j][3]
+    if used + c <= l[1] then return l[4] - diff(t, s.e[j]) end
+  end
+end
+function log.take(l, s, t, c)
+  if s == nil then return {used = c, e = {{t[1], t[2], c}}} end
+  local last = s.e[#s.e]
+  if last[1] == t[1] and last[2] == t[2] then
+    last[3] = last[3] + c
+  else
+    s.e[#s.e + 1] = {t[1], t[2], c}
+  end
+  s.used = s.used + c
+  return s
+end
+function log.remaining(l, s, t) return l[1] - (s and s.used or 0) end
+function log.reset(l, s, t)
+  if s == nil then return 0 end
+  return l[4] - diff(t, s.e[#s.e])
+end
+function log.load(f, i)
+  local n = tonumber(f[i])
+  local s = {used = 0, e = {}}
+  for j = 1, n do
+    local entry = {tonumber(f[i + 3 * j - 2]), tonumber(f[i + 3 * j - 1]), tonumber(f[i + 3 * j])}
+    s.e[j] = entry
+    s.used = s.used + entry[3]
+  end
+  return s, i + 1 + 3 * n
+end
+function log.save(s)
+  local parts = {num(#s.e)}
+  for j = 1, #s.e do
+    parts[#parts + 1] = num(s.e[j][1]) .. ' ' .. num(s.e[j][2]) .. ' ' .. num(s.e[j][3])
+  end
+  return table.concat(parts, ' ')
+end
+
+-- gcra, greedy token-bucket, leaky-bucket: the theoretical arrival time {ms, ns} plus frac/L
+local gcra = {}
+local function step(l, c)
+  if c == 1 then return l.tq, l.tr end
+  local hi, fr = divmod(c * l.tr, l[1])
+  return c * l.tq + hi, fr
+end
+local function after(s, t)
+  local order = cmp(s.tat, t)
+  return order > 0 or (order == 0 and s.frac > 0)
+end
+function gcra.prepare(l)
+  l.tq, l.tr = divmod(l[4], l[1])
+  local hi, fr = divmod(l[3] * l.tr, l[1])
+  l.dq, l.dr = l[3] * l.tq + hi, fr
+end
+function gcra.advance(l, s, t)
+  if s == nil or not after(s, t) then return nil end
+  return s
+end
+function gcra.wait(l, s, t, c)
+  if c > l[3] then return NEVER end
+  local sq, sr = step(l, c)
+  local n = (s and diff(s.tat, t) or 0) - l.dq + sq
+  local f = (s and s.frac or 0) - l.dr + sr
+  if f >= l[1] then f = f - l[1]; n = n + 1 elseif f < 0 then f = f + l[1]; n = n - 1 end
+  if n < 0 or (n == 0 and f == 0) then return 0 end
+  if f > 0 then return n + 1 end
+  return n
+end
+function gcra.take(l, s, t, c)
+  local sq, sr = step(l, c)
+  local tat = s and s.tat or t
+  local f = (s and s.frac or 0) + sr
+  if f >= l[1] then f = f - l[1]; sq = sq + 1 end
+  return {tat = plus(tat, sq), frac = f}
+end
+function gcra.remaining(l, s, t)
+  if s == nil then return l[3] end
+  -- the largest k <= B with k·T <= B·T − (TAT − t) = xn + xf/L
+  local xn = l.dq - diff(s.tat, t)
+  local xf = l.dr - s.frac
+  if xf < 0 then xf = xf + l[1]; xn = xn - 1 end
+  if xn < 0 then return 0 end
+  local function fits(k)
+    local hi, fr = divmod(k * l.tr, l[1])
+    local cn = k * l.tq + hi
+    return cn < xn or (cn == xn and fr <= xf)
+  end
+  local k = math.min(l[3], math.floor(xn * l[1] / l[4]))
+  while k > 0 and not fits(k) do k = k - 1 end
+  while k < l[3] and fits(k + 1) do k = k + 1 end
+  return k
+end
+function gcra.reset(l, s, t)
+  if s == nil then return 0 end
+  local n = diff(s.tat, t)
+  if s.frac > 0 then return n + 1 end
+  return n
+end
+function gcra.load(f, i) return {tat = {tonumber(f[i]), tonumber(f[i + 1])}, frac = tonumber(f[i + 2])}, i + 3 end
+function gcra.save(s) return num(s.tat[1]) .. ' ' .. num(s.tat[2]) .. ' ' .. num(s.frac) end
+
+-- token-bucket with interval refill: tokens and the time of the next refill
+local interval = {}
+local function refills_until(l, tokens, wanted) return ceildiv(wanted - tokens, l[1]) end
+function interval.advance(l, s, t)
+  if s == nil or cmp(t, s.next) < 0 then return s end
+  if far(t, s.next) then return nil end
+  local refills = divmod(diff(t, s.next), l[4]) + 1
+  if refills >= refills_until(l, s.tokens, l[3]) then return nil end
+  return {next = plus(s.next, refills * l[4]), tokens = s.tokens + refills * l[1]}
+end
+function interval.wait(l, s, t, c)
+  if c > l[3] then return NEVER end
+  if s == nil or s.tokens >= c then return 0 end
+  return diff(s.next, t) + (refills_until(l, s.tokens, c) - 1) * l[4]
+end
+function interval.take(l, s, t, c)
+  if s == nil then return {next = plus(t, l[4]), tokens = l[3] - c} end
+  return {next = s.next, tokens = s.tokens - c}
+end
+function interval.remaining(l, s, t)
+  if s == nil then return l[3] end
+  return math.max(0, s.tokens)
+end
+function interval.reset(l, s, t)
+  if s == nil then return 0 end
+  return diff(s.next, t) + (refills_until(l, s.tokens, l[3]) - 1) * l[4]
+end
+function interval.load(f, i) return {next = {tonumber(f[i]), tonumber(f[i + 1])}, tokens = tonumber(f[i + 2])}, i + 3 end
+function interval.save(s) return num(s.next[1]) .. ' ' .. num(s.next[2]) .. ' ' .. num(s.tokens) end
+
+-- the decision ------------------------------------------------------------------------------------
+
+local ALGORITHMS = {fixed, log, sliding, gcra, interval}
+local REJECT, DELAY, SHAPING = 0, 1, 2
+
+local now
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  local usec = tonumber(time[2])
+  now = {tonumber(time[1]) * 1000 + math.floor(usec / 1000), (usec % 1000) * 1000}
+else
+  now = {tonumber(ARGV[1]), tonumber(ARGV[2])}
+end
+local cost = tonumber(ARGV[3])
+local mode = tonumber(ARGV[4])
+local max_delay = tonumber(ARGV[5])
+local ttl_margin = tonumber(ARGV[6])
+local count = tonumber(ARGV[7])
+local limits = {}
+for i = 1, count do
+  local at = 4 + 4 * i
+  local l = {tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])}
+  l[4] = l[2] * NS
+  l.alg = ALGORITHMS[tonumber(ARGV[at])]
+  if l.alg.prepare then l.alg.prepare(l) end
+  limits[i] = l
+end
+
+-- the stored value: "time_ms time_ns|fields of limit 1|fields of limit 2..." ("" for an untouched limit)
+local stored = redis.call('GET', KEYS[1])
+local t = now
+local states = {}
+if stored then
+  local sections = {}
+  for section in string.gmatch(stored .. '|', '([^|]*)|') do sections[#sections + 1] = section end
+  local clock = {}
+  for word in string.gmatch(sections[1], '%S+') do clock[#clock + 1] = tonumber(word) end
+  if cmp({clock[1], clock[2]}, now) > 0 then t = {clock[1], clock[2]} end
+  for i = 1, count do
+    local fields = {}
+    for word in string.gmatch(sections[i + 1] or '', '%S+') do fields[#fields + 1] = word end
+    if #fields > 0 then states[i] = (limits[i].alg.load(fields, 1)) end
+  end
+end
+
+local untouched = true
+for i = 1, count do
+  states[i] = limits[i].alg.advance(limits[i], states[i], t)
+  if states[i] ~= nil then untouched = false end
+end
+
+local function answer(allowed, retry, delay, decider)
+  local remaining, least, reset = nil, 0, 0
+  for i = 1, count do
+    local left = limits[i].alg.remaining(limits[i], states[i], t)
+    if remaining == nil or left < remaining then remaining = left; least = i end
+    reset = math.max(reset, limits[i].alg.reset(limits[i], states[i], t))
+  end
+  if decider == nil then decider = least end
+  return {allowed and 1 or 0, remaining, retry, reset, delay, decider - 1}
+end
+
+-- a key back to untouched is dropped, its clock with it, as the in-memory store drops it: nothing observable
+-- changes, and the next request finds it fresh
+local function forget_if_untouched()
+  if stored and untouched then redis.call('DEL', KEYS[1]) end
+end
+
+if cost == 0 then forget_if_untouched(); return answer(true, 0, 0, nil) end
+
+local wait, waiting = 0, nil
+for i = 1, count do
+  local w = limits[i].alg.wait(limits[i], states[i], t, cost)
+  if w == NEVER then wait = NEVER; waiting = i; break end
+  if w > wait then wait = w; waiting = i end
+end
+local fits = wait == 0 or (mode == DELAY and wait ~= NEVER and wait <= max_delay)
+if not fits then
+  local retry = wait
+  if wait ~= NEVER and mode == DELAY then retry = wait - max_delay end
+  forget_if_untouched()
+  return answer(false, retry, 0, waiting)
+end
+
+local delay = 0
+if mode == DELAY then
+  delay = wait
+elseif mode == SHAPING then
+  for i = 1, count do delay = math.max(delay, limits[i].alg.reset(limits[i], states[i], t)) end
+end
+local sections = {num(t[1]) .. ' ' .. num(t[2])}
+for i = 1, count do
+  states[i] = limits[i].alg.take(limits[i], states[i], t, cost)
+  sections[i + 1] = limits[i].alg.save(states[i])
+end
+local result = answer(true, 0, delay, nil)
+redis.call('SET', KEYS[1], table.concat(sections, '|'), 'PX', ceildiv(result[4], NS) + ttl_margin)
+return result
