@@ -1,0 +1,111 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.Limit;
+import dev.sluice.RateLimiter;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** What is particular to Redis: its clock, its keys and their TTL, the script cache, the bounds of Lua. */
+class RedisStoreTest {
+    private static final long S = 1_000_000_000L;
+    private static RedisServer redis;
+    private static RedisStore store;
+
+    @BeforeAll
+    static void startRedis() throws IOException {
+        redis = RedisServer.start();
+        store = RedisStore.connect(redis.uri());
+    }
+
+    @AfterAll
+    static void stopRedis() throws Exception {
+        store.close();
+        redis.close();
+    }
+
+    @Test
+    void decidesOnTheServersClockAndLetsTheKeyExpireWhenUntouched() throws IOException {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1m").store(store).build();
+        Decision first = limiter.tryAcquire("clock-user", 3);
+        assertThat(first.allowed()).isTrue();
+        assertThat(first.remaining()).isEqualTo(7);
+        assertThat(first.resetAfterNanos()).isEqualTo(18 * S);
+        try (Resp resp = redis.connect()) {
+            long ttl = (Long) resp.call("PTTL", "sluice:{clock-user}");
+            assertThat(ttl).isBetween(17_000L, 18_000L);
+            String state = (String) resp.call("GET", "sluice:{clock-user}");
+            // the key's clock is Redis's own TIME, in milliseconds and nanoseconds
+            long stateMillis = Long.parseLong(state.split(" ")[0]);
+            List<?> time = (List<?>) resp.call("TIME");
+            long serverMillis = Long.parseLong((String) time.get(0)) * 1000 + Long.parseLong((String) time.get(1)) / 1000;
+            assertThat(serverMillis - stateMillis).isBetween(0L, 5_000L);
+        }
+    }
+
+    @Test
+    void aRejectionWritesNothing() throws IOException {
+        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1h")));
+        long t = 1_700_000_000L * S;
+        assertThat(store.decide(rule, "quiet", 1, t).allowed()).isTrue();
+        try (Resp resp = redis.connect()) {
+            String before = (String) resp.call("GET", "sluice:{quiet}");
+            long pttl = (Long) resp.call("PTTL", "sluice:{quiet}");
+            assertThat(store.decide(rule, "quiet", 1, t + S).allowed()).isFalse();
+            assertThat(resp.call("GET", "sluice:{quiet}")).isEqualTo(before);
+            assertThat((Long) resp.call("PTTL", "sluice:{quiet}")).isLessThanOrEqualTo(pttl);
+        }
+    }
+
+    @Test
+    void reloadsTheScriptWhenRedisHasForgottenIt() throws IOException {
+        Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("2/1s")));
+        long t = 1_700_000_000L * S;
+        assertThat(store.decide(rule, "forgetful", 1, t).remaining()).isEqualTo(1);
+        try (Resp resp = redis.connect()) {
+            resp.call("SCRIPT", "FLUSH");
+        }
+        assertThat(store.decide(rule, "forgetful", 1, t).remaining()).isZero();
+        assertThat(store.decideAsync(rule, "forgetful", 0, t).toCompletableFuture().join().remaining()).isZero();
+    }
+
+    @Test
+    void resetDeletesTheKey() throws IOException {
+        Rule rule = Rule.of(Algorithm.SLIDING_LOG, List.of(Limit.parse("1/1h")));
+        store.decide(rule, "gone", 1, 1_700_000_000L * S);
+        store.reset(rule, "gone");
+        try (Resp resp = redis.connect()) {
+            assertThat(resp.call("EXISTS", "sluice:{gone}")).isEqualTo(0L);
+        }
+    }
+
+    @Test
+    void refusesLimitsBeyondWhatLuaComputesExactly() {
+        long t = 1_700_000_000L * S;
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.of(10, 1_500_000L))), "k", 1, t))
+                .hasMessage("limit 10/1500us is beyond the Redis store: its period is not a whole number of "
+                        + "milliseconds (Lua's numbers are exact only up to 2^53)");
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/200d"))), "k", 1, t))
+                .hasMessageContaining("its period is 104 days or longer");
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("1000000000/30d"))), "k", 1, t))
+                .hasMessageContaining("L × P(ms) is 2^53 or more");
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("100000000/1s burst=100000000"))), "k", 1, t))
+                .hasMessageContaining("B × L is 2^53 or more");
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1d burst=100"))), "k", 1, t))
+                .hasMessageContaining("B × P / L is 52 days or longer");
+        assertThatThrownBy(() -> RedisStore.connect("http://localhost:6379"))
+                .hasMessage("bad Redis address \"http://localhost:6379\": expected redis://host:port[/db] or "
+                        + "redis-cluster://host:port,host:port");
+    }
+}
