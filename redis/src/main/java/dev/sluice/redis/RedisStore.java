@@ -216,6 +216,15 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
+    /**
+     * Checks that this store can decide {@code rule} exactly, before anything is decided.
+     *
+     * @throws IllegalArgumentException naming the limit (or max delay) beyond Lua's exact range
+     */
+    public static void check(Rule rule) {
+        ruleArguments(rule);
+    }
+
     /** Refuses a limit whose arithmetic could leave the doubles' exact range (see the class comment). */
     static void checkFits(Limit limit, Algorithm algorithm) {
         long period = limit.periodNanos();

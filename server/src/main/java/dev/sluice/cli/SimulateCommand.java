@@ -9,6 +9,7 @@ import dev.sluice.Mode;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.redis.RedisStore;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
 import picocli.CommandLine.Command;
@@ -31,6 +32,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.Callable;
 
 /**
@@ -64,7 +66,8 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--max-delay", paramLabel = "DURATION", description = "with --mode delay, such as 2s")
     String maxDelay;
 
-    @Option(names = "--store", paramLabel = "STORE", description = "memory (the default)")
+    @Option(names = "--store", paramLabel = "STORE",
+            description = "memory (the default), redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT")
     String store = "memory";
 
     @Option(names = "--trace", required = true, paramLabel = "FILE|-", description = "the trace, CSV t_ms,key[,cost]")
@@ -86,9 +89,11 @@ final class SimulateCommand implements Callable<Integer> {
     @Override
     public Integer call() throws BadInput, IOException {
         Rule rule = rule();
-        Store chosen = store();
         List<TraceRequest> requests = readTrace();
         ManualClock clock = new ManualClock();
+        Store chosen = store(rule);
+        // on a shared Redis, this run's keys are its own, and are removed at the end
+        String namespace = chosen instanceof RedisStore ? "simulate-" + UUID.randomUUID() + ":" : "";
         RateLimiter limiter = RateLimiter.builder().rule(rule).store(chosen).clock(clock).build();
         Map<String, long[]> tally = new LinkedHashMap<>();
         try (Writer writer = output()) {
@@ -96,7 +101,7 @@ final class SimulateCommand implements Callable<Integer> {
             StringBuilder line = new StringBuilder(96);
             for (TraceRequest request : requests) {
                 clock.set(request.millis() * 1_000_000L);
-                Decision decision = limiter.tryAcquire(request.key(), request.cost());
+                Decision decision = limiter.tryAcquire(namespace + request.key(), request.cost());
                 line.setLength(0);
                 line.append(request.millis()).append(',').append(Csv.quote(request.key())).append(',')
                         .append(request.cost()).append(',').append(decision.allowed()).append(',')
@@ -107,9 +112,24 @@ final class SimulateCommand implements Callable<Integer> {
                 writer.append(line);
                 tally.computeIfAbsent(request.key(), k -> new long[2])[decision.allowed() ? 0 : 1]++;
             }
+        } finally {
+            if (chosen instanceof RedisStore) {
+                for (String key : tally.keySet()) {
+                    limiter.reset(namespace + key);
+                }
+                closeQuietly((RedisStore) chosen);
+            }
         }
         summarize(tally);
         return 0;
+    }
+
+    private static void closeQuietly(RedisStore store) {
+        try {
+            store.close();
+        } catch (Exception e) {
+            // the decisions are written; a failing disconnect changes none of them
+        }
     }
 
     /** The rule the options describe, or the first thing wrong with them. */
@@ -141,12 +161,24 @@ final class SimulateCommand implements Callable<Integer> {
         return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
     }
 
-    private Store store() throws BadInput {
-        if (!store.equals("memory")) {
-            throw new BadInput("--store: \"" + store + "\" is not a store this build has; use memory");
+    private Store store(Rule rule) throws BadInput {
+        if (store.equals("memory")) {
+            // every key of the trace is kept: a simulation is exact, not bounded
+            return InMemoryStore.builder().maxKeys(Long.MAX_VALUE).build();
         }
-        // every key of the trace is kept: a simulation is exact, not bounded
-        return InMemoryStore.builder().maxKeys(Long.MAX_VALUE).build();
+        if (!store.startsWith("redis://") && !store.startsWith("redis-cluster://")) {
+            throw new BadInput("--store: \"" + store + "\" is not a store: use memory, redis://HOST:PORT or "
+                    + "redis-cluster://HOST:PORT,HOST:PORT");
+        }
+        option("--store " + store, () -> {
+            RedisStore.check(rule);
+            return rule;
+        });
+        try {
+            return RedisStore.connect(store);
+        } catch (RuntimeException e) {
+            throw new BadInput("--store " + store + ": cannot connect: " + e.getMessage());
+        }
     }
 
     private List<TraceRequest> readTrace() throws BadInput {

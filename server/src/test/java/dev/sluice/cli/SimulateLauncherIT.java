@@ -37,7 +37,7 @@ class SimulateLauncherIT {
     record Run(int status, String out, String err) {
     }
 
-    private static Run sluice(List<String> args, String stdin) throws IOException, InterruptedException {
+    static Run sluice(List<String> args, String stdin) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(ROOT.resolve("bin/sluice").toString());
         command.addAll(args);
@@ -107,16 +107,12 @@ class SimulateLauncherIT {
         return StoreConformance.scenarios();
     }
 
-    @ParameterizedTest(name = "{0}")
-    @MethodSource("scenarios")
-    void randomTracesGiveTheSpecsAnswersInEveryColumn(StoreConformance.Scenario scenario) throws Exception {
+    /** A random trace for {@code scenario}, in milliseconds as simulate reads it. */
+    static List<TraceRequest> randomTrace(StoreConformance.Scenario scenario) {
         Random random = new Random(scenario.name().hashCode());
         long period = scenario.longestPeriod() / 1_000_000;
         long capacity = scenario.limits().stream().mapToLong(l -> Math.max(l.amount(), l.burst())).max().orElseThrow();
-        ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
-                scenario.maxDelayNanos());
-        StringBuilder trace = new StringBuilder("t_ms,key,cost\n");
-        StringBuilder expected = new StringBuilder("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
+        List<TraceRequest> trace = new ArrayList<>();
         long t = 1_700_000_000_000L;
         for (int i = 0; i < 400; i++) {
             t += switch (random.nextInt(5)) {
@@ -125,17 +121,22 @@ class SimulateLauncherIT {
                 case 3 -> random.nextInt((int) period);
                 default -> period + random.nextInt(3) - 1;
             };
-            String key = "user_" + random.nextInt(3);
             long cost = random.nextInt(8) == 0 ? random.nextInt((int) capacity + 2) : 1;
-            trace.append(t).append(',').append(key).append(',').append(cost).append('\n');
-            Decision d = reference.decide(key, t * 1_000_000, cost);
-            expected.append(t).append(',').append(key).append(',').append(cost).append(',').append(d.allowed())
-                    .append(',').append(d.remaining())
-                    .append(',').append(DurationFormat.toMillisCeil(d.retryAfterNanos()))
-                    .append(',').append(DurationFormat.toMillisCeil(d.resetAfterNanos()))
-                    .append(',').append(DurationFormat.toMillisCeil(d.delayNanos())).append('\n');
+            trace.add(new TraceRequest(t, "user_" + random.nextInt(3), cost));
         }
-        Path file = Files.writeString(dir.resolve("trace.csv"), trace);
+        return trace;
+    }
+
+    static String csv(List<TraceRequest> trace) {
+        StringBuilder csv = new StringBuilder("t_ms,key,cost\n");
+        for (TraceRequest request : trace) {
+            csv.append(request.millis()).append(',').append(request.key()).append(',').append(request.cost()).append('\n');
+        }
+        return csv.toString();
+    }
+
+    /** The arguments of {@code sluice simulate} for {@code scenario}, reading {@code trace}. */
+    static List<String> simulate(StoreConformance.Scenario scenario, Path trace) {
         List<String> args = new ArrayList<>(List.of("simulate", "--algorithm", scenario.algorithm().label()));
         for (Limit limit : scenario.limits()) {
             args.add("--limit");
@@ -147,7 +148,28 @@ class SimulateLauncherIT {
         if (scenario.mode() == Mode.DELAY) {
             args.addAll(List.of("--max-delay", DurationFormat.format(scenario.maxDelayNanos())));
         }
-        args.addAll(List.of("--trace", file.toString(), "--out", dir.resolve("decisions.csv").toString()));
+        args.addAll(List.of("--trace", trace.toString()));
+        return args;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("scenarios")
+    void randomTracesGiveTheSpecsAnswersInEveryColumn(StoreConformance.Scenario scenario) throws Exception {
+        ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
+                scenario.maxDelayNanos());
+        List<TraceRequest> trace = randomTrace(scenario);
+        StringBuilder expected = new StringBuilder("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
+        for (TraceRequest request : trace) {
+            Decision d = reference.decide(request.key(), request.millis() * 1_000_000, request.cost());
+            expected.append(request.millis()).append(',').append(request.key()).append(',').append(request.cost())
+                    .append(',').append(d.allowed()).append(',').append(d.remaining())
+                    .append(',').append(DurationFormat.toMillisCeil(d.retryAfterNanos()))
+                    .append(',').append(DurationFormat.toMillisCeil(d.resetAfterNanos()))
+                    .append(',').append(DurationFormat.toMillisCeil(d.delayNanos())).append('\n');
+        }
+        Path file = Files.writeString(dir.resolve("trace.csv"), csv(trace));
+        List<String> args = simulate(scenario, file);
+        args.addAll(List.of("--out", dir.resolve("decisions.csv").toString()));
         Run run = sluice(args, "");
         assertThat(run.status()).as(run.err()).isZero();
         assertThat(Files.readString(dir.resolve("decisions.csv"))).isEqualTo(expected.toString());
