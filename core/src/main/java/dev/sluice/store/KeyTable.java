@@ -42,7 +42,7 @@ import java.util.concurrent.locks.ReentrantLock;
  *       old table — an empty key slot and every state slot become {@link #MOVED} by compare-and-set, so no
  *       decision can land in the old table after its slot was copied — and copies the live keys into a new
  *       table, sized so that they fill at most half of it (so between resizes the table is half to three
- *       quarters full, and a key costs 11 to 16 bytes of array). Untouched and expired keys are not copied.
+ *       quarters full, and a key costs 11 to 16 bytes of array).
  *       Threads that meet a moved slot wait for the new table; that is the only wait, and it comes once per
  *       doubling.</li>
  * </ul>
@@ -173,7 +173,7 @@ final class KeyTable {
         if (tab.used.incrementAndGet() > tab.crowdedAt()) {
             tab.used.decrementAndGet();
             size.decrementAndGet();
-            resize(tab, now);
+            resize(tab);
             return RETRY;
         }
         Object[] slots = tab.slots;
@@ -232,8 +232,12 @@ final class KeyTable {
         }
     }
 
-    /** Copies the live keys of {@code full} into a new table, unless another thread already has. */
-    private void resize(Table full, long now) {
+    /**
+     * Copies the live keys of {@code full} into a new table, unless another thread already has. Expired keys
+     * are copied too: a resize happens at another key's time, and only sweeps (at the store's time, see
+     * {@link #sweep}) drop keys for having expired.
+     */
+    private void resize(Table full) {
         maintenance.lock();
         try {
             if (table != full) {
@@ -258,8 +262,8 @@ final class KeyTable {
                 if (key == null || key == TOMBSTONE || state == RETIRED) {
                     continue; // empty, removed, or being removed by a thread that accounts for it
                 }
-                if (state == null || ((KeyState) state).expired(now)) {
-                    size.decrementAndGet();
+                if (state == null) {
+                    size.decrementAndGet(); // claimed but not yet set: its inserter starts over in the new table
                     continue;
                 }
                 int j = spread(hashOf(key)) & fresh.mask;

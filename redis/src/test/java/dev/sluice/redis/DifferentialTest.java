@@ -1,0 +1,71 @@
+package dev.sluice.redis;
+
+import dev.sluice.Decision;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.InMemoryStore;
+import dev.sluice.store.Store;
+import dev.sluice.testkit.RandomTraces;
+import dev.sluice.testkit.ReferenceModel;
+import dev.sluice.testkit.Request;
+import dev.sluice.testkit.StoreConformance;
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Random traces, to the nanosecond, through the in-memory store and a real Redis: the same decisions, and
+ * the reference model's.
+ */
+class DifferentialTest {
+    private static RedisServer redis;
+    private static RedisStore store;
+
+    @BeforeAll
+    static void startRedis() throws IOException {
+        redis = RedisServer.start();
+        store = RedisStore.connect(redis.uri());
+    }
+
+    @AfterAll
+    static void stopRedis() throws Exception {
+        store.close();
+        redis.close();
+    }
+
+    static Stream<StoreConformance.Scenario> scenarios() {
+        return StoreConformance.scenarios();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("scenarios")
+    void inMemoryAndRedisDecideAlike(StoreConformance.Scenario scenario) throws IOException {
+        Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
+        for (long seed = 100; seed < 110; seed++) {
+            try (Resp resp = redis.connect()) {
+                resp.call("FLUSHALL");
+            }
+            Store memory = new InMemoryStore();
+            ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
+                    scenario.maxDelayNanos());
+            List<Request> trace = RandomTraces.generate(seed, 400, scenario.longestPeriod(), 12, true,
+                    1_763_800_000_000_000_000L);
+            for (int i = 0; i < trace.size(); i++) {
+                Request request = trace.get(i);
+                Decision spec = reference.decide(request.key(), request.nanos(), request.cost());
+                Decision inMemory = memory.decide(rule, request.key(), request.cost(), request.nanos());
+                Decision onRedis = store.decide(rule, request.key(), request.cost(), request.nanos());
+                assertThat(inMemory).as("in memory, seed %d, request %d: %s", seed, i, request).isEqualTo(spec);
+                assertThat(onRedis).as("on Redis, seed %d, request %d: %s", seed, i, request).isEqualTo(inMemory);
+            }
+        }
+    }
+}
