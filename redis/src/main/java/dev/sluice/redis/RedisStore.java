@@ -6,10 +6,18 @@ import dev.sluice.Limit;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.store.Store;
+import dev.sluice.Clock;
+import dev.sluice.store.FailurePolicy;
+import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisKeyCommands;
@@ -21,11 +29,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The Redis store: many processes share one limit, decided on the Redis server in one round trip.
@@ -45,6 +55,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * <h2>Keys</h2>
  * The state of a key lives at {@code sluice:{<key>}}: the braces are a Cluster hash tag, so every limit of a
  * key is in one slot (in one string, in fact) and the script touches one slot.
+ *
+ * <h2>When Redis does not answer</h2>
+ * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down
+ * (Lettuce reconnects by itself in the background). A call that fails or times out is decided by the
+ * {@link FailurePolicy}: {@code OPEN} (the default) admits as if the key were untouched, {@code CLOSED}
+ * rejects with {@code retry_after} = the wait until Redis is tried again. After a few failures in a row a
+ * circuit breaker stops calling Redis for a while (default 3 failures, 1 s), so that during an outage a
+ * decision costs microseconds instead of a timeout; then one call probes, and its success resumes normal
+ * work without a restart. No failure of Redis ever throws into the request path; every one is counted
+ * ({@link #counts()}).
  *
  * <h2>Bounds</h2>
  * Lua's numbers are doubles, exact only up to 2^53, so the store refuses (with an error naming the limit)
@@ -67,16 +87,50 @@ public final class RedisStore implements Store, AutoCloseable {
     private final String script;
     private final String sha;
     private final ConcurrentHashMap<Rule, String[]> ruleArguments = new ConcurrentHashMap<>();
+    private final FailurePolicy onFailure;
+    private final CircuitBreaker breaker;
+    private final long timeoutNanos;
+    private final LongAdder failures = new LongAdder();
+    private final LongAdder timeouts = new LongAdder();
+    private final LongAdder failedOpen = new LongAdder();
+    private final LongAdder failedClosed = new LongAdder();
+    private final LongAdder shortCircuited = new LongAdder();
+    private final LongAdder breakerOpenings = new LongAdder();
+    private final LongAdder scriptReloads = new LongAdder();
 
-    private RedisStore(AutoCloseable client, AutoCloseable connection, RedisScriptingCommands<String, String> scripting,
+    private RedisStore(Builder settings, AutoCloseable client, AutoCloseable connection,
+                       RedisScriptingCommands<String, String> scripting,
                        RedisScriptingAsyncCommands<String, String> scriptingAsync, RedisKeyCommands<String, String> keys) {
         this.client = client;
         this.connection = connection;
         this.scripting = scripting;
         this.scriptingAsync = scriptingAsync;
         this.keys = keys;
+        this.onFailure = settings.onFailure;
+        this.timeoutNanos = settings.timeout.toNanos();
+        this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
         this.script = loadScript();
         this.sha = scripting.scriptLoad(script);
+    }
+
+    /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
+    public record Counts(long failures, long timeouts, long failedOpen, long failedClosed, long shortCircuited,
+                         long breakerOpenings, long scriptReloads) {
+    }
+
+    public Counts counts() {
+        return new Counts(failures.sum(), timeouts.sum(), failedOpen.sum(), failedClosed.sum(), shortCircuited.sum(),
+                breakerOpenings.sum(), scriptReloads.sum());
+    }
+
+    /** Connects with the defaults: 50 ms timeout, fail open, a breaker after 3 failures for 1 s. */
+    public static RedisStore connect(String uri) {
+        return builder(uri).build();
+    }
+
+    /** The settings of a connection to {@code uri} (see {@link #connect}). */
+    public static Builder builder(String uri) {
+        return new Builder(uri);
     }
 
     /**
@@ -84,23 +138,45 @@ public final class RedisStore implements Store, AutoCloseable {
      *
      * @throws IllegalArgumentException for an address that is neither, naming it
      */
-    public static RedisStore connect(String uri) {
+    private static RedisStore open(Builder settings) {
+        String uri = settings.uri;
+        TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
+        SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
         if (uri.startsWith("redis-cluster://")) {
             List<RedisURI> seeds = new ArrayList<>();
             for (String node : uri.substring("redis-cluster://".length()).split(",")) {
-                seeds.add(RedisURI.create("redis://" + node.trim()));
+                seeds.add(address("redis://" + node.trim(), uri, settings.timeout));
             }
             RedisClusterClient client = RedisClusterClient.create(seeds);
+            client.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                            .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
+                    .build());
             StatefulRedisClusterConnection<String, String> connection = client.connect();
-            return new RedisStore(client::shutdown, connection, connection.sync(), connection.async(), connection.sync());
+            return new RedisStore(settings, client::shutdown, connection, connection.sync(), connection.async(),
+                    connection.sync());
         }
         if (uri.startsWith("redis://")) {
-            RedisClient client = RedisClient.create(RedisURI.create(uri));
+            RedisClient client = RedisClient.create(address(uri, uri, settings.timeout));
+            client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
             StatefulRedisConnection<String, String> connection = client.connect();
-            return new RedisStore(client::shutdown, connection, connection.sync(), connection.async(), connection.sync());
+            return new RedisStore(settings, client::shutdown, connection, connection.sync(), connection.async(),
+                    connection.sync());
         }
         throw new IllegalArgumentException("bad Redis address \"" + uri
                 + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
+    }
+
+    private static RedisURI address(String node, String uri, Duration timeout) {
+        try {
+            RedisURI address = RedisURI.create(node);
+            address.setTimeout(timeout);
+            return address;
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("bad Redis address \"" + uri + "\": " + e.getMessage(), e);
+        }
     }
 
     private static String loadScript() {
@@ -120,13 +196,23 @@ public final class RedisStore implements Store, AutoCloseable {
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
         String[] keysArgument = {redisKey(check(key))};
         String[] arguments = arguments(rule, cost, nowNanos);
-        List<Long> reply;
-        try {
-            reply = scripting.evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
-        } catch (RedisNoScriptException restarted) {
-            reply = scripting.eval(script, ScriptOutputType.MULTI, keysArgument, arguments);
+        if (!breaker.allows()) {
+            shortCircuited.increment();
+            return fallback(rule, cost, nowNanos);
         }
-        return decision(rule, reply);
+        try {
+            List<Long> reply;
+            try {
+                reply = scripting.evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
+            } catch (RedisNoScriptException restarted) {
+                scriptReloads.increment();
+                reply = scripting.eval(script, ScriptOutputType.MULTI, keysArgument, arguments);
+            }
+            breaker.succeeded();
+            return decision(rule, reply);
+        } catch (RuntimeException failure) {
+            return failed(failure, rule, cost, nowNanos);
+        }
     }
 
     @Override
@@ -139,17 +225,54 @@ public final class RedisStore implements Store, AutoCloseable {
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+        if (!breaker.allows()) {
+            shortCircuited.increment();
+            return CompletableFuture.completedFuture(fallback(rule, cost, nowNanos));
+        }
         CompletionStage<List<Long>> reply = scriptingAsync.<List<Long>>evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
         return reply.handle((answer, failure) -> {
             if (failure == null) {
                 return CompletableFuture.completedFuture(answer);
             }
             if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
+                scriptReloads.increment();
                 return scriptingAsync.<List<Long>>eval(script, ScriptOutputType.MULTI, keysArgument, arguments)
                         .toCompletableFuture();
             }
             return CompletableFuture.<List<Long>>failedFuture(failure);
-        }).thenCompose(stage -> stage).thenApply(answer -> decision(rule, answer));
+        }).thenCompose(stage -> stage).handle((answer, failure) -> {
+            if (failure == null) {
+                breaker.succeeded();
+                return decision(rule, answer);
+            }
+            return failed(failure, rule, cost, nowNanos);
+        });
+    }
+
+    /** Counts a call Redis did not answer, and decides it by the failure policy. */
+    private Decision failed(Throwable failure, Rule rule, long cost, long nowNanos) {
+        failures.increment();
+        Throwable cause = failure.getCause() != null && !(failure instanceof RedisCommandTimeoutException)
+                ? failure.getCause() : failure;
+        if (failure instanceof RedisCommandTimeoutException || cause instanceof RedisCommandTimeoutException) {
+            timeouts.increment();
+        }
+        if (breaker.failed()) {
+            breakerOpenings.increment();
+        }
+        return fallback(rule, cost, nowNanos);
+    }
+
+    /** The decision of the failure policy: admitted as an untouched key, or rejected until the next try. */
+    private Decision fallback(Rule rule, long cost, long nowNanos) {
+        long now = nowNanos == STORE_CLOCK ? Clock.system().nanos() : nowNanos;
+        if (onFailure == FailurePolicy.OPEN) {
+            failedOpen.increment();
+            return rule.decide(null, now, cost).decision();
+        }
+        failedClosed.increment();
+        long retryAfter = Math.max(breaker.nanosUntilRetry(), timeoutNanos);
+        return new Decision(false, 0, retryAfter, 0, 0, rule.limits().get(0));
     }
 
     private static String check(String key) {
@@ -264,5 +387,54 @@ public final class RedisStore implements Store, AutoCloseable {
     @Override
     public String toString() {
         return "RedisStore(" + sha + ")";
+    }
+
+    /** How a {@link RedisStore} connects and what it does when Redis does not answer. */
+    public static final class Builder {
+        private final String uri;
+        private Duration timeout = Duration.ofMillis(50);
+        private FailurePolicy onFailure = FailurePolicy.OPEN;
+        private int breakerFailures = 3;
+        private Duration breakerOpenFor = Duration.ofSeconds(1);
+
+        private Builder(String uri) {
+            this.uri = uri;
+        }
+
+        /** How long a decision waits for Redis (default 50 ms). */
+        public Builder timeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("timeout must be > 0, got " + timeout);
+            }
+            this.timeout = timeout;
+            return this;
+        }
+
+        /** What a decision Redis did not answer becomes (default {@link FailurePolicy#OPEN}). */
+        public Builder onFailure(FailurePolicy policy) {
+            this.onFailure = policy;
+            return this;
+        }
+
+        /** After {@code failures} failures in a row, stop calling Redis for {@code openFor} (default 3, 1 s). */
+        public Builder breaker(int failures, Duration openFor) {
+            if (failures < 1 || openFor.isNegative() || openFor.isZero()) {
+                throw new IllegalArgumentException("the breaker needs failures >= 1 and a time > 0, got " + failures
+                        + " and " + openFor);
+            }
+            this.breakerFailures = failures;
+            this.breakerOpenFor = openFor;
+            return this;
+        }
+
+        /**
+         * Connects, and loads the script.
+         *
+         * @throws IllegalArgumentException for an address that is not redis:// or redis-cluster://, naming it
+         * @throws io.lettuce.core.RedisConnectionException when Redis cannot be reached at all
+         */
+        public RedisStore build() {
+            return open(this);
+        }
     }
 }

@@ -1,0 +1,57 @@
+package dev.sluice.redis;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Stops calling a store that keeps failing, so that while it is down each decision costs microseconds, not a
+ * timeout: after {@code threshold} failures in a row the breaker opens for {@code openNanos}; then one call
+ * (the probe) goes through, and its success closes the breaker, its failure opens it again.
+ */
+final class CircuitBreaker {
+    private final int threshold;
+    private final long openNanos;
+    private final AtomicInteger failures = new AtomicInteger();
+    private final AtomicBoolean probing = new AtomicBoolean();
+    private volatile boolean open;
+    private volatile long openUntil;
+
+    CircuitBreaker(int threshold, long openNanos) {
+        this.threshold = threshold;
+        this.openNanos = openNanos;
+    }
+
+    /** Whether a call may go to the store now: the breaker is closed, or this call is the probe. */
+    boolean allows() {
+        if (!open) {
+            return true;
+        }
+        return System.nanoTime() - openUntil >= 0 && probing.compareAndSet(false, true);
+    }
+
+    /** The wait until the store is tried again (0 while the breaker is closed). */
+    long nanosUntilRetry() {
+        return open ? Math.max(0, openUntil - System.nanoTime()) : 0;
+    }
+
+    void succeeded() {
+        failures.set(0);
+        open = false;
+        probing.set(false);
+    }
+
+    /** Records a failure; whether it opened the breaker. */
+    boolean failed() {
+        boolean probe = probing.getAndSet(false);
+        if (probe || (failures.incrementAndGet() >= threshold && !open)) {
+            openUntil = System.nanoTime() + openNanos;
+            open = true;
+            return !probe;
+        }
+        return false;
+    }
+
+    boolean isOpen() {
+        return open;
+    }
+}

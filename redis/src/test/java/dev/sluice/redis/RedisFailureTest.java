@@ -1,0 +1,133 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.RateLimiter;
+import dev.sluice.store.FailurePolicy;
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Redis killed mid-run and started again, and Redis hanging: each decision follows the failure policy, no call
+ * waits past the timeout for long, the breaker spares Redis while it is down, and decisions come from Redis
+ * again once it is back, without a restart. Every event is counted.
+ */
+class RedisFailureTest {
+    private static final Duration TIMEOUT = Duration.ofMillis(50);
+
+    private static RedisStore store(RedisServer redis, FailurePolicy policy) {
+        return RedisStore.builder(redis.uri()).timeout(TIMEOUT).onFailure(policy)
+                .breaker(3, Duration.ofMillis(300)).build();
+    }
+
+    private static RateLimiter oneAnHour(RedisStore store) {
+        return RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
+    }
+
+    /** Decides, and checks that the answer came within a bound far below any hang. */
+    private static Decision quickly(RateLimiter limiter, String key) {
+        long start = System.nanoTime();
+        Decision decision = limiter.tryAcquire(key);
+        assertThat(System.nanoTime() - start).as("one decision, Redis down").isLessThan(TimeUnit.SECONDS.toNanos(1));
+        return decision;
+    }
+
+    /** Waits until Redis decides again: a second request on a fresh key is rejected by the 1/1h limit. */
+    private static void awaitRedisDeciding(RateLimiter limiter) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (int i = 0; ; i++) {
+            String key = "probe-" + i;
+            if (limiter.tryAcquire(key).allowed() && !limiter.tryAcquire(key).allowed()) {
+                return;
+            }
+            assertThat(System.nanoTime()).as("Redis decides again within 20 s").isLessThan(deadline);
+            Thread.sleep(50);
+        }
+    }
+
+    @Test
+    void failsOpenWhileRedisIsDownAndRecoversWhenItIsBack() throws Exception {
+        try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.OPEN)) {
+            RateLimiter limiter = oneAnHour(store);
+            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
+            assertThat(limiter.tryAcquire("k").allowed()).isFalse();
+            redis.kill();
+            for (int i = 0; i < 50; i++) {
+                Decision open = quickly(limiter, "k");
+                assertThat(open.allowed()).as("fail open").isTrue();
+                assertThat(open.remaining()).as("as if untouched").isZero();
+            }
+            RedisStore.Counts down = store.counts();
+            assertThat(down.failedOpen()).isEqualTo(50);
+            assertThat(down.failedClosed()).isZero();
+            assertThat(down.breakerOpenings()).isGreaterThanOrEqualTo(1);
+            assertThat(down.shortCircuited()).as("the breaker spared Redis").isGreaterThan(0);
+            assertThat(down.failures() + down.shortCircuited()).isEqualTo(50);
+            redis.restart();
+            awaitRedisDeciding(limiter);
+            assertThat(store.counts().failedOpen()).isGreaterThanOrEqualTo(50);
+        }
+    }
+
+    @Test
+    void failsClosedWhileRedisIsDownAndRecoversWhenItIsBack() throws Exception {
+        try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.CLOSED)) {
+            RateLimiter limiter = oneAnHour(store);
+            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
+            redis.kill();
+            for (int i = 0; i < 20; i++) {
+                Decision closed = quickly(limiter, "fresh-" + i);
+                assertThat(closed.allowed()).as("fail closed").isFalse();
+                assertThat(closed.retryAfterNanos()).isBetween(1L, Duration.ofMillis(300).toNanos());
+            }
+            assertThat(store.counts().failedClosed()).isEqualTo(20);
+            redis.restart();
+            awaitRedisDeciding(limiter);
+        }
+    }
+
+    @Test
+    void aHangingRedisCostsOneTimeoutNotAHang() throws Exception {
+        try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.OPEN)) {
+            RateLimiter limiter = oneAnHour(store);
+            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
+            // the server stops answering anyone for two seconds
+            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
+                try (Resp resp = redis.connect()) {
+                    return resp.call("DEBUG", "SLEEP", "2");
+                } catch (Exception e) {
+                    return e;
+                }
+            });
+            Thread.sleep(200);
+            long start = System.nanoTime();
+            Decision decision = limiter.tryAcquire("k");
+            long took = System.nanoTime() - start;
+            assertThat(decision.allowed()).as("failed open").isTrue();
+            assertThat(took).as("about the 50 ms timeout").isLessThan(TimeUnit.MILLISECONDS.toNanos(1000));
+            assertThat(store.counts().timeouts()).isEqualTo(1);
+            sleeping.get(10, TimeUnit.SECONDS);
+            awaitRedisDeciding(limiter);
+            assertThat(limiter.tryAcquire("k").allowed()).as("the state survived the hang").isFalse();
+        }
+    }
+
+    @Test
+    void theAsyncFaceFollowsThePolicyToo() throws Exception {
+        try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.CLOSED)) {
+            RateLimiter limiter = oneAnHour(store);
+            assertThat(limiter.tryAcquireAsync("k").toCompletableFuture().get(5, TimeUnit.SECONDS).allowed()).isTrue();
+            redis.kill();
+            Decision closed = limiter.tryAcquireAsync("other").toCompletableFuture().get(5, TimeUnit.SECONDS);
+            assertThat(closed.allowed()).isFalse();
+            assertThat(store.counts().failedClosed()).isEqualTo(1);
+        }
+    }
+}
