@@ -1,0 +1,81 @@
+package dev.sluice.redis;
+
+import dev.sluice.testkit.redis.RedisServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Two separate JVM processes, four threads each, on one key of one Redis: together they never admit more
+ * than the limit allows, because every decision is one atomic script on the server.
+ */
+class MultiProcessConcurrencyTest {
+    private static final int PROCESSES = 2;
+    private static final int THREADS = 4;
+    private static final int ATTEMPTS = 2_500;
+    private static RedisServer redis;
+
+    @BeforeAll
+    static void startRedis() throws IOException {
+        redis = RedisServer.start();
+    }
+
+    @AfterAll
+    static void stopRedis() throws InterruptedException {
+        redis.close();
+    }
+
+    private static long admittedByAll(String algorithm, String limit, String key, String time) throws Exception {
+        long start = System.currentTimeMillis() + 2_000;
+        List<Process> processes = new ArrayList<>();
+        for (int p = 0; p < PROCESSES; p++) {
+            processes.add(new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp", System.getProperty("java.class.path"), Hammer.class.getName(), redis.uri(), algorithm, limit,
+                    key, Integer.toString(THREADS), Integer.toString(ATTEMPTS), Long.toString(start), time)
+                    .redirectErrorStream(true).start());
+        }
+        long admitted = 0;
+        for (Process process : processes) {
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            assertThat(process.waitFor(2, TimeUnit.MINUTES)).isTrue();
+            assertThat(process.exitValue()).as(output).isZero();
+            String[] lines = output.split("\n");
+            admitted += Long.parseLong(lines[lines.length - 1].trim());
+        }
+        return admitted;
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"fixed-window, 3000/1h", "gcra, 3000/1h", "sliding-window, 3000/1h", "token-bucket, 3000/1h refill=interval"})
+    void exactlyTheLimitAtOneInstant(String algorithm, String limit) throws Exception {
+        // 2 processes × 4 threads × 2,500 attempts = 20,000 at one instant of the trace's time
+        long admitted = admittedByAll(algorithm, limit, "instant-" + algorithm, "1763800000000000000");
+        assertThat(admitted).isEqualTo(3000);
+    }
+
+    @ParameterizedTest(name = "{0} {1} on the server's clock")
+    @CsvSource({"fixed-window, 3000/1d", "gcra, 3000/1d"})
+    void neverMoreThanTheLimitOnTheServersClock(String algorithm, String limit) throws Exception {
+        long dayBefore = System.currentTimeMillis() / 86_400_000L;
+        long admitted = admittedByAll(algorithm, limit, "clock-" + algorithm, "server");
+        boolean crossedMidnight = System.currentTimeMillis() / 86_400_000L != dayBefore;
+        if (algorithm.equals("gcra")) {
+            // one more unit comes back every 28.8 s, and the run takes a few seconds
+            assertThat(admitted).isBetween(3000L, 3001L);
+        } else {
+            // a window of a day starts at midnight UTC: a run across it may see two windows
+            assertThat(admitted).isEqualTo(crossedMidnight ? Math.min(admitted, 6000L) : 3000L);
+            assertThat(admitted).isBetween(3000L, crossedMidnight ? 6000L : 3000L);
+        }
+    }
+}
