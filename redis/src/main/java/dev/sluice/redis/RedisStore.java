@@ -66,6 +66,14 @@ import java.util.concurrent.atomic.LongAdder;
  * work without a restart. No failure of Redis ever throws into the request path; every one is counted
  * ({@link #counts()}).
  *
+ * <h2>Rejections remembered</h2>
+ * Once a key is rejected with {@code retry_after = x} on the server's clock, this process answers "rejected"
+ * for that key, for the same cost or more, until {@code x} has passed, without calling Redis: nothing another
+ * process does can make it admissible sooner (only {@code reset} could, and it is not on the request path).
+ * On by default for fixed-window, gcra and token-bucket; such an answer carries the remembered
+ * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock.
+ * Decisions with a time passed in are never answered from memory, so {@code simulate} sees every decision.
+ *
  * <h2>Bounds</h2>
  * Lua's numbers are doubles, exact only up to 2^53, so the store refuses (with an error naming the limit)
  * what could pass that: a period that is not a whole number of milliseconds or is 104 days or longer,
@@ -97,6 +105,14 @@ public final class RedisStore implements Store, AutoCloseable {
     private final LongAdder shortCircuited = new LongAdder();
     private final LongAdder breakerOpenings = new LongAdder();
     private final LongAdder scriptReloads = new LongAdder();
+    private final LongAdder localRejections = new LongAdder();
+    private final boolean rememberRejections;
+    private final ConcurrentHashMap<Rule, ConcurrentHashMap<String, Rejection>> rejections = new ConcurrentHashMap<>();
+    private static final int MAX_REMEMBERED = 100_000;
+
+    /** A rejection remembered: of {@code cost} or more, until {@code until} on {@link System#nanoTime()}. */
+    private record Rejection(long cost, long until, long at, Decision decision) {
+    }
 
     private RedisStore(Builder settings, AutoCloseable client, AutoCloseable connection,
                        RedisScriptingCommands<String, String> scripting,
@@ -109,18 +125,19 @@ public final class RedisStore implements Store, AutoCloseable {
         this.onFailure = settings.onFailure;
         this.timeoutNanos = settings.timeout.toNanos();
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
+        this.rememberRejections = settings.rememberRejections;
         this.script = loadScript();
         this.sha = scripting.scriptLoad(script);
     }
 
     /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
     public record Counts(long failures, long timeouts, long failedOpen, long failedClosed, long shortCircuited,
-                         long breakerOpenings, long scriptReloads) {
+                         long breakerOpenings, long scriptReloads, long localRejections) {
     }
 
     public Counts counts() {
         return new Counts(failures.sum(), timeouts.sum(), failedOpen.sum(), failedClosed.sum(), shortCircuited.sum(),
-                breakerOpenings.sum(), scriptReloads.sum());
+                breakerOpenings.sum(), scriptReloads.sum(), localRejections.sum());
     }
 
     /** Connects with the defaults: 50 ms timeout, fail open, a breaker after 3 failures for 1 s. */
@@ -196,6 +213,10 @@ public final class RedisStore implements Store, AutoCloseable {
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
         String[] keysArgument = {redisKey(check(key))};
         String[] arguments = arguments(rule, cost, nowNanos);
+        Decision remembered = remembered(rule, key, cost, nowNanos);
+        if (remembered != null) {
+            return remembered;
+        }
         if (!breaker.allows()) {
             shortCircuited.increment();
             return fallback(rule, cost, nowNanos);
@@ -209,7 +230,7 @@ public final class RedisStore implements Store, AutoCloseable {
                 reply = scripting.eval(script, ScriptOutputType.MULTI, keysArgument, arguments);
             }
             breaker.succeeded();
-            return decision(rule, reply);
+            return remember(rule, key, cost, nowNanos, decision(rule, reply));
         } catch (RuntimeException failure) {
             return failed(failure, rule, cost, nowNanos);
         }
@@ -224,6 +245,10 @@ public final class RedisStore implements Store, AutoCloseable {
             arguments = arguments(rule, cost, nowNanos);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
+        }
+        Decision remembered = remembered(rule, key, cost, nowNanos);
+        if (remembered != null) {
+            return CompletableFuture.completedFuture(remembered);
         }
         if (!breaker.allows()) {
             shortCircuited.increment();
@@ -243,10 +268,53 @@ public final class RedisStore implements Store, AutoCloseable {
         }).thenCompose(stage -> stage).handle((answer, failure) -> {
             if (failure == null) {
                 breaker.succeeded();
-                return decision(rule, answer);
+                return remember(rule, key, cost, nowNanos, decision(rule, answer));
             }
             return failed(failure, rule, cost, nowNanos);
         });
+    }
+
+    private boolean remembers(Rule rule, long cost, long nowNanos) {
+        Algorithm algorithm = rule.algorithm();
+        return rememberRejections && nowNanos == STORE_CLOCK && cost > 0
+                && (algorithm == Algorithm.FIXED_WINDOW || algorithm == Algorithm.GCRA || algorithm == Algorithm.TOKEN_BUCKET);
+    }
+
+    /** The remembered rejection that answers this request, counted down to now; {@code null} if none. */
+    private Decision remembered(Rule rule, String key, long cost, long nowNanos) {
+        if (!remembers(rule, cost, nowNanos)) {
+            return null;
+        }
+        ConcurrentHashMap<String, Rejection> byKey = rejections.get(rule);
+        Rejection rejection = byKey == null ? null : byKey.get(key);
+        if (rejection == null) {
+            return null;
+        }
+        long now = System.nanoTime();
+        if (now - rejection.until >= 0) {
+            byKey.remove(key, rejection);
+            return null;
+        }
+        if (cost < rejection.cost) {
+            return null;
+        }
+        localRejections.increment();
+        Decision first = rejection.decision;
+        long elapsed = now - rejection.at;
+        return new Decision(false, first.remaining(), rejection.until - now, Math.max(0, first.resetAfterNanos() - elapsed),
+                0, first.limit());
+    }
+
+    private Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision) {
+        if (decision.allowed() || decision.never() || !remembers(rule, cost, nowNanos)) {
+            return decision;
+        }
+        ConcurrentHashMap<String, Rejection> byKey = rejections.computeIfAbsent(rule, r -> new ConcurrentHashMap<>());
+        if (byKey.size() < MAX_REMEMBERED) {
+            long now = System.nanoTime();
+            byKey.put(key, new Rejection(cost, now + decision.retryAfterNanos(), now, decision));
+        }
+        return decision;
     }
 
     /** Counts a call Redis did not answer, and decides it by the failure policy. */
@@ -375,6 +443,10 @@ public final class RedisStore implements Store, AutoCloseable {
 
     @Override
     public void reset(Rule rule, String key) {
+        ConcurrentHashMap<String, Rejection> byKey = rejections.get(rule);
+        if (byKey != null) {
+            byKey.remove(key);
+        }
         keys.del(redisKey(check(key)));
     }
 
@@ -396,6 +468,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private FailurePolicy onFailure = FailurePolicy.OPEN;
         private int breakerFailures = 3;
         private Duration breakerOpenFor = Duration.ofSeconds(1);
+        private boolean rememberRejections = true;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -424,6 +497,12 @@ public final class RedisStore implements Store, AutoCloseable {
             }
             this.breakerFailures = failures;
             this.breakerOpenFor = openFor;
+            return this;
+        }
+
+        /** Whether rejections are remembered until their {@code retry_after} (default on; see the class comment). */
+        public Builder rememberRejections(boolean remember) {
+            this.rememberRejections = remember;
             return this;
         }
 

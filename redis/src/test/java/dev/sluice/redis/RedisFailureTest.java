@@ -59,8 +59,9 @@ class RedisFailureTest {
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
             assertThat(limiter.tryAcquire("k").allowed()).isFalse();
             redis.kill();
+            assertThat(quickly(limiter, "k").allowed()).as("a rejection this process remembers still holds").isFalse();
             for (int i = 0; i < 50; i++) {
-                Decision open = quickly(limiter, "k");
+                Decision open = quickly(limiter, "down-" + i);
                 assertThat(open.allowed()).as("fail open").isTrue();
                 assertThat(open.remaining()).as("as if untouched").isZero();
             }

@@ -108,4 +108,72 @@ class RedisStoreTest {
                 .hasMessage("bad Redis address \"http://localhost:6379\": expected redis://host:port[/db] or "
                         + "redis-cluster://host:port,host:port");
     }
+
+    /** The counts of INFO commandstats, by command. */
+    private static long calls(Resp resp, String command) throws IOException {
+        String info = (String) resp.call("INFO", "commandstats");
+        for (String line : info.split("\r\n")) {
+            if (line.startsWith("cmdstat_" + command + ":calls=")) {
+                return Long.parseLong(line.substring(line.indexOf('=') + 1, line.indexOf(',')));
+            }
+        }
+        return 0;
+    }
+
+    @Test
+    void oneEvalshaAndThreeCommandsInsideItPerAdmittedDecision() throws IOException {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1000000/1s").store(store).build();
+        try (Resp resp = redis.connect()) {
+            limiter.tryAcquire("warm");
+            resp.call("CONFIG", "RESETSTAT");
+            for (int i = 0; i < 100; i++) {
+                assertThat(limiter.tryAcquire("counted").allowed()).isTrue();
+            }
+            assertThat(calls(resp, "evalsha")).isEqualTo(100);
+            assertThat(calls(resp, "time")).isEqualTo(100);
+            assertThat(calls(resp, "get")).isEqualTo(100);
+            assertThat(calls(resp, "set")).isEqualTo(100);
+        }
+    }
+
+    @Test
+    void aRejectionIsRememberedUntilItsRetryAfterWithoutCallingRedis() throws Exception {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("2/1s").store(store).build();
+        long before = store.counts().localRejections();
+        try (Resp resp = redis.connect()) {
+            assertThat(limiter.tryAcquire("remembered", 2).allowed()).isTrue();
+            Decision rejected = limiter.tryAcquire("remembered");
+            assertThat(rejected.allowed()).isFalse();
+            resp.call("CONFIG", "RESETSTAT");
+            for (int i = 0; i < 10; i++) {
+                Decision local = limiter.tryAcquire("remembered");
+                assertThat(local.allowed()).isFalse();
+                assertThat(local.retryAfterNanos()).isPositive().isLessThanOrEqualTo(rejected.retryAfterNanos());
+            }
+            assertThat(calls(resp, "evalsha")).as("answered in this process").isZero();
+            assertThat(store.counts().localRejections() - before).isEqualTo(10);
+            // a peek still asks Redis
+            limiter.tryAcquire("remembered", 0);
+            assertThat(calls(resp, "evalsha")).isEqualTo(1);
+            Thread.sleep(rejected.retryAfter().toMillis() + 50);
+            assertThat(limiter.tryAcquire("remembered").allowed()).as("after retry_after, Redis admits").isTrue();
+        }
+    }
+
+    @Test
+    void rejectionsAreNotRememberedWhenTurnedOffOrForSlidingAlgorithms() throws Exception {
+        try (RedisStore plain = RedisStore.builder(redis.uri()).rememberRejections(false).build();
+             Resp resp = redis.connect()) {
+            RateLimiter gcra = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").store(plain).build();
+            RateLimiter sliding = RateLimiter.builder().algorithm(Algorithm.SLIDING_WINDOW).limit("1/1h").store(store).build();
+            gcra.tryAcquire("plain");
+            sliding.tryAcquire("sliding");
+            resp.call("CONFIG", "RESETSTAT");
+            for (int i = 0; i < 5; i++) {
+                assertThat(gcra.tryAcquire("plain").allowed()).isFalse();
+                assertThat(sliding.tryAcquire("sliding").allowed()).isFalse();
+            }
+            assertThat(calls(resp, "evalsha")).isEqualTo(10);
+        }
+    }
 }
