@@ -22,9 +22,18 @@ public final class RedisCluster implements AutoCloseable {
 
     /** Starts a cluster of {@code masters} masters (3 is the smallest Redis accepts for failover). */
     public static RedisCluster start(int masters) throws IOException {
+        return start(masters, 0);
+    }
+
+    /**
+     * Starts {@code masters} masters, each with {@code replicasPerMaster} replicas that take over when it dies
+     * (after the node timeout of 2 s and an election).
+     */
+    public static RedisCluster start(int masters, int replicasPerMaster) throws IOException {
         List<RedisServer> nodes = new ArrayList<>();
+        int total = masters * (1 + replicasPerMaster);
         try {
-            for (int i = 0; i < masters; i++) {
+            for (int i = 0; i < total; i++) {
                 nodes.add(RedisServer.start("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                         "--cluster-node-timeout", "2000"));
             }
@@ -37,12 +46,21 @@ public final class RedisCluster implements AutoCloseable {
                         command.add(Integer.toString(slot));
                     }
                     resp.call(command.toArray(String[]::new));
-                    if (i > 0) {
-                        resp.call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(nodes.get(0).port()));
-                    }
+                }
+            }
+            for (int i = 1; i < total; i++) {
+                try (Resp resp = nodes.get(i).connect()) {
+                    resp.call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(nodes.get(0).port()));
                 }
             }
             RedisCluster cluster = new RedisCluster(nodes);
+            cluster.awaitKnown(total);
+            for (int i = masters; i < total; i++) {
+                String master = nodeId(nodes.get((i - masters) % masters));
+                try (Resp resp = nodes.get(i).connect()) {
+                    resp.call("CLUSTER", "REPLICATE", master);
+                }
+            }
             cluster.awaitOk();
             return cluster;
         } catch (IOException | RuntimeException e) {
@@ -53,6 +71,51 @@ public final class RedisCluster implements AutoCloseable {
         }
     }
 
+    static String nodeId(RedisServer node) throws IOException {
+        try (Resp resp = node.connect()) {
+            return (String) resp.call("CLUSTER", "MYID");
+        }
+    }
+
+    private void awaitKnown(int count) throws IOException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            boolean known = true;
+            for (RedisServer node : nodes) {
+                try (Resp resp = node.connect()) {
+                    known &= ((String) resp.call("CLUSTER", "INFO")).contains("cluster_known_nodes:" + count);
+                }
+            }
+            if (known) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException("the nodes did not all meet within 30 s");
+            }
+            RedisServer.sleep(50);
+        }
+    }
+
+    /** The master that serves {@code key}'s slot, as the first live node sees it. */
+    public RedisServer masterOf(String key) throws IOException {
+        for (RedisServer node : nodes) {
+            if (!node.isAlive()) {
+                continue;
+            }
+            try (Resp resp = node.connect()) {
+                long slot = (Long) resp.call("CLUSTER", "KEYSLOT", key);
+                for (Object range : (List<?>) resp.call("CLUSTER", "SLOTS")) {
+                    List<?> fields = (List<?>) range;
+                    if ((Long) fields.get(0) <= slot && slot <= (Long) fields.get(1)) {
+                        long port = (Long) ((List<?>) fields.get(2)).get(1);
+                        return nodes.stream().filter(n -> n.port() == port).findFirst().orElseThrow();
+                    }
+                }
+            }
+        }
+        throw new IOException("no live node knows the master of " + key);
+    }
+
     private void awaitOk() throws IOException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
@@ -61,6 +124,9 @@ public final class RedisCluster implements AutoCloseable {
                 try (Resp resp = node.connect()) {
                     String info = (String) resp.call("CLUSTER", "INFO");
                     ok &= info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:" + nodes.size());
+                    if (resp.call("ROLE") instanceof List<?> role && "slave".equals(role.get(0))) {
+                        ok &= "connected".equals(role.get(3));
+                    }
                 }
             }
             if (ok) {

@@ -1,0 +1,81 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.RateLimiter;
+import dev.sluice.testkit.redis.RedisCluster;
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** A Cluster master killed: its replica takes over, the store follows the new topology and keeps deciding. */
+class RedisClusterFailoverTest {
+    @Test
+    void keepsDecidingAfterAMasterFailsOver() throws Exception {
+        try (RedisCluster cluster = RedisCluster.start(3, 1);
+             RedisStore store = RedisStore.builder(cluster.uri()).timeout(Duration.ofMillis(200))
+                     .breaker(3, Duration.ofMillis(200)).build()) {
+            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
+            String key = "failover-key";
+            assertThat(limiter.tryAcquire(key).allowed()).isTrue();
+            assertThat(limiter.tryAcquire(key, 0).remaining()).isZero();
+            RedisServer master = cluster.masterOf("sluice:{" + key + "}");
+            List<String> sameMaster = new ArrayList<>();
+            for (int i = 0; sameMaster.size() < 100; i++) {
+                if (cluster.masterOf("sluice:{probe-" + i + "}") == master) {
+                    sameMaster.add("probe-" + i);
+                }
+            }
+            awaitReplicated(cluster, master, "sluice:{" + key + "}");
+            master.kill();
+            // decisions go on meanwhile (failing open), and come from the promoted replica once it serves the slots
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            boolean failedOver = false;
+            for (String probe : sameMaster) {
+                long start = System.nanoTime();
+                Decision first = limiter.tryAcquire(probe);
+                Decision second = limiter.tryAcquire(probe);
+                assertThat(System.nanoTime() - start).as("no decision hangs").isLessThan(TimeUnit.SECONDS.toNanos(5));
+                assertThat(first.allowed()).isTrue();
+                if (!second.allowed()) {
+                    failedOver = true;
+                    break;
+                }
+                assertThat(System.nanoTime()).as("decisions come from Redis again within 60 s").isLessThan(deadline);
+                Thread.sleep(300);
+            }
+            assertThat(failedOver).as("a replica took over the dead master's slots").isTrue();
+            assertThat(cluster.masterOf("sluice:{" + key + "}")).isNotSameAs(master);
+            // the replica had the key's state: the limit still holds after the failover
+            assertThat(limiter.tryAcquire(key, 0).remaining()).isZero();
+            assertThat(store.counts().failures()).isPositive();
+        }
+    }
+
+    /** Waits until the key's write has reached the master's replica (replication is asynchronous). */
+    private static void awaitReplicated(RedisCluster cluster, RedisServer master, String redisKey) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (RedisServer node : cluster.nodes()) {
+            try (Resp resp = node.connect()) {
+                List<?> role = (List<?>) resp.call("ROLE");
+                if (!"slave".equals(role.get(0)) || ((Long) role.get(2)) != master.port()) {
+                    continue;
+                }
+                resp.call("READONLY");
+                while (!Long.valueOf(1).equals(resp.call("EXISTS", redisKey))) {
+                    assertThat(System.nanoTime()).as("replicated within 10 s").isLessThan(deadline);
+                    Thread.sleep(20);
+                }
+                return;
+            }
+        }
+        throw new AssertionError("the master on port " + master.port() + " has no replica");
+    }
+}
