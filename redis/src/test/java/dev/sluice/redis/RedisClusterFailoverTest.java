@@ -38,20 +38,21 @@ class RedisClusterFailoverTest {
             // decisions go on meanwhile (failing open), and come from the promoted replica once it serves the slots
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             boolean failedOver = false;
-            for (String probe : sameMaster) {
+            // a probe key stays fresh while decisions fail open (they store nothing); once Redis decides again
+            // its second request, or the first one the next time round, is rejected by the 1/1h limit
+            for (int i = 0; System.nanoTime() < deadline; i++) {
+                String probe = sameMaster.get(i % sameMaster.size());
                 long start = System.nanoTime();
                 Decision first = limiter.tryAcquire(probe);
                 Decision second = limiter.tryAcquire(probe);
                 assertThat(System.nanoTime() - start).as("no decision hangs").isLessThan(TimeUnit.SECONDS.toNanos(5));
-                assertThat(first.allowed()).isTrue();
-                if (!second.allowed()) {
+                if (!first.allowed() || !second.allowed()) {
                     failedOver = true;
                     break;
                 }
-                assertThat(System.nanoTime()).as("decisions come from Redis again within 60 s").isLessThan(deadline);
-                Thread.sleep(300);
+                Thread.sleep(200);
             }
-            assertThat(failedOver).as("a replica took over the dead master's slots").isTrue();
+            assertThat(failedOver).as("a replica took over the dead master's slots, and Redis decides again within 60 s").isTrue();
             assertThat(cluster.masterOf("sluice:{" + key + "}")).isNotSameAs(master);
             // the replica had the key's state: the limit still holds after the failover
             assertThat(limiter.tryAcquire(key, 0).remaining()).isZero();
