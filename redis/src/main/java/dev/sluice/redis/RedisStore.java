@@ -8,6 +8,7 @@ import dev.sluice.algorithm.Rule;
 import dev.sluice.store.Store;
 import dev.sluice.Clock;
 import dev.sluice.store.FailurePolicy;
+import dev.sluice.store.StoreUnavailableException;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandTimeoutException;
@@ -28,6 +29,8 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -107,6 +110,7 @@ public final class RedisStore implements Store, AutoCloseable {
     private final LongAdder scriptReloads = new LongAdder();
     private final LongAdder localRejections = new LongAdder();
     private final boolean rememberRejections;
+    private final boolean raiseFailures;
     private final ConcurrentHashMap<Rule, ConcurrentHashMap<String, Rejection>> rejections = new ConcurrentHashMap<>();
     private static final int MAX_REMEMBERED = 100_000;
 
@@ -126,8 +130,10 @@ public final class RedisStore implements Store, AutoCloseable {
         this.timeoutNanos = settings.timeout.toNanos();
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
         this.rememberRejections = settings.rememberRejections;
+        this.raiseFailures = settings.raiseFailures;
         this.script = loadScript();
-        this.sha = scripting.scriptLoad(script);
+        // the SHA-1 is known without asking Redis: the first EVALSHA meets NOSCRIPT and sends the script whole
+        this.sha = sha1(script);
     }
 
     /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
@@ -201,6 +207,19 @@ public final class RedisStore implements Store, AutoCloseable {
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("decide.lua is missing from sluice-redis", e);
+        }
+    }
+
+    private static String sha1(String text) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8));
+            StringBuilder hex = new StringBuilder(40);
+            for (byte b : digest) {
+                hex.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
+            }
+            return hex.toString();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JVM has SHA-1", e);
         }
     }
 
@@ -320,6 +339,9 @@ public final class RedisStore implements Store, AutoCloseable {
     /** Counts a call Redis did not answer, and decides it by the failure policy. */
     private Decision failed(Throwable failure, Rule rule, long cost, long nowNanos) {
         failures.increment();
+        if (raiseFailures) {
+            throw new StoreUnavailableException("Redis did not answer: " + failure.getMessage(), failure);
+        }
         Throwable cause = failure.getCause() != null && !(failure instanceof RedisCommandTimeoutException)
                 ? failure.getCause() : failure;
         if (failure instanceof RedisCommandTimeoutException || cause instanceof RedisCommandTimeoutException) {
@@ -469,6 +491,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private int breakerFailures = 3;
         private Duration breakerOpenFor = Duration.ofSeconds(1);
         private boolean rememberRejections = true;
+        private boolean raiseFailures;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -507,7 +530,16 @@ public final class RedisStore implements Store, AutoCloseable {
         }
 
         /**
-         * Connects, and loads the script.
+         * Throw {@link StoreUnavailableException} when Redis does not answer, instead of deciding by the failure
+         * policy (default off): for tools whose every decision must come from Redis, never for a request path.
+         */
+        public Builder raiseFailures(boolean raise) {
+            this.raiseFailures = raise;
+            return this;
+        }
+
+        /**
+         * Connects.
          *
          * @throws IllegalArgumentException for an address that is not redis:// or redis-cluster://, naming it
          * @throws io.lettuce.core.RedisConnectionException when Redis cannot be reached at all

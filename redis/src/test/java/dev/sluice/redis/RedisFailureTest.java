@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Redis killed mid-run and started again, and Redis hanging: each decision follows the failure policy, no call
@@ -129,6 +130,20 @@ class RedisFailureTest {
             Decision closed = limiter.tryAcquireAsync("other").toCompletableFuture().get(5, TimeUnit.SECONDS);
             assertThat(closed.allowed()).isFalse();
             assertThat(store.counts().failedClosed()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aToolCanAskForFailuresInsteadOfDecisions() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).raiseFailures(true).build()) {
+            RateLimiter limiter = oneAnHour(store);
+            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
+            redis.kill();
+            assertThatThrownBy(() -> limiter.tryAcquire("k"))
+                    .isInstanceOf(dev.sluice.store.StoreUnavailableException.class)
+                    .hasMessageStartingWith("Redis did not answer: ");
+            assertThat(store.counts().failedOpen()).isZero();
         }
     }
 }

@@ -12,6 +12,7 @@ import dev.sluice.algorithm.Rule;
 import dev.sluice.redis.RedisStore;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
+import dev.sluice.store.StoreUnavailableException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -28,6 +29,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -96,29 +98,39 @@ final class SimulateCommand implements Callable<Integer> {
         String namespace = chosen instanceof RedisStore ? "simulate-" + UUID.randomUUID() + ":" : "";
         RateLimiter limiter = RateLimiter.builder().rule(rule).store(chosen).clock(clock).build();
         Map<String, long[]> tally = new LinkedHashMap<>();
-        try (Writer writer = output()) {
-            writer.write("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
-            StringBuilder line = new StringBuilder(96);
+        // every line is made before any is written: a store that fails mid-run leaves no partial output
+        StringBuilder decisions = new StringBuilder(64 + 64 * requests.size());
+        decisions.append("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
+        try {
             for (TraceRequest request : requests) {
                 clock.set(request.millis() * 1_000_000L);
                 Decision decision = limiter.tryAcquire(namespace + request.key(), request.cost());
-                line.setLength(0);
-                line.append(request.millis()).append(',').append(Csv.quote(request.key())).append(',')
+                decisions.append(request.millis()).append(',').append(Csv.quote(request.key())).append(',')
                         .append(request.cost()).append(',').append(decision.allowed()).append(',')
                         .append(decision.remaining()).append(',')
                         .append(DurationFormat.toMillisCeil(decision.retryAfterNanos())).append(',')
                         .append(DurationFormat.toMillisCeil(decision.resetAfterNanos())).append(',')
                         .append(DurationFormat.toMillisCeil(decision.delayNanos())).append('\n');
-                writer.append(line);
                 tally.computeIfAbsent(request.key(), k -> new long[2])[decision.allowed() ? 0 : 1]++;
             }
+        } catch (StoreUnavailableException e) {
+            err.println("error: --store " + store + ": " + e.getMessage());
+            err.flush();
+            return 1;
         } finally {
             if (chosen instanceof RedisStore) {
-                for (String key : tally.keySet()) {
-                    limiter.reset(namespace + key);
+                try {
+                    for (String key : tally.keySet()) {
+                        limiter.reset(namespace + key);
+                    }
+                } catch (RuntimeException e) {
+                    // the keys expire by themselves within the hour
                 }
                 closeQuietly((RedisStore) chosen);
             }
+        }
+        try (Writer writer = output()) {
+            writer.append(decisions);
         }
         summarize(tally);
         return 0;
@@ -175,7 +187,8 @@ final class SimulateCommand implements Callable<Integer> {
             return rule;
         });
         try {
-            return RedisStore.connect(store);
+            // every decision of a simulation must come from Redis: wait long, and fail loudly
+            return RedisStore.builder(store).timeout(Duration.ofSeconds(10)).raiseFailures(true).build();
         } catch (RuntimeException e) {
             throw new BadInput("--store " + store + ": cannot connect: " + e.getMessage());
         }
