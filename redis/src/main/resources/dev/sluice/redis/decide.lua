@@ -46,20 +46,29 @@ end
 
 local function num(x) return string.format('%.0f', x) end
 
+-- only the algorithms this call uses are defined: a script's body runs whole on every call, and making
+-- the closures of all five would cost more than some decisions do
+local count = tonumber(ARGV[7])
+local uses = {}
+for i = 1, count do uses[tonumber(ARGV[4 + 4 * i])] = true end
+
 -- a limit: {L, Pms, B, Pns}; a state: a table, or nil when untouched. Each algorithm has
 -- advance(l, s, t), wait(l, s, t, c), take(l, s, t, c), remaining(l, s, t), reset(l, s, t), and
 -- load/save of its fields.
 
-local fixed = {}
+local function window_end(l, t)
+  local w = divmod(t[1], l[2])
+  return diff({(w + 1) * l[2], 0}, t), w
+end
+
+local fixed
+if uses[1] then
+fixed = {}
 function fixed.advance(l, s, t)
   if s == nil then return nil end
   local w = divmod(t[1], l[2])
   if s.w ~= w then return nil end
   return s
-end
-local function window_end(l, t)
-  local w = divmod(t[1], l[2])
-  return diff({(w + 1) * l[2], 0}, t), w
 end
 function fixed.wait(l, s, t, c)
   if c > l[1] then return NEVER end
@@ -78,8 +87,11 @@ function fixed.reset(l, s, t)
 end
 function fixed.load(f, i) return {w = tonumber(f[i]), n = tonumber(f[i + 1])}, i + 2 end
 function fixed.save(s) return num(s.w) .. ' ' .. num(s.n) end
+end
 
-local sliding = {}
+local sliding
+if uses[3] then
+sliding = {}
 function sliding.advance(l, s, t)
   if s == nil then return nil end
   local w = divmod(t[1], l[2])
@@ -140,9 +152,12 @@ function sliding.reset(l, s, t)
 end
 function sliding.load(f, i) return {w = tonumber(f[i]), prev = tonumber(f[i + 1]), curr = tonumber(f[i + 2])}, i + 3 end
 function sliding.save(s) return num(s.w) .. ' ' .. num(s.prev) .. ' ' .. num(s.curr) end
+end
 
 -- sliding-log: entries {ms, ns, cost}, oldest first, distinct times
-local log = {}
+local log
+if uses[2] then
+log = {}
 function log.advance(l, s, t)
   if s == nil then return nil end
   local first = 1
@@ -200,9 +215,12 @@ function log.save(s)
   end
   return table.concat(parts, ' ')
 end
+end
 
 -- gcra, greedy token-bucket, leaky-bucket: the theoretical arrival time {ms, ns} plus frac/L
-local gcra = {}
+local gcra
+if uses[4] then
+gcra = {}
 local function step(l, c)
   if c == 1 then return l.tq, l.tr end
   local hi, fr = divmod(c * l.tr, l[1])
@@ -263,9 +281,12 @@ function gcra.reset(l, s, t)
 end
 function gcra.load(f, i) return {tat = {tonumber(f[i]), tonumber(f[i + 1])}, frac = tonumber(f[i + 2])}, i + 3 end
 function gcra.save(s) return num(s.tat[1]) .. ' ' .. num(s.tat[2]) .. ' ' .. num(s.frac) end
+end
 
 -- token-bucket with interval refill: tokens and the time of the next refill
-local interval = {}
+local interval
+if uses[5] then
+interval = {}
 local function refills_until(l, tokens, wanted) return ceildiv(wanted - tokens, l[1]) end
 function interval.advance(l, s, t)
   if s == nil or cmp(t, s.next) < 0 then return s end
@@ -293,6 +314,7 @@ function interval.reset(l, s, t)
 end
 function interval.load(f, i) return {next = {tonumber(f[i]), tonumber(f[i + 1])}, tokens = tonumber(f[i + 2])}, i + 3 end
 function interval.save(s) return num(s.next[1]) .. ' ' .. num(s.next[2]) .. ' ' .. num(s.tokens) end
+end
 
 -- the decision ------------------------------------------------------------------------------------
 
@@ -311,7 +333,6 @@ local cost = tonumber(ARGV[3])
 local mode = tonumber(ARGV[4])
 local max_delay = tonumber(ARGV[5])
 local ttl_margin = tonumber(ARGV[6])
-local count = tonumber(ARGV[7])
 local limits = {}
 for i = 1, count do
   local at = 4 + 4 * i
