@@ -8,14 +8,9 @@ import dev.sluice.testkit.RandomTraces;
 import dev.sluice.testkit.ReferenceModel;
 import dev.sluice.testkit.Request;
 import dev.sluice.testkit.StoreConformance;
-import dev.sluice.testkit.redis.RedisServer;
-import dev.sluice.testkit.redis.Resp;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.io.IOException;
 import java.util.List;
 import java.util.stream.Stream;
 
@@ -26,33 +21,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the reference model's.
  */
 class DifferentialTest {
-    private static RedisServer redis;
-    private static RedisStore store;
-
-    @BeforeAll
-    static void startRedis() throws IOException {
-        redis = RedisServer.start();
-        store = RedisStore.connect(redis.uri());
-    }
-
-    @AfterAll
-    static void stopRedis() throws Exception {
-        store.close();
-        redis.close();
-    }
-
     static Stream<StoreConformance.Scenario> scenarios() {
         return StoreConformance.scenarios();
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("scenarios")
-    void inMemoryAndRedisDecideAlike(StoreConformance.Scenario scenario) throws IOException {
+    void inMemoryAndRedisDecideAlike(StoreConformance.Scenario scenario) {
         Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
         for (long seed = 100; seed < 110; seed++) {
-            try (Resp resp = redis.connect()) {
-                resp.call("FLUSHALL");
-            }
+            SharedRedis.flush();
+            RedisStore store = SharedRedis.store();
             Store memory = new InMemoryStore();
             ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
                     scenario.maxDelayNanos());

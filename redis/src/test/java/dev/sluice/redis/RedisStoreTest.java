@@ -7,8 +7,6 @@ import dev.sluice.RateLimiter;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -20,20 +18,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /** What is particular to Redis: its clock, its keys and their TTL, the script cache, the bounds of Lua. */
 class RedisStoreTest {
     private static final long S = 1_000_000_000L;
-    private static RedisServer redis;
-    private static RedisStore store;
-
-    @BeforeAll
-    static void startRedis() throws IOException {
-        redis = RedisServer.start();
-        store = RedisStore.connect(redis.uri());
-    }
-
-    @AfterAll
-    static void stopRedis() throws Exception {
-        store.close();
-        redis.close();
-    }
+    private final RedisServer redis = SharedRedis.server();
+    private final RedisStore store = SharedRedis.store();
 
     @Test
     void decidesOnTheServersClockAndLetsTheKeyExpireWhenUntouched() throws IOException {
