@@ -263,14 +263,20 @@ function gcra.remaining(l, s, t)
   local xf = l.dr - s.frac
   if xf < 0 then xf = xf + l[1]; xn = xn - 1 end
   if xn < 0 then return 0 end
-  local function fits(k)
+  -- k·T = k·tq + (k·tr)/L: start from the double estimate, then step to the exact k (a step or two)
+  local k = math.min(l[3], math.floor(xn * l[1] / l[4]))
+  while k > 0 do
     local hi, fr = divmod(k * l.tr, l[1])
     local cn = k * l.tq + hi
-    return cn < xn or (cn == xn and fr <= xf)
+    if cn < xn or (cn == xn and fr <= xf) then break end
+    k = k - 1
   end
-  local k = math.min(l[3], math.floor(xn * l[1] / l[4]))
-  while k > 0 and not fits(k) do k = k - 1 end
-  while k < l[3] and fits(k + 1) do k = k + 1 end
+  while k < l[3] do
+    local hi, fr = divmod((k + 1) * l.tr, l[1])
+    local cn = (k + 1) * l.tq + hi
+    if cn > xn or (cn == xn and fr > xf) then break end
+    k = k + 1
+  end
   return k
 end
 function gcra.reset(l, s, t)
