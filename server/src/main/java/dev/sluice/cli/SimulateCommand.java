@@ -99,7 +99,7 @@ final class SimulateCommand implements Callable<Integer> {
         RateLimiter limiter = RateLimiter.builder().rule(rule).store(chosen).clock(clock).build();
         Map<String, long[]> tally = new LinkedHashMap<>();
         // every line is made before any is written: a store that fails mid-run leaves no partial output
-        StringBuilder decisions = new StringBuilder(64 + 64 * requests.size());
+        StringBuilder decisions = new StringBuilder((int) Math.min(1 << 20, 64L + 64L * requests.size()));
         decisions.append("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
         try {
             for (TraceRequest request : requests) {
@@ -140,7 +140,7 @@ final class SimulateCommand implements Callable<Integer> {
         try {
             store.close();
         } catch (Exception e) {
-            // the decisions are written; a failing disconnect changes none of them
+            // a failing disconnect changes none of the decisions
         }
     }
 
