@@ -15,7 +15,7 @@ import java.nio.charset.StandardCharsets;
  */
 @Command(name = "sluice", mixinStandardHelpOptions = true, version = "sluice 0.1.0",
         description = "An exact rate limiter: in memory, on Redis, as a service and as a gateway.",
-        subcommands = {ServeCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {CommandLine.HelpCommand.class})
 public final class Sluice {
     /** Exit status for input the command refuses. */
     static final int BAD_INPUT = 2;
@@ -31,6 +31,7 @@ public final class Sluice {
     static int run(String[] args, InputStream stdin, OutputStream stdout, PrintWriter err) {
         PrintWriter out = new PrintWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), true);
         CommandLine command = new CommandLine(new Sluice());
+        command.addSubcommand(new CommandLine(new ServeCommand(out)));
         command.addSubcommand(new CommandLine(new SimulateCommand(stdin, stdout, err)));
         command.setOut(out);
         command.setErr(err);

@@ -1,0 +1,410 @@
+package dev.sluice.server.config;
+
+import dev.sluice.Algorithm;
+import dev.sluice.DurationFormat;
+import dev.sluice.Limit;
+import dev.sluice.Mode;
+import dev.sluice.Refill;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.FailurePolicy;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.io.StringReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Reads {@code sluice.yaml} and checks every field, so that a bad file is refused whole, with a message that
+ * names the file, the line and the field: {@code sluice.yaml:14: policies[1].limits[0]: bad limit "10/0s": ...}.
+ *
+ * <p>The YAML is read as a tree of nodes that remember where they stood in the file (the YAML engine under
+ * Jackson's YAML module), not bound to classes: binding would lose the lines.
+ */
+public final class ConfigLoader {
+    private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "trusted_proxies",
+            "headers", "policies");
+    private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
+            "cost", "mode", "max_delay", "skip_if_missing");
+    private static final Set<String> MATCH = Set.of("path", "methods", "host");
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
+    private static final Pattern METHOD = Pattern.compile("[A-Z]+");
+    private static final Pattern HEADER = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
+    private static final Pattern CIDR = Pattern.compile("(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})/(\\d{1,2})");
+
+    private final String file;
+
+    private ConfigLoader(String file) {
+        this.file = file;
+    }
+
+    /** Reads and checks {@code path}. */
+    public static ServerConfig load(Path path) throws ConfigException {
+        try {
+            return parse(path.toString(), Files.readString(path, StandardCharsets.UTF_8));
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(path + ": no such file");
+        } catch (IOException e) {
+            throw new ConfigException(path + ": cannot read: " + e.getMessage());
+        }
+    }
+
+    /** Checks {@code text}, read from {@code file} (named in messages). */
+    public static ServerConfig parse(String file, String text) throws ConfigException {
+        return new ConfigLoader(file).config(text);
+    }
+
+    private ServerConfig config(String text) throws ConfigException {
+        Node root;
+        try (Reader reader = new StringReader(text)) {
+            root = new Yaml(new LoaderOptions()).compose(reader);
+        } catch (MarkedYAMLException e) {
+            int line = e.getProblemMark() == null ? 1 : e.getProblemMark().getLine() + 1;
+            throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getProblem());
+        } catch (IOException | RuntimeException e) {
+            throw new ConfigException(file + ":1: not valid YAML: " + e.getMessage());
+        }
+        if (root == null) {
+            throw new ConfigException(file + ":1: the file is empty; it needs at least policies:");
+        }
+        Map<String, Node> top = fields(root, "", TOP);
+        String store = top.containsKey("store") ? store(top.get("store")) : "memory";
+        FailurePolicy onFailure = FailurePolicy.OPEN;
+        if (top.containsKey("on_store_failure")) {
+            String value = scalar(top.get("on_store_failure"), "on_store_failure");
+            switch (value) {
+                case "open" -> onFailure = FailurePolicy.OPEN;
+                case "closed" -> onFailure = FailurePolicy.CLOSED;
+                default -> throw error(top.get("on_store_failure"), "on_store_failure",
+                        "expected open or closed, got \"" + value + "\"");
+            }
+        }
+        long timeout = top.containsKey("store_timeout")
+                ? positiveDuration(top.get("store_timeout"), "store_timeout") : 50_000_000L;
+        List<String> proxies = new ArrayList<>();
+        if (top.containsKey("trusted_proxies")) {
+            List<Node> items = list(top.get("trusted_proxies"), "trusted_proxies");
+            for (int i = 0; i < items.size(); i++) {
+                proxies.add(cidr(items.get(i), "trusted_proxies[" + i + "]"));
+            }
+        }
+        Set<ServerConfig.HeaderSet> headers = EnumSet.allOf(ServerConfig.HeaderSet.class);
+        if (top.containsKey("headers")) {
+            headers = EnumSet.noneOf(ServerConfig.HeaderSet.class);
+            List<Node> items = list(top.get("headers"), "headers");
+            for (int i = 0; i < items.size(); i++) {
+                String value = scalar(items.get(i), "headers[" + i + "]");
+                switch (value) {
+                    case "ietf" -> headers.add(ServerConfig.HeaderSet.IETF);
+                    case "legacy" -> headers.add(ServerConfig.HeaderSet.LEGACY);
+                    default -> throw error(items.get(i), "headers[" + i + "]", "expected ietf or legacy, got \"" + value + "\"");
+                }
+            }
+        }
+        if (!top.containsKey("policies")) {
+            throw new ConfigException(file + ":" + line(root) + ": policies: missing; at least one policy is needed");
+        }
+        List<Node> items = list(top.get("policies"), "policies");
+        if (items.isEmpty()) {
+            throw error(top.get("policies"), "policies", "at least one policy is needed");
+        }
+        List<PolicyConfig> policies = new ArrayList<>();
+        Map<String, Integer> names = new HashMap<>();
+        for (int i = 0; i < items.size(); i++) {
+            PolicyConfig policy = policy(items.get(i), "policies[" + i + "]");
+            Integer first = names.putIfAbsent(policy.name(), line(items.get(i)));
+            if (first != null) {
+                throw error(items.get(i), "policies[" + i + "].name", "duplicate policy name \"" + policy.name()
+                        + "\" (first at line " + first + ")");
+            }
+            policies.add(policy);
+        }
+        return new ServerConfig(store, onFailure, timeout, List.copyOf(proxies), headers, List.copyOf(policies));
+    }
+
+    private PolicyConfig policy(Node node, String field) throws ConfigException {
+        Map<String, Node> fields = fields(node, field + ".", POLICY);
+        String name = scalar(required(fields, node, field, "name"), field + ".name");
+        if (!NAME.matcher(name).matches()) {
+            throw error(fields.get("name"), field + ".name",
+                    "expected letters, digits, '.', '_' or '-', got \"" + name + "\"");
+        }
+        PolicyConfig.Match match = fields.containsKey("match")
+                ? match(fields.get("match"), field + ".match") : PolicyConfig.Match.ALL;
+        List<String> key = new ArrayList<>();
+        List<Node> parts = list(required(fields, node, field, "key"), field + ".key");
+        if (parts.isEmpty()) {
+            throw error(fields.get("key"), field + ".key", "at least one key part is needed");
+        }
+        for (int i = 0; i < parts.size(); i++) {
+            key.add(keyPart(parts.get(i), field + ".key[" + i + "]"));
+        }
+        Node algorithmNode = required(fields, node, field, "algorithm");
+        String algorithmName = scalar(algorithmNode, field + ".algorithm");
+        if (algorithmName.equals("concurrency")) {
+            throw error(algorithmNode, field + ".algorithm",
+                    "concurrency policies are not served by this build yet (the library has ConcurrencyLimiter)");
+        }
+        Algorithm algorithm = parsed(algorithmNode, field + ".algorithm", () -> Algorithm.parse(algorithmName));
+        Long burst = fields.containsKey("burst") ? whole(fields.get("burst"), field + ".burst", 1) : null;
+        Refill refill = null;
+        if (fields.containsKey("refill")) {
+            String text = scalar(fields.get("refill"), field + ".refill");
+            refill = parsed(fields.get("refill"), field + ".refill", () -> Refill.parse(text));
+        }
+        List<Limit> limits = new ArrayList<>();
+        List<Node> limitNodes = list(required(fields, node, field, "limits"), field + ".limits");
+        if (limitNodes.isEmpty()) {
+            throw error(fields.get("limits"), field + ".limits", "at least one limit is needed");
+        }
+        for (int i = 0; i < limitNodes.size(); i++) {
+            String where = field + ".limits[" + i + "]";
+            String text = scalar(limitNodes.get(i), where);
+            Limit limit = parsed(limitNodes.get(i), where, () -> Limit.parse(text));
+            if (refill != null) {
+                limit = limit.withRefill(refill);
+            }
+            if (burst != null) {
+                Limit unburst = limit;
+                long b = burst;
+                limit = parsed(fields.get("burst"), field + ".burst", () -> unburst.withBurst(b));
+            }
+            limits.add(limit);
+        }
+        long cost = 1;
+        String costHeader = null;
+        if (fields.containsKey("cost")) {
+            String text = scalar(fields.get("cost"), field + ".cost");
+            if (text.startsWith("header:")) {
+                costHeader = text.substring("header:".length());
+                if (!HEADER.matcher(costHeader).matches()) {
+                    throw error(fields.get("cost"), field + ".cost", "bad header name \"" + costHeader + "\"");
+                }
+            } else {
+                cost = whole(fields.get("cost"), field + ".cost", 0);
+            }
+        }
+        String modeText = fields.containsKey("mode") ? scalar(fields.get("mode"), field + ".mode") : "reject";
+        boolean shadow = modeText.equals("shadow");
+        Mode mode;
+        switch (modeText) {
+            case "reject", "shadow" -> mode = Mode.REJECT;
+            case "delay" -> mode = algorithm == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : Mode.DELAY;
+            default -> throw error(fields.get("mode"), field + ".mode",
+                    "expected reject, delay or shadow, got \"" + modeText + "\"");
+        }
+        long maxDelay = 0;
+        if (fields.containsKey("max_delay")) {
+            if (mode != Mode.DELAY) {
+                throw error(fields.get("max_delay"), field + ".max_delay", "max_delay is for mode: delay");
+            }
+            maxDelay = positiveDuration(fields.get("max_delay"), field + ".max_delay");
+        } else if (mode == Mode.DELAY) {
+            throw error(fields.containsKey("mode") ? fields.get("mode") : node, field + ".mode",
+                    "mode: delay needs max_delay");
+        }
+        boolean skip = false;
+        if (fields.containsKey("skip_if_missing")) {
+            String text = scalar(fields.get("skip_if_missing"), field + ".skip_if_missing");
+            if (!text.equals("true") && !text.equals("false")) {
+                throw error(fields.get("skip_if_missing"), field + ".skip_if_missing", "expected true or false, got \"" + text + "\"");
+            }
+            skip = text.equals("true");
+        }
+        Mode chosen = mode;
+        long delay = maxDelay;
+        Rule rule = parsed(node, field, () -> Rule.of(algorithm, limits, chosen, delay));
+        return new PolicyConfig(name, match, List.copyOf(key), rule, cost, costHeader, shadow, skip);
+    }
+
+    private PolicyConfig.Match match(Node node, String field) throws ConfigException {
+        Map<String, Node> fields = fields(node, field + ".", MATCH);
+        String path = null;
+        if (fields.containsKey("path")) {
+            path = scalar(fields.get("path"), field + ".path");
+            String problem = globProblem(path);
+            if (problem != null) {
+                throw error(fields.get("path"), field + ".path", "bad glob \"" + path + "\": " + problem);
+            }
+        }
+        List<String> methods = null;
+        if (fields.containsKey("methods")) {
+            methods = new ArrayList<>();
+            List<Node> items = list(fields.get("methods"), field + ".methods");
+            for (int i = 0; i < items.size(); i++) {
+                String method = scalar(items.get(i), field + ".methods[" + i + "]");
+                if (!METHOD.matcher(method).matches()) {
+                    throw error(items.get(i), field + ".methods[" + i + "]",
+                            "expected an HTTP method in capitals such as GET, got \"" + method + "\"");
+                }
+                methods.add(method);
+            }
+            methods = List.copyOf(methods);
+        }
+        String host = fields.containsKey("host") ? scalar(fields.get("host"), field + ".host") : null;
+        return new PolicyConfig.Match(path, methods, host);
+    }
+
+    /** What is wrong with a path glob ({@code *} within a segment, {@code **} a whole segment), or null. */
+    static String globProblem(String glob) {
+        if (!glob.startsWith("/")) {
+            return "a path starts with /";
+        }
+        for (String segment : glob.substring(1).split("/", -1)) {
+            if (segment.contains("**") && !segment.equals("**")) {
+                return "** must be a whole segment, as in /api/**";
+            }
+        }
+        return null;
+    }
+
+    private String keyPart(Node node, String field) throws ConfigException {
+        String part = scalar(node, field);
+        switch (part) {
+            case "ip", "route", "method", "host":
+                return part;
+            default:
+                break;
+        }
+        for (String prefix : List.of("header:", "query:")) {
+            if (part.startsWith(prefix)) {
+                String name = part.substring(prefix.length());
+                if (name.isEmpty() || !HEADER.matcher(name).matches()) {
+                    throw error(node, field, "bad name in \"" + part + "\"");
+                }
+                return part;
+            }
+        }
+        if (part.startsWith("const:") && part.length() > "const:".length()) {
+            return part;
+        }
+        throw error(node, field, "unknown key part \"" + part
+                + "\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT");
+    }
+
+    private String store(Node node) throws ConfigException {
+        String store = scalar(node, "store");
+        if (store.equals("memory") || store.startsWith("redis://") || store.startsWith("redis-cluster://")) {
+            return store;
+        }
+        throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \""
+                + store + "\"");
+    }
+
+    private String cidr(Node node, String field) throws ConfigException {
+        String text = scalar(node, field);
+        var matcher = CIDR.matcher(text);
+        boolean good = matcher.matches();
+        for (int group = 1; good && group <= 4; group++) {
+            good = Integer.parseInt(matcher.group(group)) <= 255;
+        }
+        if (!good || Integer.parseInt(matcher.group(5)) > 32) {
+            throw error(node, field, "expected an IPv4 network such as 10.0.0.0/8, got \"" + text + "\"");
+        }
+        return text;
+    }
+
+    // ------------------------------------------------------------------------------------------- nodes
+
+    private Map<String, Node> fields(Node node, String prefix, Set<String> known) throws ConfigException {
+        if (!(node instanceof MappingNode)) {
+            throw error(node, prefix.isEmpty() ? "(top)" : prefix.substring(0, prefix.length() - 1), "expected a mapping");
+        }
+        Map<String, Node> fields = new LinkedHashMap<>();
+        for (NodeTuple tuple : ((MappingNode) node).getValue()) {
+            String name = tuple.getKeyNode() instanceof ScalarNode scalar ? scalar.getValue() : "?";
+            if (!known.contains(name)) {
+                throw error(tuple.getKeyNode(), prefix + name, "unknown field \"" + name + "\"; expected one of "
+                        + known.stream().sorted().toList());
+            }
+            if (fields.put(name, tuple.getValueNode()) != null) {
+                throw error(tuple.getKeyNode(), prefix + name, "given twice");
+            }
+        }
+        return fields;
+    }
+
+    private Node required(Map<String, Node> fields, Node parent, String field, String name) throws ConfigException {
+        Node node = fields.get(name);
+        if (node == null) {
+            throw error(parent, field + "." + name, "missing");
+        }
+        return node;
+    }
+
+    private List<Node> list(Node node, String field) throws ConfigException {
+        if (!(node instanceof SequenceNode)) {
+            throw error(node, field, "expected a list");
+        }
+        return ((SequenceNode) node).getValue();
+    }
+
+    private String scalar(Node node, String field) throws ConfigException {
+        if (!(node instanceof ScalarNode)) {
+            throw error(node, field, "expected a single value");
+        }
+        return ((ScalarNode) node).getValue();
+    }
+
+    private long whole(Node node, String field, long least) throws ConfigException {
+        String text = scalar(node, field);
+        try {
+            long value = Long.parseLong(text);
+            if (value >= least) {
+                return value;
+            }
+        } catch (NumberFormatException e) {
+            // falls through to the message
+        }
+        throw error(node, field, "expected a whole number >= " + least + ", got \"" + text + "\"");
+    }
+
+    private long positiveDuration(Node node, String field) throws ConfigException {
+        String text = scalar(node, field);
+        long nanos = parsed(node, field, () -> DurationFormat.parseNanos(text));
+        if (nanos <= 0) {
+            throw error(node, field, "must be > 0, got \"" + text + "\"");
+        }
+        return nanos;
+    }
+
+    @FunctionalInterface
+    private interface Parse<T> {
+        T get();
+    }
+
+    private <T> T parsed(Node node, String field, Parse<T> parse) throws ConfigException {
+        try {
+            return parse.get();
+        } catch (IllegalArgumentException e) {
+            throw error(node, field, e.getMessage());
+        }
+    }
+
+    private static int line(Node node) {
+        return node.getStartMark().getLine() + 1;
+    }
+
+    private ConfigException error(Node node, String field, String message) {
+        return new ConfigException(file + ":" + line(node) + ": " + field + ": " + message);
+    }
+
+}
