@@ -14,6 +14,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 
@@ -46,8 +47,9 @@ public final class CheckServer implements AutoCloseable {
     public static CheckServer start(Policies policies, String host, int port) throws Exception {
         Vertx vertx = Vertx.vertx();
         CheckServer[] started = new CheckServer[1];
-        HttpServer server = vertx.createHttpServer();
-        server.requestHandler(request -> started[0].handle(request));
+        // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false));
+        server.requestHandler(request -> started[0].answer(request));
         started[0] = new CheckServer(vertx, server, policies);
         try {
             server.listen(port, host).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -63,6 +65,19 @@ public final class CheckServer implements AutoCloseable {
         return server.actualPort();
     }
 
+    /** Answers every request, whatever happens: a bug becomes a 500 with a line in the log, never a hang. */
+    private void answer(HttpServerRequest request) {
+        try {
+            handle(request);
+        } catch (RuntimeException | Error e) {
+            System.getLogger(CheckServer.class.getName()).log(System.Logger.Level.ERROR,
+                    "failed to answer " + request.method() + " " + request.path(), e);
+            if (!request.response().ended()) {
+                error(request.response(), 500, "internal error: " + e);
+            }
+        }
+    }
+
     private void handle(HttpServerRequest request) {
         String path = request.path();
         switch (path) {
@@ -71,7 +86,15 @@ public final class CheckServer implements AutoCloseable {
                     error(request.response(), 405, "use POST for " + path);
                     return;
                 }
-                request.body().onSuccess(body -> check(request.response(), body))
+                request.body().onSuccess(body -> {
+                            try {
+                                check(request.response(), body);
+                            } catch (RuntimeException | Error e) {
+                                System.getLogger(CheckServer.class.getName()).log(System.Logger.Level.ERROR,
+                                        "failed to answer POST " + path, e);
+                                error(request.response(), 500, "internal error: " + e);
+                            }
+                        })
                         .onFailure(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
             }
             case "/v1/policies" -> {

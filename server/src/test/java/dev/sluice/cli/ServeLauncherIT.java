@@ -1,0 +1,66 @@
+package dev.sluice.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code bin/sluice serve} as a user runs it: the example configuration, a bad one, and a real request. */
+class ServeLauncherIT {
+    private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void servesTheExampleAndSaysWhereAndHowToTryIt() throws Exception {
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0")
+                .directory(dir.toFile()).redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String listening = out.readLine();
+            String hint = out.readLine();
+            Matcher where = Pattern.compile("sluice: serving 6 policies from .*examples/sluice.yaml on http://localhost:(\\d+) \\(store: memory\\)")
+                    .matcher(listening);
+            assertThat(where.matches()).as(listening).isTrue();
+            int port = Integer.parseInt(where.group(1));
+            assertThat(hint).isEqualTo("try:    curl -si -X POST localhost:" + port
+                    + "/v1/check -d '{\"policy\":\"api-per-key\",\"key\":\"alice\"}'");
+            HttpResponse<String> answer = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/v1/check"))
+                            .POST(HttpRequest.BodyPublishers.ofString("{\"policy\":\"login-per-ip\",\"key\":\"10.0.0.7\"}"))
+                            .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(answer.statusCode()).isEqualTo(200);
+            assertThat(answer.body()).contains("\"policy\":\"login-per-ip\",\"limit\":5,\"remaining\":4");
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
+    void refusesToStartOnABadFileNamingLineAndField() throws Exception {
+        Path config = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/0s]\n");
+        Process process = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
+                "--config", config.toString())).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(process.exitValue()).isEqualTo(2);
+        assertThat(output).isEqualTo("error: " + config
+                + ":5: policies[0].limits[0]: bad limit \"10/0s\": period must be > 0, got \"0s\"\n");
+    }
+}

@@ -1,0 +1,192 @@
+package dev.sluice.server;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.http.CheckServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The HTTP API of spec/server.md end to end: a real server on an ephemeral port, a real HTTP client. */
+class CheckApiTest {
+    private static final String CONFIG = """
+            headers: [ietf, legacy]
+            policies:
+              - name: per-user
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [3/1h, 100/1d]
+              - name: valve
+                key: [header:X-User]
+                algorithm: gcra
+                limits: [2/1s]
+                mode: delay
+                max_delay: 5s
+              - name: trial
+                key: [host]
+                algorithm: sliding-log
+                limits: [1/1h]
+                mode: shadow
+            """;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+    private static Policies policies;
+    private static CheckServer server;
+
+    @BeforeAll
+    static void start() throws Exception {
+        policies = new Policies(ConfigLoader.parse("test.yaml", CONFIG));
+        server = CheckServer.start(policies, "127.0.0.1", 0);
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        server.close();
+        policies.close();
+    }
+
+    private static HttpResponse<String> post(String path, String body) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static HttpResponse<String> get(String path) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path)).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String header(HttpResponse<?> response, String name) {
+        return response.headers().firstValue(name).orElse(null);
+    }
+
+    /** Parses a structured-field list of items {@code "name";k=v;k=v} (RFC 8941, the subset used here). */
+    static Map<String, Long> item(String field) {
+        Matcher item = Pattern.compile("^\"([^\"]+)\"((?:;[a-z]+=-?\\d+)+)$").matcher(field.trim());
+        assertThat(item.matches()).as("a structured-field item: %s", field).isTrue();
+        Map<String, Long> params = new LinkedHashMap<>();
+        Matcher param = Pattern.compile(";([a-z]+)=(-?\\d+)").matcher(item.group(2));
+        while (param.find()) {
+            params.put(param.group(1), Long.parseLong(param.group(2)));
+        }
+        return params;
+    }
+
+    @Test
+    void admitsThenRejectsWithEveryFieldAndHeader() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            HttpResponse<String> admitted = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"alice\"}");
+            assertThat(admitted.statusCode()).isEqualTo(200);
+            JsonNode body = JSON.readTree(admitted.body());
+            assertThat(body.get("allowed").asBoolean()).isTrue();
+            assertThat(body.get("policy").asText()).isEqualTo("per-user");
+            assertThat(body.get("limit").asLong()).isEqualTo(3);
+            assertThat(body.get("remaining").asLong()).isEqualTo(2 - i);
+            assertThat(body.get("retry_after_ms").asLong()).isZero();
+            assertThat(body.get("reset_after_ms").asLong()).isBetween(1L, 86_400_000L);
+            assertThat(body.get("delay_ms").asLong()).isZero();
+            assertThat(header(admitted, "Retry-After")).isNull();
+            assertThat(header(admitted, "X-RateLimit-Remaining")).isEqualTo(Long.toString(2 - i));
+        }
+        HttpResponse<String> rejected = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"alice\"}");
+        assertThat(rejected.statusCode()).isEqualTo(429);
+        JsonNode body = JSON.readTree(rejected.body());
+        assertThat(body.get("allowed").asBoolean()).isFalse();
+        assertThat(body.get("remaining").asLong()).isZero();
+        long retryMs = body.get("retry_after_ms").asLong();
+        assertThat(retryMs).isBetween(1L, 3_600_000L);
+        assertThat(Long.parseLong(header(rejected, "Retry-After"))).isEqualTo((retryMs + 999) / 1000);
+
+        String[] policyItems = header(rejected, "RateLimit-Policy").split(",");
+        assertThat(policyItems).hasSize(2);
+        assertThat(item(policyItems[0])).containsExactly(Map.entry("q", 3L), Map.entry("w", 3600L));
+        assertThat(item(policyItems[1])).containsExactly(Map.entry("q", 100L), Map.entry("w", 86400L));
+        assertThat(policyItems[0].trim()).startsWith("\"per-user\"");
+        Map<String, Long> rateLimit = item(header(rejected, "RateLimit"));
+        assertThat(rateLimit.get("r")).isZero();
+        assertThat(rateLimit.get("t")).isEqualTo((body.get("reset_after_ms").asLong() + 999) / 1000);
+        assertThat(header(rejected, "X-RateLimit-Limit")).isEqualTo("3");
+        assertThat(header(rejected, "X-RateLimit-Remaining")).isEqualTo("0");
+        assertThat(header(rejected, "X-RateLimit-Reset")).isEqualTo(Long.toString(rateLimit.get("t")));
+    }
+
+    @Test
+    void aPeekTakesNothingAndKeysDoNotShare() throws Exception {
+        HttpResponse<String> peek = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"peeker\",\"cost\":0}");
+        assertThat(JSON.readTree(peek.body()).get("remaining").asLong()).isEqualTo(3);
+        assertThat(JSON.readTree(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"peeker\",\"cost\":3}").body())
+                .get("remaining").asLong()).isZero();
+        assertThat(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"other\"}").statusCode()).isEqualTo(200);
+        HttpResponse<String> never = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"greedy\",\"cost\":4}");
+        assertThat(never.statusCode()).isEqualTo(429);
+        assertThat(JSON.readTree(never.body()).get("retry_after_ms").asLong()).isEqualTo(-1);
+        assertThat(header(never, "Retry-After")).as("no wait makes it fit").isNull();
+    }
+
+    @Test
+    void delayModeSaysHowLongToHold() throws Exception {
+        post("/v1/check", "{\"policy\":\"valve\",\"key\":\"bob\",\"cost\":2}");
+        HttpResponse<String> held = post("/v1/check", "{\"policy\":\"valve\",\"key\":\"bob\"}");
+        assertThat(held.statusCode()).isEqualTo(200);
+        assertThat(JSON.readTree(held.body()).get("delay_ms").asLong()).isBetween(400L, 500L);
+    }
+
+    @Test
+    void shadowModeDecidesButNeverRejects() throws Exception {
+        assertThat(post("/v1/check", "{\"policy\":\"trial\",\"key\":\"h\"}").statusCode()).isEqualTo(200);
+        HttpResponse<String> over = post("/v1/check", "{\"policy\":\"trial\",\"key\":\"h\"}");
+        assertThat(over.statusCode()).isEqualTo(200);
+        JsonNode body = JSON.readTree(over.body());
+        assertThat(body.get("allowed").asBoolean()).isTrue();
+        assertThat(body.get("shadow_rejected").asBoolean()).isTrue();
+        assertThat(header(over, "Retry-After")).isNull();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "not JSON|{policy|400|the body is not JSON: ",
+            "not an object|[1,2]|400|the body must be a JSON object such as {\"policy\": \"api\", \"key\": \"user-42\"}",
+            "no policy|{\"key\":\"a\"}|400|policy: expected the name of a policy as a string",
+            "a numeric policy|{\"policy\":7,\"key\":\"a\"}|400|policy: expected the name of a policy as a string",
+            "no key|{\"policy\":\"per-user\"}|400|key: expected a non-empty string",
+            "an empty key|{\"policy\":\"per-user\",\"key\":\"\"}|400|key: expected a non-empty string",
+            "a negative cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":-1}|400|cost: expected a whole number >= 0, got -1",
+            "a fractional cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":1.5}|400|cost: expected a whole number >= 0, got 1.5",
+            "a text cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":\"1\"}|400|cost: expected a whole number >= 0, got \"1\"",
+            "an unknown field|{\"policy\":\"per-user\",\"key\":\"a\",\"weight\":1}|400|unknown field \"weight\": expected policy, key and optionally cost",
+            "an unknown policy|{\"policy\":\"nope\",\"key\":\"a\"}|404|policy: no policy named \"nope\"",
+    })
+    void refusesBadRequestsNamingTheField(String problem, String body, int status, String message) throws Exception {
+        HttpResponse<String> response = post("/v1/check", body);
+        assertThat(response.statusCode()).isEqualTo(status);
+        assertThat(JSON.readTree(response.body()).get("error").asText()).startsWith(message);
+    }
+
+    @Test
+    void listsThePoliciesAndSaysItIsHealthy() throws Exception {
+        HttpResponse<String> policies = get("/v1/policies");
+        assertThat(policies.statusCode()).isEqualTo(200);
+        JsonNode list = JSON.readTree(policies.body());
+        assertThat(list).hasSize(3);
+        assertThat(list.get(0).get("name").asText()).isEqualTo("per-user");
+        assertThat(list.get(0).get("limits").toString()).isEqualTo("[\"3/1h\",\"100/1d\"]");
+        assertThat(list.get(1).get("mode").asText()).isEqualTo("delay");
+        assertThat(list.get(2).get("mode").asText()).isEqualTo("shadow");
+        assertThat(get("/healthz").statusCode()).isEqualTo(200);
+        assertThat(get("/v1/check").statusCode()).isEqualTo(405);
+        assertThat(get("/nowhere").statusCode()).isEqualTo(404);
+    }
+}

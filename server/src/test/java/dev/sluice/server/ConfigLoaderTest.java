@@ -1,0 +1,89 @@
+package dev.sluice.server;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Limit;
+import dev.sluice.Mode;
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.config.ServerConfig;
+import dev.sluice.store.FailurePolicy;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ConfigLoaderTest {
+    private static final Path EXAMPLE = Path.of(System.getProperty("user.dir")).getParent().resolve("examples/sluice.yaml");
+
+    @Test
+    void theExampleShowsEveryKindOfPolicy() throws ConfigException {
+        ServerConfig config = ConfigLoader.load(EXAMPLE);
+        assertThat(config.store()).isEqualTo("memory");
+        assertThat(config.onStoreFailure()).isEqualTo(FailurePolicy.OPEN);
+        assertThat(config.storeTimeoutNanos()).isEqualTo(50_000_000L);
+        assertThat(config.trustedProxies()).containsExactly("127.0.0.1/32");
+        assertThat(config.headers()).containsExactlyInAnyOrder(ServerConfig.HeaderSet.IETF, ServerConfig.HeaderSet.LEGACY);
+        assertThat(config.policies()).extracting(PolicyConfig::name).containsExactly("api-per-key", "login-per-ip",
+                "search-budget", "export-throttle", "webhooks", "trial-per-host");
+        PolicyConfig api = config.policy("api-per-key");
+        assertThat(api.match()).isEqualTo(new PolicyConfig.Match("/api/**", List.of("GET", "POST"), null));
+        assertThat(api.key()).containsExactly("header:X-API-Key", "route");
+        assertThat(api.rule().limits()).containsExactly(Limit.parse("600/1m"), Limit.parse("3600/1h"));
+        assertThat(config.policy("search-budget").costHeader()).isEqualTo("X-Cost");
+        assertThat(config.policy("search-budget").rule().limits().get(0)).isEqualTo(Limit.parse("100/1m refill=interval"));
+        assertThat(config.policy("export-throttle").rule().mode()).isEqualTo(Mode.DELAY);
+        assertThat(config.policy("export-throttle").rule().maxDelayNanos()).isEqualTo(2_000_000_000L);
+        assertThat(config.policy("webhooks").rule().mode()).isEqualTo(Mode.SHAPING);
+        assertThat(config.policy("trial-per-host").shadow()).isTrue();
+        assertThat(config.policy("trial-per-host").rule().algorithm()).isEqualTo(Algorithm.SLIDING_LOG);
+    }
+
+    private static final String GOOD = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/1s]\n";
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [headers, on_store_failure, policies, store, store_timeout, trusted_proxies]",
+            "a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [10/1s, 10/0s]|t.yaml:5: policies[0].limits[1]: bad limit \"10/0s\": period must be > 0, got \"0s\"",
+            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, skip_if_missing]",
+            "a missing key|policies:\\n  - name: p\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].key: missing",
+            "a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /api/**x\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/api/**x\": ** must be a whole segment, as in /api/**",
+            "a glob not from the root|policies:\\n  - name: p\\n    match:\\n      path: api/*\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"api/*\": a path starts with /",
+            "a duplicate name|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:6: policies[1].name: duplicate policy name \"p\" (first at line 2)",
+            "an unknown algorithm|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: bucket\\n    limits: [1/1s]|t.yaml:4: policies[0].algorithm: unknown algorithm \"bucket\": expected one of fixed-window, sliding-log, sliding-window, token-bucket, gcra, leaky-bucket",
+            "a burst where there is none|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: fixed-window\\n    limits: [1/1s]\\n    burst: 5|t.yaml:2: policies[0]: limit 1/1s burst=5: burst is for token-bucket, gcra and leaky-bucket, not fixed-window",
+            "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT",
+            "a negative cost|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: -2|t.yaml:6: policies[0].cost: expected a whole number >= 0, got \"-2\"",
+            "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
+            "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow, got \"wall\"",
+            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \"mongo://x\"",
+            "a bad proxy|trusted_proxies: [10.0.0.300/8]\\npolicies: []|t.yaml:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.300/8\"",
+            "a bad header set|headers: [ietf, modern]\\npolicies: []|t.yaml:1: headers[1]: expected ietf or legacy, got \"modern\"",
+            "no policies|store: memory|t.yaml:1: policies: missing; at least one policy is needed",
+            "empty policies|policies: []|t.yaml:1: policies: at least one policy is needed",
+            "not YAML|policies: [a, b|t.yaml:1: not valid YAML: expected ',' or ']', but got <stream end>",
+    })
+    void refusesABadFileNamingLineAndField(String problem, String text, String message) {
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", text.replace("\\n", "\n")))
+                .isInstanceOf(ConfigException.class).hasMessage(message);
+    }
+
+    @Test
+    void acceptsAMinimalFileWithTheDefaults() throws ConfigException {
+        ServerConfig config = ConfigLoader.parse("t.yaml", GOOD);
+        assertThat(config.store()).isEqualTo("memory");
+        assertThat(config.policy("p").cost()).isEqualTo(1);
+        assertThat(config.policy("p").match()).isEqualTo(PolicyConfig.Match.ALL);
+    }
+
+    @Test
+    void namesAMissingFile() {
+        assertThatThrownBy(() -> ConfigLoader.load(Path.of("/no/such/sluice.yaml")))
+                .hasMessage("/no/such/sluice.yaml: no such file");
+    }
+}
