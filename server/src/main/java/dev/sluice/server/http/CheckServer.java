@@ -25,8 +25,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The HTTP API of {@code sluice serve} (spec/server.md): {@code POST /v1/check}, {@code GET /v1/policies},
- * {@code GET /healthz}. Decisions are made on the event loop: the in-memory store never blocks, and the Redis
- * store's calls are bounded by its timeout.
+ * {@code GET /healthz}. Decisions go through the limiter's async face: the in-memory store answers at once,
+ * and the Redis store answers when Redis does (or its timeout passes) without holding the event loop.
  */
 public final class CheckServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -160,11 +160,22 @@ public final class CheckServer implements AutoCloseable {
             error(response, 404, "policy: no policy named \"" + name + "\"");
             return;
         }
-        Decision decision = policies.limiter(name).tryAcquire(Policies.storedKey(name, keyNode.asText()), cost);
+        policies.limiter(name).tryAcquireAsync(Policies.storedKey(name, keyNode.asText()), cost)
+                .whenComplete((decision, failure) -> {
+                    if (failure != null) {
+                        error(response, 500, "internal error: " + failure);
+                    } else {
+                        answer(response, policy, decision);
+                    }
+                });
+    }
+
+    /** The answer of spec/server.md for a decision: status, body and headers. */
+    private void answer(HttpServerResponse response, PolicyConfig policy, Decision decision) {
         boolean rejected = !decision.allowed() && !policy.shadow();
         ObjectNode answer = JSON.createObjectNode()
                 .put("allowed", !rejected)
-                .put("policy", name)
+                .put("policy", policy.name())
                 .put("limit", decision.limit().amount())
                 .put("remaining", decision.remaining())
                 .put("retry_after_ms", DurationFormat.toMillisCeil(decision.retryAfterNanos()))
