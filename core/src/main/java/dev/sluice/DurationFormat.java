@@ -67,9 +67,18 @@ public final class DurationFormat {
 
     /** Whole milliseconds, rounded up, as every Sluice output prints durations; -1 ("never") stays -1. */
     public static long toMillisCeil(long nanos) {
+        return ceil(nanos, 1_000_000L);
+    }
+
+    /** Whole seconds, rounded up, as HTTP headers carry durations; -1 ("never") stays -1. */
+    public static long toSecondsCeil(long nanos) {
+        return ceil(nanos, 1_000_000_000L);
+    }
+
+    private static long ceil(long nanos, long unit) {
         if (nanos < 0) {
             return nanos;
         }
-        return nanos / 1_000_000 + (nanos % 1_000_000 == 0 ? 0 : 1);
+        return nanos / unit + (nanos % unit == 0 ? 0 : 1);
     }
 }

@@ -31,5 +31,10 @@ class DurationFormatTest {
         assertThat(DurationFormat.toMillisCeil(1_000_000)).isEqualTo(1);
         assertThat(DurationFormat.toMillisCeil(1_000_001)).isEqualTo(2);
         assertThat(DurationFormat.toMillisCeil(Decision.NEVER)).isEqualTo(-1);
+        assertThat(DurationFormat.toSecondsCeil(0)).isZero();
+        assertThat(DurationFormat.toSecondsCeil(1)).isEqualTo(1);
+        assertThat(DurationFormat.toSecondsCeil(1_000_000_000L)).isEqualTo(1);
+        assertThat(DurationFormat.toSecondsCeil(1_000_000_001L)).isEqualTo(2);
+        assertThat(DurationFormat.toSecondsCeil(Decision.NEVER)).isEqualTo(-1);
     }
 }

@@ -29,6 +29,7 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.math.BigInteger;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.nio.charset.StandardCharsets;
@@ -450,11 +451,8 @@ public final class RedisStore implements Store, AutoCloseable {
             refused = "L × P(ms) is 2^53 or more";
         } else if (algorithm.hasBurst() && limit.burst() * limit.amount() >= EXACT) {
             refused = "B × L is 2^53 or more";
-        } else if (algorithm.hasBurst() && Math.multiplyHigh(limit.burst(), period) == 0
-                && limit.burst() * period >= 0 && limit.burst() * period / limit.amount() >= HALF_EXACT) {
-            refused = "B × P / L is 52 days or longer";
-        } else if (algorithm.hasBurst() && (Math.multiplyHigh(limit.burst(), period) != 0 || limit.burst() * period < 0)
-                && (double) limit.burst() * period / limit.amount() >= HALF_EXACT) {
+        } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
+                .divide(BigInteger.valueOf(limit.amount())).compareTo(BigInteger.valueOf(HALF_EXACT)) >= 0) {
             refused = "B × P / L is 52 days or longer";
         }
         if (refused != null) {

@@ -74,7 +74,6 @@ class MultiProcessConcurrencyTest {
             assertThat(admitted).isBetween(3000L, 3001L);
         } else {
             // a window of a day starts at midnight UTC: a run across it may see two windows
-            assertThat(admitted).isEqualTo(crossedMidnight ? Math.min(admitted, 6000L) : 3000L);
             assertThat(admitted).isBetween(3000L, crossedMidnight ? 6000L : 3000L);
         }
     }

@@ -70,11 +70,15 @@ public final class CheckServer implements AutoCloseable {
         try {
             handle(request);
         } catch (RuntimeException | Error e) {
-            System.getLogger(CheckServer.class.getName()).log(System.Logger.Level.ERROR,
-                    "failed to answer " + request.method() + " " + request.path(), e);
-            if (!request.response().ended()) {
-                error(request.response(), 500, "internal error: " + e);
-            }
+            internalError(request, e);
+        }
+    }
+
+    private static void internalError(HttpServerRequest request, Throwable e) {
+        System.getLogger(CheckServer.class.getName()).log(System.Logger.Level.ERROR,
+                "failed to answer " + request.method() + " " + request.path(), e);
+        if (!request.response().ended()) {
+            error(request.response(), 500, "internal error: " + e);
         }
     }
 
@@ -88,11 +92,9 @@ public final class CheckServer implements AutoCloseable {
                 }
                 request.body().onSuccess(body -> {
                             try {
-                                check(request.response(), body);
+                                check(request, body);
                             } catch (RuntimeException | Error e) {
-                                System.getLogger(CheckServer.class.getName()).log(System.Logger.Level.ERROR,
-                                        "failed to answer POST " + path, e);
-                                error(request.response(), 500, "internal error: " + e);
+                                internalError(request, e);
                             }
                         })
                         .onFailure(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
@@ -109,7 +111,8 @@ public final class CheckServer implements AutoCloseable {
         }
     }
 
-    private void check(HttpServerResponse response, Buffer body) {
+    private void check(HttpServerRequest http, Buffer body) {
+        HttpServerResponse response = http.response();
         if (body.length() > MAX_BODY) {
             error(response, 413, "the body is larger than " + MAX_BODY + " bytes");
             return;
@@ -163,7 +166,7 @@ public final class CheckServer implements AutoCloseable {
         policies.limiter(name).tryAcquireAsync(Policies.storedKey(name, keyNode.asText()), cost)
                 .whenComplete((decision, failure) -> {
                     if (failure != null) {
-                        error(response, 500, "internal error: " + failure);
+                        internalError(http, failure);
                     } else {
                         answer(response, policy, decision);
                     }

@@ -1,6 +1,7 @@
 package dev.sluice.server.http;
 
 import dev.sluice.Decision;
+import dev.sluice.DurationFormat;
 import dev.sluice.Limit;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
@@ -23,10 +24,10 @@ public final class RateLimitHeaders {
                                          Set<ServerConfig.HeaderSet> sets) {
         Map<String, String> headers = new LinkedHashMap<>();
         String name = "\"" + policy.name() + "\"";
-        long reset = seconds(decision.resetAfterNanos());
+        long reset = DurationFormat.toSecondsCeil(decision.resetAfterNanos());
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {
             headers.put("RateLimit-Policy", policy.rule().limits().stream()
-                    .map(limit -> name + ";q=" + limit.amount() + ";w=" + seconds(limit.periodNanos()))
+                    .map(limit -> name + ";q=" + limit.amount() + ";w=" + DurationFormat.toSecondsCeil(limit.periodNanos()))
                     .collect(Collectors.joining(", ")));
             headers.put("RateLimit", name + ";r=" + decision.remaining() + ";t=" + reset);
         }
@@ -37,16 +38,8 @@ public final class RateLimitHeaders {
             headers.put("X-RateLimit-Reset", Long.toString(reset));
         }
         if (rejected) {
-            headers.put("Retry-After", Long.toString(Math.max(0, seconds(decision.retryAfterNanos()))));
+            headers.put("Retry-After", Long.toString(Math.max(0, DurationFormat.toSecondsCeil(decision.retryAfterNanos()))));
         }
         return headers;
-    }
-
-    /** Whole seconds, rounded up; -1 stays -1. */
-    static long seconds(long nanos) {
-        if (nanos < 0) {
-            return nanos;
-        }
-        return nanos / 1_000_000_000L + (nanos % 1_000_000_000L == 0 ? 0 : 1);
     }
 }
