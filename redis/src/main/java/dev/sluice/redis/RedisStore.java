@@ -142,6 +142,11 @@ public final class RedisStore implements Store, AutoCloseable {
                          long breakerOpenings, long scriptReloads, long localRejections) {
     }
 
+    /** False while the circuit breaker is open: Redis failed several calls in a row and is not being asked. */
+    public boolean healthy() {
+        return !breaker.isOpen();
+    }
+
     public Counts counts() {
         return new Counts(failures.sum(), timeouts.sum(), failedOpen.sum(), failedClosed.sum(), shortCircuited.sum(),
                 breakerOpenings.sum(), scriptReloads.sum(), localRejections.sum());

@@ -32,6 +32,7 @@ public final class Sluice {
         PrintWriter out = new PrintWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), true);
         CommandLine command = new CommandLine(new Sluice());
         command.addSubcommand(new CommandLine(new ServeCommand(out)));
+        command.addSubcommand(new CommandLine(new GatewayCommand(out)));
         command.addSubcommand(new CommandLine(new SimulateCommand(stdin, stdout, err)));
         command.setOut(out);
         command.setErr(err);

@@ -1,32 +1,51 @@
 package dev.sluice.server;
 
+import dev.sluice.Decision;
 import dev.sluice.RateLimiter;
-import dev.sluice.redis.RedisStore;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
-import dev.sluice.store.InMemoryStore;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.server.request.BadRequest;
+import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.KeyPart;
+import dev.sluice.server.request.TrustedProxies;
 import dev.sluice.store.Store;
 
-import java.time.Duration;
-import java.util.LinkedHashMap;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.zip.CRC32;
 
 /**
- * The policies in force, each a limiter on the one store of the server. A key is stored under its policy's
- * name ({@code api-per-key:user-42}), so policies never share state.
+ * One configuration in force: its policies, each a limiter on the server's store, and the two ways of asking
+ * them: one policy for one key ({@code /v1/check}), or every policy that matches an HTTP request, in file order
+ * ({@code /v1/check-request} and the gateway). Immutable; a reload builds a new one on the same store.
+ *
+ * <p>A key is stored under its policy's name and a checksum of what its counters mean
+ * ({@link PolicyConfig#counterSignature()}): {@code api-per-key@1c291ca3:user-42}. Policies never share
+ * state; a reload that keeps a policy's algorithm and limits keeps its counters; one that changes them starts
+ * the policy afresh.
  */
-public final class Policies implements AutoCloseable {
+public final class Policies {
     private final ServerConfig config;
     private final Store store;
-    private final Map<String, RateLimiter> limiters = new LinkedHashMap<>();
+    private final ServerMetrics metrics;
+    private final TrustedProxies proxies;
+    private final Map<String, RateLimiter> limiters = new HashMap<>();
+    private final Map<String, String> prefixes = new HashMap<>();
 
-    public Policies(ServerConfig config) {
+    public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
         this.config = config;
-        this.store = config.store().equals("memory") ? new InMemoryStore()
-                : RedisStore.builder(config.store()).timeout(Duration.ofNanos(config.storeTimeoutNanos()))
-                        .onFailure(config.onStoreFailure()).build();
+        this.store = store;
+        this.metrics = metrics;
+        this.proxies = TrustedProxies.of(config.trustedProxies());
         for (PolicyConfig policy : config.policies()) {
             limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(store).build());
+            prefixes.put(policy.name(), prefix(policy));
         }
     }
 
@@ -38,19 +57,89 @@ public final class Policies implements AutoCloseable {
         return config.policy(name);
     }
 
-    public RateLimiter limiter(String policy) {
-        return limiters.get(policy);
+    public Store store() {
+        return store;
     }
 
-    /** The key a policy's limiter stores {@code key} under. */
-    public static String storedKey(String policy, String key) {
-        return policy + ":" + key;
+    public TrustedProxies trustedProxies() {
+        return proxies;
     }
 
-    @Override
-    public void close() throws Exception {
-        if (store instanceof AutoCloseable) {
-            ((AutoCloseable) store).close();
+    /** What {@code policy} decides for {@code key} at {@code cost}, counted in the metrics. */
+    public CompletionStage<Checked> check(PolicyConfig policy, String key, long cost) {
+        long asked = System.nanoTime();
+        return limiters.get(policy.name()).tryAcquireAsync(prefixes.get(policy.name()) + key, cost)
+                .thenApply(decision -> counted(policy, key, decision, asked));
+    }
+
+    private Checked counted(PolicyConfig policy, String key, Decision decision, long asked) {
+        Checked checked = new Checked(policy, key, decision);
+        metrics.decided(checked, System.nanoTime() - asked);
+        return checked;
+    }
+
+    /**
+     * Decides {@code request} by every policy that matches it, in file order, stopping at the first that
+     * rejects it. Keys and costs are all worked out first, so a malformed request ({@link BadRequest}) is
+     * refused before any policy is charged.
+     */
+    public CompletionStage<Verdict> decide(ClientRequest request) {
+        List<Charge> charges = new ArrayList<>();
+        for (PolicyConfig policy : config.policies()) {
+            if (!policy.match().matches(request)) {
+                continue;
+            }
+            String key = KeyPart.keyOf(policy.key(), request, policy.skipIfMissing());
+            if (key != null) {
+                charges.add(new Charge(policy, key, cost(policy, request)));
+            }
         }
+        return next(charges, 0, new ArrayList<>(charges.size()));
+    }
+
+    private record Charge(PolicyConfig policy, String key, long cost) {
+    }
+
+    private CompletionStage<Verdict> next(List<Charge> charges, int index, List<Checked> done) {
+        if (index == charges.size()) {
+            return CompletableFuture.completedFuture(new Verdict(done));
+        }
+        Charge charge = charges.get(index);
+        return check(charge.policy(), charge.key(), charge.cost()).thenCompose(checked -> {
+            done.add(checked);
+            return checked.rejects() ? CompletableFuture.completedFuture(new Verdict(done))
+                    : next(charges, index + 1, done);
+        });
+    }
+
+    private static long cost(PolicyConfig policy, ClientRequest request) {
+        if (policy.costHeader() == null) {
+            return policy.cost();
+        }
+        String value = request.header(policy.costHeader());
+        if (value == null) {
+            return policy.cost();
+        }
+        try {
+            long cost = Long.parseLong(value.trim());
+            if (cost >= 0) {
+                return cost;
+            }
+        } catch (NumberFormatException e) {
+            // falls through to the message
+        }
+        throw new BadRequest("header " + policy.costHeader() + " (the cost of policy " + policy.name()
+                + "): expected a whole number >= 0, got \"" + value + "\"");
+    }
+
+    /** The stored key of {@code key} under {@code policy}, without the store's own prefix. */
+    public static String storedKey(PolicyConfig policy, String key) {
+        return prefix(policy) + key;
+    }
+
+    private static String prefix(PolicyConfig policy) {
+        CRC32 crc = new CRC32();
+        crc.update(policy.counterSignature().getBytes(StandardCharsets.UTF_8));
+        return policy.name() + "@" + String.format("%08x", crc.getValue()) + ":";
     }
 }

@@ -1,7 +1,8 @@
 package dev.sluice.server;
 
 import dev.sluice.server.config.ConfigLoader;
-import dev.sluice.server.http.CheckServer;
+import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
 import org.junit.jupiter.api.Test;
@@ -25,17 +26,18 @@ class CheckApiOnRedisTest {
         try (RedisServer redis = RedisServer.start()) {
             String config = "store: " + redis.uri() + "\npolicies:\n  - name: shared\n    key: [ip]\n"
                     + "    algorithm: gcra\n    limits: [2/1h]\n";
-            try (Policies first = new Policies(ConfigLoader.parse("a.yaml", config));
-                 Policies second = new Policies(ConfigLoader.parse("b.yaml", config));
-                 CheckServer one = CheckServer.start(first, "127.0.0.1", 0);
-                 CheckServer two = CheckServer.start(second, "127.0.0.1", 0)) {
+            try (LiveConfig first = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
+                 LiveConfig second = LiveConfig.of(ConfigLoader.parse("b.yaml", config), new ServerMetrics());
+                 ApiServer one = ApiServer.start(first, "127.0.0.1", 0);
+                 ApiServer two = ApiServer.start(second, "127.0.0.1", 0)) {
                 String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.7\"}";
                 assertThat(post(one.port(), request)).isEqualTo(200);
                 assertThat(post(two.port(), request)).isEqualTo(200);
                 assertThat(post(one.port(), request)).isEqualTo(429);
                 assertThat(post(two.port(), request)).isEqualTo(429);
                 try (Resp resp = redis.connect()) {
-                    assertThat(resp.call("EXISTS", "sluice:{shared:10.0.0.7}")).isEqualTo(1L);
+                    assertThat(resp.call("EXISTS", "sluice:{" + Policies.storedKey(first.policies().policy("shared"), "10.0.0.7") + "}"))
+                            .isEqualTo(1L);
                 }
             }
         }

@@ -3,7 +3,8 @@ package dev.sluice.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.server.config.ConfigLoader;
-import dev.sluice.server.http.CheckServer;
+import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.metrics.ServerMetrics;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -44,19 +45,19 @@ class CheckApiTest {
             """;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient CLIENT = HttpClient.newHttpClient();
-    private static Policies policies;
-    private static CheckServer server;
+    private static LiveConfig live;
+    private static ApiServer server;
 
     @BeforeAll
     static void start() throws Exception {
-        policies = new Policies(ConfigLoader.parse("test.yaml", CONFIG));
-        server = CheckServer.start(policies, "127.0.0.1", 0);
+        live = LiveConfig.of(ConfigLoader.parse("test.yaml", CONFIG), new ServerMetrics());
+        server = ApiServer.start(live, "127.0.0.1", 0);
     }
 
     @AfterAll
     static void stop() throws Exception {
         server.close();
-        policies.close();
+        live.close();
     }
 
     private static HttpResponse<String> post(String path, String body) throws Exception {

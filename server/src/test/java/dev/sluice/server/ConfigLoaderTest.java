@@ -7,6 +7,8 @@ import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.request.KeyPart;
+import dev.sluice.server.request.PathGlob;
 import dev.sluice.store.FailurePolicy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -32,8 +34,8 @@ class ConfigLoaderTest {
         assertThat(config.policies()).extracting(PolicyConfig::name).containsExactly("api-per-key", "login-per-ip",
                 "search-budget", "export-throttle", "webhooks", "trial-per-host");
         PolicyConfig api = config.policy("api-per-key");
-        assertThat(api.match()).isEqualTo(new PolicyConfig.Match("/api/**", List.of("GET", "POST"), null));
-        assertThat(api.key()).containsExactly("header:X-API-Key", "route");
+        assertThat(api.match()).isEqualTo(new PolicyConfig.Match(PathGlob.compile("/api/**"), List.of("GET", "POST"), null));
+        assertThat(api.key()).containsExactly(new KeyPart.Header("X-API-Key"), new KeyPart.Route());
         assertThat(api.rule().limits()).containsExactly(Limit.parse("600/1m"), Limit.parse("3600/1h"));
         assertThat(config.policy("search-budget").costHeader()).isEqualTo("X-Cost");
         assertThat(config.policy("search-budget").rule().limits().get(0)).isEqualTo(Limit.parse("100/1m refill=interval"));

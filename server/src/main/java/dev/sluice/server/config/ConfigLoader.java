@@ -6,6 +6,9 @@ import dev.sluice.Limit;
 import dev.sluice.Mode;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.server.request.KeyPart;
+import dev.sluice.server.request.PathGlob;
+import dev.sluice.server.request.TrustedProxies;
 import dev.sluice.store.FailurePolicy;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
@@ -30,6 +33,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.Locale;
 import java.util.regex.Pattern;
 
 /**
@@ -48,7 +52,6 @@ public final class ConfigLoader {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
     private static final Pattern METHOD = Pattern.compile("[A-Z]+");
     private static final Pattern HEADER = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
-    private static final Pattern CIDR = Pattern.compile("(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})/(\\d{1,2})");
 
     private final String file;
 
@@ -149,13 +152,15 @@ public final class ConfigLoader {
         }
         PolicyConfig.Match match = fields.containsKey("match")
                 ? match(fields.get("match"), field + ".match") : PolicyConfig.Match.ALL;
-        List<String> key = new ArrayList<>();
+        List<KeyPart> key = new ArrayList<>();
         List<Node> parts = list(required(fields, node, field, "key"), field + ".key");
         if (parts.isEmpty()) {
             throw error(fields.get("key"), field + ".key", "at least one key part is needed");
         }
         for (int i = 0; i < parts.size(); i++) {
-            key.add(keyPart(parts.get(i), field + ".key[" + i + "]"));
+            String where = field + ".key[" + i + "]";
+            String text = scalar(parts.get(i), where);
+            key.add(parsed(parts.get(i), where, () -> KeyPart.parse(text)));
         }
         Node algorithmNode = required(fields, node, field, "algorithm");
         String algorithmName = scalar(algorithmNode, field + ".algorithm");
@@ -237,13 +242,16 @@ public final class ConfigLoader {
 
     private PolicyConfig.Match match(Node node, String field) throws ConfigException {
         Map<String, Node> fields = fields(node, field + ".", MATCH);
-        String path = null;
+        PathGlob path = null;
         if (fields.containsKey("path")) {
-            path = scalar(fields.get("path"), field + ".path");
-            String problem = globProblem(path);
-            if (problem != null) {
-                throw error(fields.get("path"), field + ".path", "bad glob \"" + path + "\": " + problem);
-            }
+            String glob = scalar(fields.get("path"), field + ".path");
+            path = parsed(fields.get("path"), field + ".path", () -> {
+                try {
+                    return PathGlob.compile(glob);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("bad glob \"" + glob + "\": " + e.getMessage());
+                }
+            });
         }
         List<String> methods = null;
         if (fields.containsKey("methods")) {
@@ -259,45 +267,8 @@ public final class ConfigLoader {
             }
             methods = List.copyOf(methods);
         }
-        String host = fields.containsKey("host") ? scalar(fields.get("host"), field + ".host") : null;
+        String host = fields.containsKey("host") ? scalar(fields.get("host"), field + ".host").toLowerCase(Locale.ROOT) : null;
         return new PolicyConfig.Match(path, methods, host);
-    }
-
-    /** What is wrong with a path glob ({@code *} within a segment, {@code **} a whole segment), or null. */
-    static String globProblem(String glob) {
-        if (!glob.startsWith("/")) {
-            return "a path starts with /";
-        }
-        for (String segment : glob.substring(1).split("/", -1)) {
-            if (segment.contains("**") && !segment.equals("**")) {
-                return "** must be a whole segment, as in /api/**";
-            }
-        }
-        return null;
-    }
-
-    private String keyPart(Node node, String field) throws ConfigException {
-        String part = scalar(node, field);
-        switch (part) {
-            case "ip", "route", "method", "host":
-                return part;
-            default:
-                break;
-        }
-        for (String prefix : List.of("header:", "query:")) {
-            if (part.startsWith(prefix)) {
-                String name = part.substring(prefix.length());
-                if (name.isEmpty() || !HEADER.matcher(name).matches()) {
-                    throw error(node, field, "bad name in \"" + part + "\"");
-                }
-                return part;
-            }
-        }
-        if (part.startsWith("const:") && part.length() > "const:".length()) {
-            return part;
-        }
-        throw error(node, field, "unknown key part \"" + part
-                + "\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT");
     }
 
     private String store(Node node) throws ConfigException {
@@ -311,14 +282,7 @@ public final class ConfigLoader {
 
     private String cidr(Node node, String field) throws ConfigException {
         String text = scalar(node, field);
-        var matcher = CIDR.matcher(text);
-        boolean good = matcher.matches();
-        for (int group = 1; good && group <= 4; group++) {
-            good = Integer.parseInt(matcher.group(group)) <= 255;
-        }
-        if (!good || Integer.parseInt(matcher.group(5)) > 32) {
-            throw error(node, field, "expected an IPv4 network such as 10.0.0.0/8, got \"" + text + "\"");
-        }
+        parsed(node, field, () -> TrustedProxies.of(List.of(text)));
         return text;
     }
 

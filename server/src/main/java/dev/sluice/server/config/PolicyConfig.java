@@ -1,25 +1,46 @@
 package dev.sluice.server.config;
 
+import dev.sluice.Limit;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.KeyPart;
+import dev.sluice.server.request.PathGlob;
 
 import java.util.List;
+import java.util.stream.Collectors;
 
 /**
  * One policy of {@code sluice.yaml}: which requests, which key, which limits, and what to do with a request
  * that does not fit.
  *
  * @param name          unique within the file
- * @param key           the parts of the key: {@code ip}, {@code header:NAME}, {@code query:NAME}, {@code route},
- *                      {@code method}, {@code host}, {@code const:TEXT}
+ * @param key           the parts of the key
  * @param rule          the algorithm, the limits and the mode the limiter enforces ({@code shadow} decides as
  *                      {@code reject})
  * @param cost          a fixed cost, unless {@code costHeader} names the request header that carries it
  * @param shadow        decide and count, but never reject
+ * @param skipIfMissing a request that lacks a part of the key is not checked by this policy at all
  */
-public record PolicyConfig(String name, Match match, List<String> key, Rule rule, long cost, String costHeader,
+public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, long cost, String costHeader,
                            boolean shadow, boolean skipIfMissing) {
     /** Which requests a policy applies to; {@code null} fields match everything. */
-    public record Match(String path, List<String> methods, String host) {
+    public record Match(PathGlob path, List<String> methods, String host) {
         public static final Match ALL = new Match(null, null, null);
+
+        public boolean matches(ClientRequest request) {
+            return (methods == null || methods.contains(request.method()))
+                    && (host == null || host.equalsIgnoreCase(request.host()))
+                    && (path == null || path.matches(request.path()));
+        }
+    }
+
+    /**
+     * What a policy's counters mean: its algorithm and limits. Keys are stored under the policy's name and this
+     * text, so a reload that keeps it keeps the counters, and one that changes it starts afresh instead of
+     * reading one algorithm's state with another (the old counters expire by themselves).
+     */
+    public String counterSignature() {
+        return rule.algorithm().label() + " " + rule.limits().stream().map(Limit::toString)
+                .collect(Collectors.joining(", "));
     }
 }

@@ -1,0 +1,93 @@
+package dev.sluice.cli;
+
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.http.Gateway;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code sluice gateway --upstream URL}: the limiter as a reverse proxy in front of an API (spec/server.md).
+ * With {@code --admin-port} it also serves the HTTP API, {@code /metrics}, {@code /healthz} and the dashboard
+ * on that port, on the same policies and counters.
+ */
+@Command(name = "gateway", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Run a reverse proxy that rate limits every request before it reaches the upstream.")
+final class GatewayCommand implements Callable<Integer> {
+    @Option(names = "--upstream", required = true, paramLabel = "URL", description = "http://host:port of the API")
+    String upstream;
+
+    @Mixin
+    ServiceOptions options;
+
+    @Option(names = "--admin-port", paramLabel = "N",
+            description = "also serve the HTTP API, /metrics, /healthz and the dashboard on this port")
+    Integer adminPort;
+
+    private final PrintWriter out;
+
+    GatewayCommand(PrintWriter out) {
+        this.out = out;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        URI target = upstream();
+        if (adminPort != null) {
+            ServiceOptions.checkPort("--admin-port", adminPort);
+        }
+        LiveConfig live = options.load();
+        List<AutoCloseable> running = new ArrayList<>();
+        Gateway gateway;
+        try {
+            gateway = Gateway.start(live, target, options.host, options.port);
+        } catch (Exception e) {
+            live.close();
+            throw options.cannotListen("--port", options.port, e);
+        }
+        running.add(gateway);
+        if (adminPort != null) {
+            try {
+                running.add(0, ApiServer.start(live, options.host, adminPort));
+            } catch (Exception e) {
+                gateway.close();
+                live.close();
+                throw options.cannotListen("--admin-port", adminPort, e);
+            }
+        }
+        running.add(live);
+        ServerConfig settings = live.policies().config();
+        out.printf("sluice: gateway on http://localhost:%d to %s, %d %s from %s (store: %s)%n", gateway.port(), target,
+                settings.policies().size(), settings.policies().size() == 1 ? "policy" : "policies", options.file(),
+                settings.store());
+        if (adminPort != null) {
+            out.printf("        API, dashboard and metrics on http://localhost:%d/%n",
+                    ((ApiServer) running.get(0)).port());
+        }
+        out.flush();
+        ServiceOptions.runUntilStopped(running);
+        return 0;
+    }
+
+    private URI upstream() throws BadInput {
+        try {
+            URI uri = new URI(upstream);
+            if (("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) && uri.getHost() != null
+                    && (uri.getPath() == null || uri.getPath().isEmpty() || uri.getPath().equals("/"))) {
+                return uri;
+            }
+        } catch (URISyntaxException e) {
+            // falls through to the message
+        }
+        throw new BadInput("--upstream: expected http://host:port (no path), got \"" + upstream + "\"");
+    }
+}

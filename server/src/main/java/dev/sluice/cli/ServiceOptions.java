@@ -1,0 +1,92 @@
+package dev.sluice.cli;
+
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.metrics.ServerMetrics;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+/** What {@code sluice serve} and {@code sluice gateway} share: the configuration, where to listen, how to stop. */
+final class ServiceOptions {
+    /** How often the configuration file is read again for changes. */
+    static final Duration RELOAD_EVERY = Duration.ofSeconds(1);
+
+    @Option(names = "--config", paramLabel = "FILE",
+            description = "sluice.yaml (default: examples/sluice.yaml); reloaded when it changes")
+    Path config;
+
+    @Option(names = "--port", paramLabel = "N", description = "default 8080; 0 picks a free port")
+    int port = 8080;
+
+    @Option(names = "--host", paramLabel = "ADDRESS", description = "default 0.0.0.0 (every interface)")
+    String host = "0.0.0.0";
+
+    static void checkPort(String option, int port) throws BadInput {
+        if (port < 0 || port > 65535) {
+            throw new BadInput(option + ": expected 0 to 65535, got " + port);
+        }
+    }
+
+    Path file() {
+        return config != null ? config : defaultConfig();
+    }
+
+    /** Loads the configuration and keeps it up to date; a bad file or an unreachable store is bad input. */
+    LiveConfig load() throws BadInput {
+        checkPort("--port", port);
+        LiveConfig live;
+        try {
+            live = LiveConfig.load(file(), new ServerMetrics());
+        } catch (ConfigException e) {
+            throw new BadInput(e.getMessage());
+        }
+        live.watch(RELOAD_EVERY);
+        return live;
+    }
+
+    /** Listening failed: the message names the option. */
+    BadInput cannotListen(String option, int port, Exception e) {
+        return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + rootMessage(e));
+    }
+
+    static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null) {
+            root = root.getCause();
+        }
+        return root.getMessage();
+    }
+
+    /** Blocks until the process is asked to stop, then closes {@code running} in order. */
+    static void runUntilStopped(List<AutoCloseable> running) throws InterruptedException {
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            for (AutoCloseable one : running) {
+                try {
+                    one.close();
+                } catch (Exception e) {
+                    // shutting down anyway
+                }
+            }
+            stopped.countDown();
+        }));
+        stopped.await();
+    }
+
+    /** examples/sluice.yaml of the installation ({@code SLUICE_HOME}, set by bin/sluice), else of the current directory. */
+    private static Path defaultConfig() {
+        String home = System.getenv("SLUICE_HOME");
+        if (home != null) {
+            Path file = Path.of(home, "examples", "sluice.yaml");
+            if (Files.exists(file)) {
+                return file;
+            }
+        }
+        return Path.of("examples", "sluice.yaml");
+    }
+}

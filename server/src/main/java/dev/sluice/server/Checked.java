@@ -1,0 +1,34 @@
+package dev.sluice.server;
+
+import dev.sluice.Decision;
+import dev.sluice.server.config.PolicyConfig;
+
+/** One policy's decision on one request. */
+public record Checked(PolicyConfig policy, String key, Decision decision) {
+    /** How a decision is counted ({@code sluice_decisions_total{outcome=...}}). */
+    public enum Outcome {
+        ALLOWED("allowed"), DELAYED("delayed"), REJECTED("rejected"), SHADOW_REJECTED("shadow_rejected");
+
+        private final String label;
+
+        Outcome(String label) {
+            this.label = label;
+        }
+
+        public String label() {
+            return label;
+        }
+    }
+
+    /** The request is refused by this policy (a shadow policy never refuses). */
+    public boolean rejects() {
+        return !decision.allowed() && !policy.shadow();
+    }
+
+    public Outcome outcome() {
+        if (!decision.allowed()) {
+            return policy.shadow() ? Outcome.SHADOW_REJECTED : Outcome.REJECTED;
+        }
+        return decision.delayNanos() > 0 ? Outcome.DELAYED : Outcome.ALLOWED;
+    }
+}

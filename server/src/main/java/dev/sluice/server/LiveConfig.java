@@ -1,0 +1,189 @@
+package dev.sluice.server;
+
+import dev.sluice.redis.RedisStore;
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.store.InMemoryStore;
+import dev.sluice.store.Store;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The configuration in force and the store under it, kept up to date with the file it came from.
+ *
+ * <p>{@link #reload()} reads the file again; a changed file that checks out becomes the {@link Policies} in
+ * force at once (requests already being decided finish under the old one), on the same store unless the
+ * store's settings changed. Counters survive for every policy whose algorithm and limits are unchanged (see
+ * {@link Policies}). A file that does not check out changes nothing: its message (file, line, field) goes to
+ * the log and {@code sluice_config_reloads_total{result="failure"}} counts it. {@link #watch} reloads every
+ * so often; polling the file's text rather than waiting for file-system events also catches editors that
+ * replace the file and configurations mounted through symbolic links.
+ */
+public final class LiveConfig implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("sluice");
+    private static final Duration OLD_STORE_GRACE = Duration.ofSeconds(5);
+
+    private final Path file;
+    private final ServerMetrics metrics;
+    private volatile Policies policies;
+    private Store store;
+    private String storeSettings;
+    private String text;
+    private ScheduledExecutorService watcher;
+
+    /** What a reload did. */
+    public enum Reload { UNCHANGED, APPLIED, REFUSED }
+
+    private LiveConfig(Path file, ServerMetrics metrics) {
+        this.file = file;
+        this.metrics = metrics;
+    }
+
+    /** Loads {@code file}; a bad file or an unreachable store is refused with a {@link ConfigException}. */
+    public static LiveConfig load(Path file, ServerMetrics metrics) throws ConfigException {
+        LiveConfig live = new LiveConfig(file, metrics);
+        String text = live.read();
+        live.apply(ConfigLoader.parse(file.toString(), text));
+        live.text = text;
+        return live;
+    }
+
+    /** A configuration that does not come from a file, and so is never reloaded. */
+    public static LiveConfig of(ServerConfig config, ServerMetrics metrics) throws ConfigException {
+        LiveConfig live = new LiveConfig(null, metrics);
+        live.apply(config);
+        return live;
+    }
+
+    public Policies policies() {
+        return policies;
+    }
+
+    /** The store the policies in force decide on. */
+    public Store store() {
+        return policies.store();
+    }
+
+    public ServerMetrics metrics() {
+        return metrics;
+    }
+
+    /** Reloads the file every {@code period}, on a thread of its own (reading and connecting may block). */
+    public synchronized void watch(Duration period) {
+        if (file == null || watcher != null) {
+            return;
+        }
+        watcher = Executors.newSingleThreadScheduledExecutor(task -> {
+            Thread thread = new Thread(task, "sluice-config-watch");
+            thread.setDaemon(true);
+            return thread;
+        });
+        watcher.scheduleWithFixedDelay(this::reload, period.toMillis(), period.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** Reads the file again and applies it if it changed and checks out. */
+    public synchronized Reload reload() {
+        if (file == null) {
+            return Reload.UNCHANGED;
+        }
+        String now;
+        try {
+            now = read();
+        } catch (ConfigException e) {
+            return refused(e.getMessage(), null);
+        }
+        if (now.equals(text)) {
+            return Reload.UNCHANGED;
+        }
+        try {
+            apply(ConfigLoader.parse(file.toString(), now));
+        } catch (ConfigException e) {
+            return refused(e.getMessage(), now);
+        }
+        text = now;
+        metrics.reloaded(true);
+        LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} policies in force", file, policies.config().policies().size());
+        return Reload.APPLIED;
+    }
+
+    private Reload refused(String message, String seen) {
+        if (seen != null) {
+            text = seen; // logged and counted once per bad edit, not once per look
+        }
+        metrics.reloaded(false);
+        LOG.log(System.Logger.Level.ERROR, "{0} (the last good configuration stays in force)", message);
+        return Reload.REFUSED;
+    }
+
+    private String read() throws ConfigException {
+        try {
+            return Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ConfigException(file + ": cannot read: " + e.getMessage());
+        }
+    }
+
+    private void apply(ServerConfig config) throws ConfigException {
+        String settings = config.store() + " " + config.onStoreFailure() + " " + config.storeTimeoutNanos();
+        Store old = store;
+        if (!settings.equals(storeSettings)) {
+            Store opened = open(config);
+            metrics.watch(opened, config.store().equals("memory") ? "memory" : "redis");
+            store = opened;
+            storeSettings = settings;
+        }
+        policies = new Policies(config, store, metrics);
+        if (old != null && old != store) {
+            CompletableFuture.delayedExecutor(OLD_STORE_GRACE.toMillis(), TimeUnit.MILLISECONDS).execute(() -> close(old));
+        }
+    }
+
+    private Store open(ServerConfig config) throws ConfigException {
+        if (config.store().equals("memory")) {
+            return new InMemoryStore();
+        }
+        try {
+            return RedisStore.builder(config.store()).timeout(Duration.ofNanos(config.storeTimeoutNanos()))
+                    .onFailure(config.onStoreFailure()).build();
+        } catch (RuntimeException e) {
+            throw new ConfigException((file == null ? "the configuration" : file.toString()) + ": store "
+                    + config.store() + ": cannot connect: " + rootMessage(e));
+        }
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null) {
+            root = root.getCause();
+        }
+        return root.getMessage();
+    }
+
+    private static void close(Store store) {
+        if (store instanceof AutoCloseable closeable) {
+            try {
+                closeable.close();
+            } catch (Exception e) {
+                LOG.log(System.Logger.Level.WARNING, "closing the old store: " + e);
+            }
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (watcher != null) {
+            watcher.shutdownNow();
+        }
+        close(store);
+    }
+}

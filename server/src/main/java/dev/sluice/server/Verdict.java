@@ -1,0 +1,44 @@
+package dev.sluice.server;
+
+import java.util.List;
+
+/**
+ * What the matching policies decided on one request, in file order. Checking stops at the first policy that
+ * rejects, so a rejection is always the last entry, and the policies after it were not charged.
+ */
+public record Verdict(List<Checked> checked) {
+    public boolean allowed() {
+        return checked.isEmpty() || !checked.get(checked.size() - 1).rejects();
+    }
+
+    /** How long an admitted request waits before it goes on: the longest delay any policy asked for. */
+    public long delayNanos() {
+        long delay = 0;
+        for (Checked one : checked) {
+            if (one.decision().allowed()) {
+                delay = Math.max(delay, one.decision().delayNanos());
+            }
+        }
+        return delay;
+    }
+
+    /**
+     * The decision the answer reports: the rejecting policy's, else the one closest to rejecting (fewest
+     * remaining, the first of equals); null when no policy matched.
+     */
+    public Checked reported() {
+        if (checked.isEmpty()) {
+            return null;
+        }
+        if (!allowed()) {
+            return checked.get(checked.size() - 1);
+        }
+        Checked closest = checked.get(0);
+        for (Checked one : checked) {
+            if (one.decision().remaining() < closest.decision().remaining()) {
+                closest = one;
+            }
+        }
+        return closest;
+    }
+}

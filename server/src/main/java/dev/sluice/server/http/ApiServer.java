@@ -1,0 +1,249 @@
+package dev.sluice.server.http;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.Limit;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.Policies;
+import dev.sluice.server.Verdict;
+import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.request.BadRequest;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+
+/**
+ * The HTTP API of {@code sluice serve} (spec/server.md): {@code POST /v1/check}, {@code POST /v1/check-request},
+ * {@code GET /v1/policies}, {@code GET /healthz}, {@code GET /metrics}, and the dashboard ({@code GET /}, fed by
+ * {@code GET /v1/stats}). Decisions go through the limiter's async face: the in-memory store answers at once,
+ * and the Redis store answers when Redis does (or its timeout passes) without holding the event loop. Each
+ * request is decided under the configuration in force when it arrived.
+ */
+public final class ApiServer implements AutoCloseable {
+    private static final long MAX_BODY = 64 * 1024;
+    private static final Set<String> CHECK_FIELDS = Set.of("policy", "key", "cost");
+
+    private final Vertx vertx;
+    private final HttpServer server;
+    private final LiveConfig live;
+    private final Dashboard dashboard;
+
+    private ApiServer(Vertx vertx, HttpServer server, LiveConfig live) {
+        this.vertx = vertx;
+        this.server = server;
+        this.live = live;
+        this.dashboard = new Dashboard(live);
+    }
+
+    /** Starts listening on {@code host:port} (port 0: any free port). */
+    public static ApiServer start(LiveConfig live, String host, int port) throws Exception {
+        Vertx vertx = Vertx.vertx();
+        ApiServer[] started = new ApiServer[1];
+        // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false));
+        server.requestHandler(request -> started[0].answer(request));
+        started[0] = new ApiServer(vertx, server, live);
+        try {
+            server.listen(port, host).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            vertx.close();
+            throw e;
+        }
+        return started[0];
+    }
+
+    /** The port it listens on. */
+    public int port() {
+        return server.actualPort();
+    }
+
+    /** Answers every request, whatever happens: a bug becomes a 500 with a line in the log, never a hang. */
+    private void answer(HttpServerRequest request) {
+        try {
+            handle(request);
+        } catch (RuntimeException | Error e) {
+            internalError(request, e);
+        }
+    }
+
+    static void internalError(HttpServerRequest request, Throwable e) {
+        System.getLogger(ApiServer.class.getName()).log(System.Logger.Level.ERROR,
+                "failed to answer " + request.method() + " " + request.path(), e);
+        if (!request.response().ended()) {
+            error(request.response(), 500, "internal error: " + e);
+        }
+    }
+
+    private void handle(HttpServerRequest request) {
+        String path = request.path();
+        Policies policies = live.policies();
+        switch (path) {
+            case "/v1/check" -> post(request, "{\"policy\": \"api\", \"key\": \"user-42\"}",
+                    body -> check(request, policies, body));
+            case "/v1/check-request" -> post(request, "{\"method\": \"GET\", \"path\": \"/api/items\", \"ip\": \"10.0.0.7\"}",
+                    body -> checkRequest(request, policies, body));
+            case "/v1/policies" -> get(request, () -> json(request.response(), 200, policiesJson(policies)));
+            case "/v1/stats" -> get(request, () -> json(request.response(), 200, dashboard.stats(policies)));
+            case "/healthz" -> get(request, () -> {
+                boolean healthy = dashboard.storeHealthy();
+                json(request.response(), healthy ? 200 : 503, VerdictAnswer.JSON.createObjectNode()
+                        .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().store()));
+            });
+            case "/metrics" -> get(request, () -> request.response().setStatusCode(200)
+                    .putHeader("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                    .end(live.metrics().scrape()));
+            case "/" -> get(request, () -> request.response().setStatusCode(200)
+                    .putHeader("Content-Type", "text/html; charset=utf-8").end(Dashboard.page()));
+            default -> error(request.response(), 404, "no such endpoint: " + request.method() + " " + path);
+        }
+    }
+
+    private static void get(HttpServerRequest request, Runnable answer) {
+        if (request.method() != HttpMethod.GET) {
+            error(request.response(), 405, "use GET for " + request.path());
+            return;
+        }
+        answer.run();
+    }
+
+    @FunctionalInterface
+    private interface BodyHandler {
+        void handle(JsonNode body);
+    }
+
+    /** Reads a POSTed JSON object and hands it on; anything else is answered with a 4xx that says why. */
+    private static void post(HttpServerRequest request, String example, BodyHandler handler) {
+        if (request.method() != HttpMethod.POST) {
+            error(request.response(), 405, "use POST for " + request.path());
+            return;
+        }
+        request.body().onSuccess(body -> {
+            try {
+                JsonNode json = parse(request.response(), body, example);
+                if (json != null) {
+                    handler.handle(json);
+                }
+            } catch (BadRequest e) {
+                error(request.response(), 400, e.getMessage());
+            } catch (RuntimeException | Error e) {
+                internalError(request, e);
+            }
+        }).onFailure(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
+    }
+
+    private static JsonNode parse(HttpServerResponse response, Buffer body, String example) {
+        if (body.length() > MAX_BODY) {
+            error(response, 413, "the body is larger than " + MAX_BODY + " bytes");
+            return null;
+        }
+        JsonNode json;
+        try {
+            json = VerdictAnswer.JSON.readTree(body.getBytes());
+        } catch (JsonProcessingException e) {
+            error(response, 400, "the body is not JSON: " + e.getOriginalMessage());
+            return null;
+        } catch (java.io.IOException e) {
+            error(response, 400, "the body is not JSON");
+            return null;
+        }
+        if (json == null || !json.isObject()) {
+            error(response, 400, "the body must be a JSON object such as " + example);
+            return null;
+        }
+        return json;
+    }
+
+    private void check(HttpServerRequest http, Policies policies, JsonNode request) {
+        for (Iterator<String> names = request.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!CHECK_FIELDS.contains(name)) {
+                throw new BadRequest("unknown field \"" + name + "\": expected policy, key and optionally cost");
+            }
+        }
+        JsonNode policyNode = request.get("policy");
+        if (policyNode == null || !policyNode.isTextual()) {
+            throw new BadRequest("policy: expected the name of a policy as a string");
+        }
+        JsonNode keyNode = request.get("key");
+        if (keyNode == null || !keyNode.isTextual() || keyNode.asText().isEmpty()) {
+            throw new BadRequest("key: expected a non-empty string");
+        }
+        long cost = 1;
+        JsonNode costNode = request.get("cost");
+        if (costNode != null) {
+            if (!costNode.isIntegralNumber() || !costNode.canConvertToLong() || costNode.asLong() < 0) {
+                throw new BadRequest("cost: expected a whole number >= 0, got " + costNode);
+            }
+            cost = costNode.asLong();
+        }
+        String name = policyNode.asText();
+        PolicyConfig policy = policies.policy(name);
+        if (policy == null) {
+            error(http.response(), 404, "policy: no policy named \"" + name + "\"");
+            return;
+        }
+        reply(http, policies, policies.check(policy, keyNode.asText(), cost).thenApply(one -> new Verdict(List.of(one))),
+                (answer, response) -> json(response, answer.status(), answer.checkBody()));
+    }
+
+    private void checkRequest(HttpServerRequest http, Policies policies, JsonNode request) {
+        DescribedRequest described = DescribedRequest.of(request);
+        reply(http, policies, policies.decide(described),
+                (answer, response) -> json(response, answer.status(), answer.checkRequestBody()));
+    }
+
+    private static void reply(HttpServerRequest http, Policies policies, CompletionStage<Verdict> verdict,
+                              BiConsumer<VerdictAnswer, HttpServerResponse> body) {
+        verdict.whenComplete((decided, failure) -> {
+            if (failure != null) {
+                internalError(http, failure);
+                return;
+            }
+            VerdictAnswer answer = new VerdictAnswer(decided, policies.config().headers());
+            answer.headers().forEach(http.response()::putHeader);
+            body.accept(answer, http.response());
+        });
+    }
+
+    private static ArrayNode policiesJson(Policies policies) {
+        ArrayNode list = VerdictAnswer.JSON.createArrayNode();
+        for (PolicyConfig policy : policies.config().policies()) {
+            ObjectNode item = list.addObject().put("name", policy.name())
+                    .put("algorithm", policy.rule().algorithm().label());
+            ArrayNode limits = item.putArray("limits");
+            for (Limit limit : policy.rule().limits()) {
+                limits.add(limit.toString());
+            }
+            ArrayNode key = item.putArray("key");
+            policy.key().forEach(part -> key.add(part.toString()));
+            item.put("mode", policy.shadow() ? "shadow" : policy.rule().mode().label());
+        }
+        return list;
+    }
+
+    static void json(HttpServerResponse response, int status, JsonNode body) {
+        response.setStatusCode(status).putHeader("Content-Type", "application/json").end(body.toString());
+    }
+
+    static void error(HttpServerResponse response, int status, String message) {
+        json(response, status, VerdictAnswer.JSON.createObjectNode().put("error", message));
+    }
+
+    @Override
+    public void close() throws Exception {
+        vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+}

@@ -1,0 +1,101 @@
+package dev.sluice.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sluice.server.request.BadRequest;
+import dev.sluice.server.request.ClientRequest;
+
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The HTTP request described by the body of {@code POST /v1/check-request}:
+ * {@code {"method":"GET","path":"/api/items?page=2","host":"api.example.com","ip":"10.0.0.7","headers":{"X-API-Key":"k1"}}}.
+ * The caller has already found the client, so {@code ip} is taken as given. A malformed field is a
+ * {@link BadRequest} that names it.
+ */
+record DescribedRequest(String method, String path, String host, String ip, Map<String, String> headers,
+                        Map<String, String> queries) implements ClientRequest {
+    private static final Set<String> FIELDS = Set.of("method", "path", "host", "ip", "headers");
+
+    static DescribedRequest of(JsonNode body) {
+        for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!FIELDS.contains(name)) {
+                throw new BadRequest("unknown field \"" + name + "\": expected method, path, host, ip and headers");
+            }
+        }
+        String method = text(body, "method", true);
+        if (!method.matches("[A-Za-z]+")) {
+            throw new BadRequest("method: expected an HTTP method such as GET, got \"" + method + "\"");
+        }
+        String target = text(body, "path", true);
+        if (!target.startsWith("/")) {
+            throw new BadRequest("path: expected a path that starts with /, got \"" + target + "\"");
+        }
+        int question = target.indexOf('?');
+        String path = question < 0 ? target : target.substring(0, question);
+        Map<String, String> queries = new HashMap<>();
+        if (question >= 0) {
+            for (String pair : target.substring(question + 1).split("&")) {
+                int equals = pair.indexOf('=');
+                String name = decoded(equals < 0 ? pair : pair.substring(0, equals));
+                queries.putIfAbsent(name, equals < 0 ? "" : decoded(pair.substring(equals + 1)));
+            }
+        }
+        Map<String, String> headers = new HashMap<>();
+        JsonNode headerNode = body.get("headers");
+        if (headerNode != null && !headerNode.isNull()) {
+            if (!headerNode.isObject()) {
+                throw new BadRequest("headers: expected an object of header names and string values");
+            }
+            for (Iterator<Map.Entry<String, JsonNode>> it = headerNode.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> header = it.next();
+                if (!header.getValue().isTextual()) {
+                    throw new BadRequest("headers." + header.getKey() + ": expected a string, got " + header.getValue());
+                }
+                headers.putIfAbsent(header.getKey().toLowerCase(Locale.ROOT), header.getValue().asText());
+            }
+        }
+        String host = text(body, "host", false);
+        if (host == null) {
+            host = headers.get("host");
+        }
+        return new DescribedRequest(method.toUpperCase(Locale.ROOT), path, ClientRequest.hostWithoutPort(host),
+                text(body, "ip", false), headers, queries);
+    }
+
+    private static String text(JsonNode body, String field, boolean required) {
+        JsonNode node = body.get(field);
+        if (node == null || node.isNull()) {
+            if (required) {
+                throw new BadRequest(field + ": missing");
+            }
+            return null;
+        }
+        if (!node.isTextual()) {
+            throw new BadRequest(field + ": expected a string, got " + node);
+        }
+        return node.asText();
+    }
+
+    private static String decoded(String text) {
+        try {
+            return java.net.URLDecoder.decode(text, java.nio.charset.StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            throw new BadRequest("path: bad percent-encoding in the query: \"" + text + "\"");
+        }
+    }
+
+    @Override
+    public String header(String name) {
+        return headers.get(name.toLowerCase(Locale.ROOT));
+    }
+
+    @Override
+    public String query(String name) {
+        return queries.get(name);
+    }
+}

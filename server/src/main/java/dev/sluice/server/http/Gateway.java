@@ -1,0 +1,159 @@
+package dev.sluice.server.http;
+
+import dev.sluice.DurationFormat;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.Policies;
+import dev.sluice.server.Verdict;
+import dev.sluice.server.request.BadRequest;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.httpproxy.Body;
+import io.vertx.httpproxy.HttpProxy;
+import io.vertx.httpproxy.ProxyContext;
+import io.vertx.httpproxy.ProxyInterceptor;
+import io.vertx.httpproxy.ProxyRequest;
+import io.vertx.httpproxy.ProxyResponse;
+
+import java.net.URI;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code sluice gateway}: a reverse proxy that decides every request before it forwards it (spec/server.md).
+ *
+ * <ul>
+ *   <li>Admitted: forwarded, the upstream's answer returned with the rate limit headers added. In delay mode
+ *       the request waits on a timer of the event loop first (no thread is held), then goes on.</li>
+ *   <li>Rejected: {@code 429} with {@code Retry-After}, the rate limit headers and
+ *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the upstream never sees it.</li>
+ *   <li>Shadow policies count and never reject. A malformed cost header is a {@code 400} that names it.</li>
+ *   <li>The upstream down (refused, unreachable, closed mid-answer) is a {@code 502}, never a hang: connecting
+ *       gives up after {@link #CONNECT_TIMEOUT_MS} ms.</li>
+ *   <li>Bodies stream both ways (Vert.x's reverse proxy pipes them with back-pressure); the incoming body stays
+ *       paused while the request is decided or delayed.</li>
+ *   <li>The {@code ip} key is the connection's address, or the client named in {@code X-Forwarded-For} when the
+ *       connection comes from a trusted proxy; the gateway appends the connection's address to
+ *       {@code X-Forwarded-For} on the way to the upstream.</li>
+ * </ul>
+ */
+public final class Gateway implements AutoCloseable {
+    static final int CONNECT_TIMEOUT_MS = 5_000;
+    private static final String VERDICT = "sluice.verdict";
+
+    private final Vertx vertx;
+    private final HttpServer server;
+
+    private Gateway(Vertx vertx, HttpServer server) {
+        this.vertx = vertx;
+        this.server = server;
+    }
+
+    /** Starts a gateway to {@code upstream} ({@code http://host:port} or {@code https://...}) on {@code host:port}. */
+    public static Gateway start(LiveConfig live, URI upstream, String host, int port) throws Exception {
+        Vertx vertx = Vertx.vertx();
+        boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
+        int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
+        HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
+                .setSsl(tls).setKeepAlive(true), new PoolOptions().setHttp1MaxSize(512));
+        HttpProxy proxy = HttpProxy.reverseProxy(client).origin(upstreamPort, upstream.getHost())
+                .addInterceptor(new Limiting(live, vertx));
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
+                .requestHandler(proxy);
+        try {
+            server.listen(port, host).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            vertx.close();
+            throw e;
+        }
+        return new Gateway(vertx, server);
+    }
+
+    public int port() {
+        return server.actualPort();
+    }
+
+    /** Decides each request on its way in, and adds the headers on the way out. */
+    private record Limiting(LiveConfig live, Vertx vertx) implements ProxyInterceptor {
+        @Override
+        public Future<ProxyResponse> handleProxyRequest(ProxyContext context) {
+            ProxyRequest request = context.request();
+            Policies policies = live.policies();
+            ProxiedRequest client = new ProxiedRequest(request.proxiedRequest(), policies.trustedProxies());
+            CompletionStage<Verdict> decided;
+            try {
+                decided = policies.decide(client); // reads the key parts, X-Forwarded-For included, at once
+                forwardedFor(request);
+            } catch (BadRequest e) {
+                return Future.succeededFuture(answer(request, 400, Map.of(),
+                        VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString()));
+            }
+            Context eventLoop = vertx.getOrCreateContext();
+            Promise<ProxyResponse> answered = Promise.promise();
+            decided.whenComplete((verdict, failure) -> eventLoop.runOnContext(ignored -> {
+                if (failure != null) {
+                    answered.fail(failure);
+                    return;
+                }
+                VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
+                if (!verdict.allowed()) {
+                    answered.complete(answer(request, 429, answer.headers(), answer.rejectionBody().toString()));
+                    return;
+                }
+                context.set(VERDICT, answer);
+                long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
+                if (delayMs > 0) {
+                    vertx.setTimer(delayMs, timer -> context.sendRequest().onComplete(answered));
+                } else {
+                    context.sendRequest().onComplete(answered);
+                }
+            }));
+            return answered.future();
+        }
+
+        @Override
+        public Future<Void> handleProxyResponse(ProxyContext context) {
+            VerdictAnswer answer = context.get(VERDICT, VerdictAnswer.class);
+            if (answer != null) {
+                answer.headers().forEach(context.response()::putHeader);
+            }
+            return context.sendResponse();
+        }
+
+        private static void forwardedFor(ProxyRequest request) {
+            var remote = request.proxiedRequest().remoteAddress();
+            if (remote == null) {
+                return;
+            }
+            String before = String.join(", ", request.headers().getAll("X-Forwarded-For"));
+            request.headers().set("X-Forwarded-For", before.isEmpty() ? remote.hostAddress() : before + ", " + remote.hostAddress());
+        }
+
+        /**
+         * A local answer (429, 400): the body the client is sending is read and dropped, as nginx does, so the
+         * connection is ready for the client's next request.
+         */
+        private static ProxyResponse answer(ProxyRequest request, int status, Map<String, String> headers, String json) {
+            request.proxiedRequest().handler(dropped -> { }).resume();
+            ProxyResponse response = request.response().setStatusCode(status).setStatusMessage(status == 429
+                    ? "Too Many Requests" : "Bad Request");
+            response.headers().clear();
+            headers.forEach(response::putHeader);
+            response.putHeader("Content-Type", "application/json");
+            return response.setBody(Body.body(Buffer.buffer(json)));
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+}

@@ -1,0 +1,69 @@
+package dev.sluice.server.http;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.Decision;
+import dev.sluice.DurationFormat;
+import dev.sluice.server.Checked;
+import dev.sluice.server.Verdict;
+import dev.sluice.server.config.ServerConfig;
+
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * How a {@link Verdict} is answered over HTTP: the status, the JSON body of spec/server.md and the rate limit
+ * headers. {@code /v1/check}, {@code /v1/check-request} and the gateway all answer through here.
+ */
+public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerSets) {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    public int status() {
+        return verdict.allowed() ? 200 : 429;
+    }
+
+    public Map<String, String> headers() {
+        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets);
+    }
+
+    /** The body of {@code /v1/check}: the reported decision. */
+    public ObjectNode checkBody() {
+        ObjectNode body = JSON.createObjectNode().put("allowed", verdict.allowed());
+        Checked reported = verdict.reported();
+        if (reported == null) {
+            return body.putNull("policy");
+        }
+        return fields(body, reported);
+    }
+
+    /** The body of {@code /v1/check-request}: the reported decision, then every policy's, in the order decided. */
+    public ObjectNode checkRequestBody() {
+        ObjectNode body = checkBody();
+        var list = body.putArray("checked");
+        for (Checked one : verdict.checked()) {
+            fields(list.addObject().put("allowed", !one.rejects()), one);
+        }
+        return body;
+    }
+
+    /** The body of a request the gateway refuses. */
+    public ObjectNode rejectionBody() {
+        Checked reported = verdict.reported();
+        return JSON.createObjectNode().put("error", "rate limited").put("policy", reported.policy().name())
+                .put("retry_after_ms", DurationFormat.toMillisCeil(reported.decision().retryAfterNanos()));
+    }
+
+    private static ObjectNode fields(ObjectNode node, Checked checked) {
+        Decision decision = checked.decision();
+        node.put("policy", checked.policy().name())
+                .put("limit", decision.limit().amount())
+                .put("remaining", decision.remaining())
+                .put("retry_after_ms", DurationFormat.toMillisCeil(decision.retryAfterNanos()))
+                .put("reset_after_ms", DurationFormat.toMillisCeil(decision.resetAfterNanos()))
+                .put("delay_ms", DurationFormat.toMillisCeil(decision.delayNanos()));
+        if (checked.outcome() == Checked.Outcome.SHADOW_REJECTED) {
+            node.put("shadow_rejected", true);
+        }
+        return node;
+    }
+}

@@ -1,0 +1,106 @@
+package dev.sluice.server.metrics;
+
+import dev.sluice.redis.RedisStore;
+import dev.sluice.server.Checked;
+import dev.sluice.store.Store;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The server's counters under the Prometheus names of spec/server.md, and the JVM's own:
+ * {@code sluice_decisions_total{policy,outcome}}, {@code sluice_store_errors_total{store}},
+ * {@code sluice_store_seconds} (a histogram of the time from asking the store to its answer),
+ * {@code sluice_fail_open_total}, {@code sluice_fail_closed_total}, {@code sluice_config_reloads_total{result}}.
+ * The store's failure counts are read from the store when scraped ({@link RedisStore#counts()}); the in-memory
+ * store never fails.
+ */
+public final class ServerMetrics {
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final Map<String, Map<Checked.Outcome, Counter>> decisions = new ConcurrentHashMap<>();
+    private final Timer storeTime;
+    private final AtomicReference<Store> store = new AtomicReference<>();
+    private final Traffic traffic = new Traffic();
+
+    public ServerMetrics() {
+        storeTime = Timer.builder("sluice.store").description("Time from asking the store for a decision to its answer")
+                .publishPercentileHistogram().register(registry);
+        for (String result : new String[] {"success", "failure"}) {
+            Counter.builder("sluice.config.reloads").tag("result", result)
+                    .description("Configuration reloads, applied (success) or refused (failure)").register(registry);
+        }
+        storeCount("sluice.fail.open", "Decisions admitted because the store did not answer", RedisStore.Counts::failedOpen);
+        storeCount("sluice.fail.closed", "Decisions rejected because the store did not answer", RedisStore.Counts::failedClosed);
+        new ClassLoaderMetrics().bindTo(registry);
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmGcMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+    }
+
+    private void storeCount(String name, String description, ToDoubleFunction<RedisStore.Counts> count) {
+        FunctionCounter.builder(name, store, current -> current.get() instanceof RedisStore redis
+                        ? count.applyAsDouble(redis.counts()) : 0)
+                .description(description).register(registry);
+    }
+
+    /** Counts the failures of {@code current}, the store the policies now decide on, labelled {@code name}. */
+    public void watch(Store current, String name) {
+        store.set(current);
+        FunctionCounter.builder("sluice.store.errors", current, watched -> watched instanceof RedisStore redis
+                        ? redis.counts().failures() : 0)
+                .tag("store", name).description("Store calls that failed or timed out").register(registry);
+    }
+
+    /** Counts one policy's decision on one request, which took the store {@code storeNanos}. */
+    public void decided(Checked checked, long storeNanos) {
+        String policy = checked.policy().name();
+        decisions.computeIfAbsent(policy, this::countersOf).get(checked.outcome()).increment();
+        storeTime.record(storeNanos, TimeUnit.NANOSECONDS);
+        traffic.record(policy, checked.key(), checked.outcome());
+    }
+
+    private Map<Checked.Outcome, Counter> countersOf(String policy) {
+        Map<Checked.Outcome, Counter> counters = new EnumMap<>(Checked.Outcome.class);
+        for (Checked.Outcome outcome : Checked.Outcome.values()) {
+            counters.put(outcome, Counter.builder("sluice.decisions").tag("policy", policy).tag("outcome", outcome.label())
+                    .description("Decisions by policy and outcome").register(registry));
+        }
+        return counters;
+    }
+
+    /** Counts a reload of the configuration file, applied or refused. */
+    public void reloaded(boolean applied) {
+        registry.counter("sluice.config.reloads", "result", applied ? "success" : "failure").increment();
+    }
+
+    public double reloads(boolean applied) {
+        return registry.counter("sluice.config.reloads", "result", applied ? "success" : "failure").count();
+    }
+
+    /** The recent traffic the dashboard shows. */
+    public Traffic traffic() {
+        return traffic;
+    }
+
+    /** Every meter in the Prometheus text format. */
+    public String scrape() {
+        return registry.scrape();
+    }
+}

@@ -1,0 +1,150 @@
+package dev.sluice.server.request;
+
+import java.util.List;
+
+/**
+ * One part of a policy's key (spec/server.md): the parts' values, joined with {@code |}, are the key a request
+ * is counted under. {@code |} and {@code %} inside a value are percent-escaped, so two different requests
+ * never share a key by accident ({@code a|b} + {@code c} against {@code a} + {@code b|c}).
+ */
+public sealed interface KeyPart {
+    /** This part's value for {@code request}, or null when the request does not carry it. */
+    String valueOf(ClientRequest request);
+
+    /** The client's address. */
+    record Ip() implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.ip();
+        }
+
+        public String toString() {
+            return "ip";
+        }
+    }
+
+    /** A request header. */
+    record Header(String name) implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.header(name);
+        }
+
+        public String toString() {
+            return "header:" + name;
+        }
+    }
+
+    /** A query parameter. */
+    record Query(String name) implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.query(name);
+        }
+
+        public String toString() {
+            return "query:" + name;
+        }
+    }
+
+    /** The request's path, without the query. */
+    record Route() implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.path();
+        }
+
+        public String toString() {
+            return "route";
+        }
+    }
+
+    /** The request's method. */
+    record Method() implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.method();
+        }
+
+        public String toString() {
+            return "method";
+        }
+    }
+
+    /** The request's host, without the port. */
+    record Host() implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.host();
+        }
+
+        public String toString() {
+            return "host";
+        }
+    }
+
+    /** A fixed text: one counter for every request the policy matches. */
+    record Const(String text) implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return text;
+        }
+
+        public String toString() {
+            return "const:" + text;
+        }
+    }
+
+    /**
+     * Reads {@code ip}, {@code header:NAME}, {@code query:NAME}, {@code route}, {@code method}, {@code host} or
+     * {@code const:TEXT}; an {@link IllegalArgumentException} says what is wrong.
+     */
+    static KeyPart parse(String text) {
+        switch (text) {
+            case "ip":
+                return new Ip();
+            case "route":
+                return new Route();
+            case "method":
+                return new Method();
+            case "host":
+                return new Host();
+            default:
+                break;
+        }
+        if (text.startsWith("header:") || text.startsWith("query:")) {
+            String name = text.substring(text.indexOf(':') + 1);
+            if (!name.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+")) {
+                throw new IllegalArgumentException("bad name in \"" + text + "\"");
+            }
+            return text.startsWith("header:") ? new Header(name) : new Query(name);
+        }
+        if (text.startsWith("const:") && text.length() > "const:".length()) {
+            return new Const(text.substring("const:".length()));
+        }
+        throw new IllegalArgumentException("unknown key part \"" + text
+                + "\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT");
+    }
+
+    /**
+     * The key of {@code request} under {@code parts}: a missing part counts as the empty value, unless
+     * {@code skipIfMissing}, when the answer is null (the policy does not apply).
+     */
+    static String keyOf(List<KeyPart> parts, ClientRequest request, boolean skipIfMissing) {
+        StringBuilder key = new StringBuilder();
+        for (int i = 0; i < parts.size(); i++) {
+            String value = parts.get(i).valueOf(request);
+            if (value == null) {
+                if (skipIfMissing) {
+                    return null;
+                }
+                value = "";
+            }
+            if (i > 0) {
+                key.append('|');
+            }
+            for (int c = 0; c < value.length(); c++) {
+                char ch = value.charAt(c);
+                switch (ch) {
+                    case '|' -> key.append("%7C");
+                    case '%' -> key.append("%25");
+                    default -> key.append(ch);
+                }
+            }
+        }
+        return key.toString();
+    }
+}

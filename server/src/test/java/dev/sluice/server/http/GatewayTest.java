@@ -1,0 +1,260 @@
+package dev.sluice.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.InputStream;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The gateway in front of a real upstream, end to end over real HTTP connections (spec/server.md, Gateway). */
+class GatewayTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private static final String POLICIES = """
+            headers: [ietf, legacy]
+            policies:
+              - name: per-user
+                match:
+                  path: /api/**
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [2/1h]
+              - name: valve
+                match:
+                  path: /slow/*
+                key: [header:X-User]
+                algorithm: gcra
+                limits: [2/1s]
+                mode: delay
+                max_delay: 5s
+              - name: per-ip
+                match:
+                  path: /ip
+                key: [ip]
+                algorithm: fixed-window
+                limits: [1/1h]
+              - name: watch
+                match:
+                  path: /shadow
+                key: [const:all]
+                algorithm: fixed-window
+                limits: [1/1h]
+                mode: shadow
+              - name: weighted
+                match:
+                  path: /search
+                key: [header:X-User]
+                algorithm: token-bucket
+                refill: interval
+                limits: [10/1h]
+                cost: header:X-Cost
+            """;
+
+    private Upstream upstream;
+    private LiveConfig live;
+    private Gateway gateway;
+
+    @BeforeEach
+    void start() throws Exception {
+        upstream = new Upstream();
+        open("trusted_proxies: [127.0.0.1/32]\n", upstream.uri());
+    }
+
+    private void open(String proxies, String to) throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", proxies + POLICIES), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(to), "127.0.0.1", 0);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        gateway.close();
+        live.close();
+        upstream.close();
+    }
+
+    private HttpRequest.Builder request(String path) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port() + path)).timeout(Duration.ofSeconds(30));
+    }
+
+    private static HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
+        return CLIENT.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String header(HttpResponse<?> response, String name) {
+        return response.headers().firstValue(name).orElse(null);
+    }
+
+    @Test
+    void admittedRequestsReachTheUpstreamAndRejectedOnesNeverDo() throws Exception {
+        for (int i = 0; i < 2; i++) {
+            HttpResponse<String> admitted = send(request("/api/items").header("X-User", "alice"));
+            assertThat(admitted.statusCode()).isEqualTo(200);
+            assertThat(admitted.body()).isEqualTo("hello");
+            assertThat(header(admitted, "X-Upstream")).isEqualTo("yes");
+            assertThat(header(admitted, "X-RateLimit-Limit")).isEqualTo("2");
+            assertThat(header(admitted, "X-RateLimit-Remaining")).isEqualTo(Integer.toString(1 - i));
+            assertThat(header(admitted, "RateLimit-Policy")).isEqualTo("\"per-user\";q=2;w=3600");
+            assertThat(header(admitted, "RateLimit")).startsWith("\"per-user\";r=" + (1 - i) + ";t=");
+            assertThat(header(admitted, "Retry-After")).isNull();
+        }
+        assertThat(upstream.requests.get()).isEqualTo(2);
+        HttpResponse<String> rejected = send(request("/api/items").header("X-User", "alice"));
+        assertThat(rejected.statusCode()).isEqualTo(429);
+        JsonNode body = JSON.readTree(rejected.body());
+        assertThat(body.get("error").asText()).isEqualTo("rate limited");
+        assertThat(body.get("policy").asText()).isEqualTo("per-user");
+        long retryMs = body.get("retry_after_ms").asLong();
+        assertThat(retryMs).isBetween(1L, 3_600_000L);
+        assertThat(header(rejected, "Retry-After")).isEqualTo(Long.toString((retryMs + 999) / 1000));
+        assertThat(header(rejected, "X-RateLimit-Remaining")).isEqualTo("0");
+        assertThat(header(rejected, "Content-Type")).isEqualTo("application/json");
+        assertThat(upstream.requests.get()).as("the upstream never sees a rejected request").isEqualTo(2);
+        assertThat(send(request("/api/items").header("X-User", "bob")).statusCode()).as("another key").isEqualTo(200);
+        assertThat(send(request("/api/items").POST(HttpRequest.BodyPublishers.ofString("x".repeat(100_000)))
+                .header("X-User", "alice")).statusCode()).as("rejected with a body").isEqualTo(429);
+        assertThat(send(request("/api/items").header("X-User", "bob")).statusCode())
+                .as("the connection still works after a rejected body").isEqualTo(200);
+    }
+
+    @Test
+    void requestsNoPolicyMatchesGoThroughWithoutHeaders() throws Exception {
+        for (int i = 0; i < 5; i++) {
+            HttpResponse<String> response = send(request("/elsewhere"));
+            assertThat(response.statusCode()).isEqualTo(200);
+            assertThat(header(response, "RateLimit")).isNull();
+            assertThat(header(response, "X-RateLimit-Limit")).isNull();
+        }
+        assertThat(upstream.requests.get()).isEqualTo(5);
+    }
+
+    @Test
+    void delayModeHoldsTheRequestForItsTurnWithoutHoldingAThread() throws Exception {
+        assertThat(send(request("/slow/a").header("X-User", "carol")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/slow/a").header("X-User", "carol")).statusCode()).isEqualTo(200);
+        long started = System.nanoTime();
+        // 2/1s with a burst of 2, both taken: the next two wait about 0.5 s and 1 s for their turns
+        CompletableFuture<HttpResponse<String>> third = CLIENT.sendAsync(request("/slow/a").header("X-User", "carol").build(),
+                HttpResponse.BodyHandlers.ofString());
+        Thread.sleep(50);
+        CompletableFuture<HttpResponse<String>> fourth = CLIENT.sendAsync(request("/slow/a").header("X-User", "carol").build(),
+                HttpResponse.BodyHandlers.ofString());
+        long quick = System.nanoTime();
+        assertThat(send(request("/api/x").header("X-User", "dave")).statusCode()).isEqualTo(200);
+        assertThat(Duration.ofNanos(System.nanoTime() - quick)).as("others are served meanwhile").isLessThan(Duration.ofMillis(400));
+        HttpResponse<String> held = third.get();
+        long thirdAt = System.nanoTime() - started;
+        assertThat(held.statusCode()).isEqualTo(200);
+        assertThat(held.body()).isEqualTo("hello");
+        assertThat(fourth.get().statusCode()).isEqualTo(200);
+        long fourthAt = System.nanoTime() - started;
+        assertThat(Duration.ofNanos(thirdAt)).isBetween(Duration.ofMillis(380), Duration.ofMillis(1500));
+        assertThat(Duration.ofNanos(fourthAt)).isBetween(Duration.ofMillis(880), Duration.ofMillis(2500));
+        assertThat(upstream.requests.get()).isEqualTo(5);
+        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"delayed\",policy=\"valve\"} 2.0");
+    }
+
+    @Test
+    void bodiesOfSeveralMegabytesPassIntactBothWays() throws Exception {
+        byte[] upload = new byte[8 * 1024 * 1024 + 17];
+        new Random(7).nextBytes(upload);
+        HttpResponse<String> stored = send(request("/upload").POST(HttpRequest.BodyPublishers.ofByteArray(upload)));
+        assertThat(stored.statusCode()).isEqualTo(200);
+        assertThat(stored.body()).isEqualTo(HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(upload))
+                + " " + upload.length);
+
+        long bytes = 12L * 1024 * 1024 + 5;
+        HttpResponse<InputStream> download = CLIENT.send(request("/download?bytes=" + bytes).build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+        assertThat(download.statusCode()).isEqualTo(200);
+        long read = 0;
+        try (InputStream in = download.body()) {
+            byte[] buffer = new byte[65536];
+            for (int n; (n = in.read(buffer)) > 0; ) {
+                for (int i = 0; i < n; i++) {
+                    if (buffer[i] != Upstream.pattern(read + i)) {
+                        throw new AssertionError("byte " + (read + i) + " differs");
+                    }
+                }
+                read += n;
+            }
+        }
+        assertThat(read).isEqualTo(bytes);
+    }
+
+    @Test
+    void theIpKeyTrustsForwardedForOnlyFromTrustedProxies() throws Exception {
+        // the test connects from 127.0.0.1, a trusted proxy here: the client is the address it forwards for
+        assertThat(send(request("/ip").header("X-Forwarded-For", "203.0.113.9")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/ip").header("X-Forwarded-For", "203.0.113.10")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/ip").header("X-Forwarded-For", "198.51.100.1, 203.0.113.9")).statusCode())
+                .as("the rightmost untrusted address is the client").isEqualTo(429);
+        assertThat(upstream.seen.get(0).get("x-forwarded-for")).isEqualTo("203.0.113.9, 127.0.0.1");
+
+        stop();
+        upstream = new Upstream();
+        open("trusted_proxies: [10.0.0.0/8]\n", upstream.uri());
+        assertThat(send(request("/ip").header("X-Forwarded-For", "203.0.113.9")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/ip").header("X-Forwarded-For", "203.0.113.10")).statusCode())
+                .as("an untrusted peer's X-Forwarded-For is ignored: both are 127.0.0.1").isEqualTo(429);
+    }
+
+    @Test
+    void shadowPoliciesCountButNeverReject() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            HttpResponse<String> response = send(request("/shadow"));
+            assertThat(response.statusCode()).isEqualTo(200);
+            assertThat(response.body()).isEqualTo("hello");
+        }
+        assertThat(upstream.requests.get()).isEqualTo(3);
+        String metrics = live.metrics().scrape();
+        assertThat(metrics).contains("sluice_decisions_total{outcome=\"allowed\",policy=\"watch\"} 1.0");
+        assertThat(metrics).contains("sluice_decisions_total{outcome=\"shadow_rejected\",policy=\"watch\"} 2.0");
+    }
+
+    @Test
+    void aCostHeaderWeighsTheRequestAndABadOneIsRefused() throws Exception {
+        HttpResponse<String> heavy = send(request("/search").header("X-User", "erin").header("X-Cost", "7"));
+        assertThat(heavy.statusCode()).isEqualTo(200);
+        assertThat(header(heavy, "X-RateLimit-Remaining")).isEqualTo("3");
+        assertThat(send(request("/search").header("X-User", "erin").header("X-Cost", "4")).statusCode()).isEqualTo(429);
+        assertThat(send(request("/search").header("X-User", "erin")).statusCode()).as("no header: cost 1").isEqualTo(200);
+        HttpResponse<String> bad = send(request("/search").header("X-User", "erin").header("X-Cost", "lots"));
+        assertThat(bad.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(bad.body()).get("error").asText())
+                .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"lots\"");
+        assertThat(upstream.requests.get()).isEqualTo(2);
+    }
+
+    @Test
+    void anUpstreamThatIsDownGives502Quickly() throws Exception {
+        int closed;
+        try (ServerSocket socket = new ServerSocket(0)) {
+            closed = socket.getLocalPort();
+        }
+        stop();
+        upstream = new Upstream();
+        open("", "http://127.0.0.1:" + closed);
+        long started = System.nanoTime();
+        HttpResponse<String> response = send(request("/elsewhere"));
+        assertThat(response.statusCode()).isEqualTo(502);
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
+        assertThat(send(request("/api/x").header("X-User", "frank")).statusCode()).isEqualTo(502);
+    }
+}

@@ -1,0 +1,107 @@
+package dev.sluice.server.http;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A real upstream API for the gateway's tests, on the JDK's own HTTP server (another implementation than the
+ * gateway's): it counts and records what reaches it. {@code /upload} answers the SHA-256 and length of the body
+ * it received, {@code /download?bytes=N} sends N bytes of a known pattern, anything else answers 200 {@code hello}.
+ */
+final class Upstream implements AutoCloseable {
+    private final HttpServer server;
+    final AtomicInteger requests = new AtomicInteger();
+    final List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
+
+    Upstream() throws IOException {
+        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.setExecutor(Executors.newFixedThreadPool(8));
+        server.createContext("/", this::answer);
+        server.start();
+    }
+
+    int port() {
+        return server.getAddress().getPort();
+    }
+
+    String uri() {
+        return "http://127.0.0.1:" + port();
+    }
+
+    static byte pattern(long i) {
+        return (byte) (i * 31 + (i >> 8));
+    }
+
+    private void answer(HttpExchange exchange) throws IOException {
+        requests.incrementAndGet();
+        Map<String, String> request = new ConcurrentHashMap<>();
+        request.put(":path", exchange.getRequestURI().toString());
+        exchange.getRequestHeaders().forEach((name, values) -> request.put(name.toLowerCase(), String.join(",", values)));
+        seen.add(request);
+        try (exchange) {
+            String path = exchange.getRequestURI().getPath();
+            if (path.equals("/upload")) {
+                MessageDigest sha = sha256();
+                long length = 0;
+                byte[] buffer = new byte[65536];
+                try (InputStream in = exchange.getRequestBody()) {
+                    for (int n; (n = in.read(buffer)) > 0; ) {
+                        sha.update(buffer, 0, n);
+                        length += n;
+                    }
+                }
+                send(exchange, 200, (HexFormat.of().formatHex(sha.digest()) + " " + length).getBytes());
+            } else if (path.equals("/download")) {
+                long bytes = Long.parseLong(exchange.getRequestURI().getQuery().substring("bytes=".length()));
+                exchange.sendResponseHeaders(200, bytes);
+                try (OutputStream out = exchange.getResponseBody()) {
+                    byte[] chunk = new byte[65536];
+                    for (long sent = 0; sent < bytes; ) {
+                        int n = (int) Math.min(chunk.length, bytes - sent);
+                        for (int i = 0; i < n; i++) {
+                            chunk[i] = pattern(sent + i);
+                        }
+                        out.write(chunk, 0, n);
+                        sent += n;
+                    }
+                }
+            } else {
+                exchange.getRequestBody().readAllBytes();
+                exchange.getResponseHeaders().add("X-Upstream", "yes");
+                send(exchange, 200, "hello".getBytes());
+            }
+        }
+    }
+
+    private static void send(HttpExchange exchange, int status, byte[] body) throws IOException {
+        exchange.sendResponseHeaders(status, body.length);
+        exchange.getResponseBody().write(body);
+    }
+
+    static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+    }
+}
