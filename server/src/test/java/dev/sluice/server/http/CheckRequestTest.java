@@ -1,0 +1,191 @@
+package dev.sluice.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code POST /v1/check-request}: a described HTTP request decided by every matching policy, as the gateway does. */
+class CheckRequestTest {
+    private static final String CONFIG = """
+            policies:
+              - name: per-key
+                match:
+                  path: /api/**
+                  methods: [GET, POST]
+                  host: api.example.com
+                key: [header:X-API-Key, route]
+                algorithm: fixed-window
+                limits: [2/1h]
+              - name: per-ip
+                match:
+                  path: /api/**
+                key: [ip]
+                algorithm: fixed-window
+                limits: [3/1h, 100/1d]
+              - name: trial
+                match:
+                  path: /api/**
+                key: [const:all]
+                algorithm: fixed-window
+                limits: [1/1h]
+                mode: shadow
+              - name: teams
+                match:
+                  path: /teams
+                key: [header:X-Team]
+                skip_if_missing: true
+                algorithm: fixed-window
+                limits: [1/1h]
+              - name: weighted
+                match:
+                  path: /search
+                key: [query:user]
+                algorithm: token-bucket
+                limits: [10/1h]
+                cost: header:X-Cost
+            """;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+    private LiveConfig live;
+    private ApiServer server;
+
+    @BeforeEach
+    void start() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("t.yaml", CONFIG), new ServerMetrics());
+        server = ApiServer.start(live, "127.0.0.1", 0);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        server.close();
+        live.close();
+    }
+
+    private HttpResponse<String> post(String body) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/check-request"))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String api(String method, String path, String host, String ip, String apiKey) {
+        return "{\"method\":\"" + method + "\",\"path\":\"" + path + "\",\"host\":\"" + host + "\",\"ip\":\"" + ip
+                + "\",\"headers\":{\"X-API-Key\":\"" + apiKey + "\"}}";
+    }
+
+    private static List<String> checked(JsonNode body) {
+        List<String> names = new ArrayList<>();
+        body.get("checked").forEach(one -> names.add(one.get("policy").asText()));
+        return names;
+    }
+
+    @Test
+    void everyMatchingPolicyDecidesInFileOrder() throws Exception {
+        HttpResponse<String> first = post(api("GET", "/api/items?page=2", "API.example.com:443", "10.0.0.7", "k1"));
+        assertThat(first.statusCode()).isEqualTo(200);
+        JsonNode body = JSON.readTree(first.body());
+        assertThat(checked(body)).containsExactly("per-key", "per-ip", "trial");
+        assertThat(body.get("allowed").asBoolean()).isTrue();
+        // reported: the one closest to rejecting; per-key and trial both have 0 and 1 left, per-key 1, trial 0
+        assertThat(body.get("policy").asText()).isEqualTo("trial");
+        assertThat(body.get("checked").get(0).get("remaining").asLong()).isEqualTo(1);
+        assertThat(body.get("checked").get(1).get("remaining").asLong()).isEqualTo(2);
+        assertThat(first.headers().firstValue("RateLimit-Policy").orElseThrow()).isEqualTo(
+                "\"per-key\";q=2;w=3600, \"per-ip\";q=3;w=3600, \"per-ip\";q=100;w=86400, \"trial\";q=1;w=3600");
+        assertThat(first.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"trial\";r=0;t=");
+
+        JsonNode other = JSON.readTree(post(api("DELETE", "/api/items", "api.example.com", "10.0.0.7", "k1")).body());
+        assertThat(checked(other)).as("per-key is for GET and POST").containsExactly("per-ip", "trial");
+        JsonNode elsewhere = JSON.readTree(post(api("GET", "/api/items", "www.example.com", "10.0.0.8", "k1")).body());
+        assertThat(checked(elsewhere)).as("per-key is for one host").containsExactly("per-ip", "trial");
+        assertThat(elsewhere.get("checked").get(1).get("shadow_rejected").asBoolean()).isTrue();
+        assertThat(elsewhere.get("checked").get(1).get("allowed").asBoolean()).isTrue();
+    }
+
+    @Test
+    void noPolicyMatchedIsAllowedWithoutHeaders() throws Exception {
+        HttpResponse<String> response = post("{\"method\":\"GET\",\"path\":\"/static/logo.png\"}");
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.body()).isEqualTo("{\"allowed\":true,\"policy\":null,\"checked\":[]}");
+        assertThat(response.headers().firstValue("RateLimit")).isEmpty();
+    }
+
+    @Test
+    void aRejectionStopsThePoliciesAfterItFromBeingCharged() throws Exception {
+        post(api("GET", "/api/a", "api.example.com", "10.0.0.9", "k"));
+        post(api("GET", "/api/a", "api.example.com", "10.0.0.9", "k"));
+        HttpResponse<String> rejected = post(api("GET", "/api/a", "api.example.com", "10.0.0.9", "k"));
+        assertThat(rejected.statusCode()).isEqualTo(429);
+        JsonNode body = JSON.readTree(rejected.body());
+        assertThat(body.get("policy").asText()).isEqualTo("per-key");
+        assertThat(checked(body)).containsExactly("per-key");
+        assertThat(rejected.headers().firstValue("Retry-After")).isPresent();
+        // per-ip took 2 of 3; had the rejected request been charged there, this one would be its fourth
+        JsonNode next = JSON.readTree(post(api("GET", "/api/a", "api.example.com", "10.0.0.9", "k2")).body());
+        assertThat(next.get("allowed").asBoolean()).isTrue();
+        assertThat(next.get("checked").get(1).get("remaining").asLong()).isZero();
+    }
+
+    @Test
+    void theRouteIsThePathAndKeysSeparateRoutes() throws Exception {
+        post(api("GET", "/api/a?x=1", "api.example.com", "10.0.1.1", "k"));
+        post(api("GET", "/api/a?x=2", "api.example.com", "10.0.1.2", "k"));
+        assertThat(post(api("GET", "/api/a?x=3", "api.example.com", "10.0.1.3", "k")).statusCode()).isEqualTo(429);
+        assertThat(post(api("GET", "/api/b", "api.example.com", "10.0.1.4", "k")).statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void skipIfMissingLeavesRequestsWithoutThePartAlone() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            JsonNode body = JSON.readTree(post("{\"method\":\"GET\",\"path\":\"/teams\"}").body());
+            assertThat(checked(body)).isEmpty();
+        }
+        String team = "{\"method\":\"GET\",\"path\":\"/teams\",\"headers\":{\"x-team\":\"blue\"}}";
+        assertThat(post(team).statusCode()).isEqualTo(200);
+        assertThat(post(team).statusCode()).isEqualTo(429);
+    }
+
+    @Test
+    void aCostHeaderWeighsTheRequest() throws Exception {
+        String seven = "{\"method\":\"GET\",\"path\":\"/search?user=u1\",\"headers\":{\"X-Cost\":\"7\"}}";
+        assertThat(JSON.readTree(post(seven).body()).get("remaining").asLong()).isEqualTo(3);
+        HttpResponse<String> bad = post("{\"method\":\"GET\",\"path\":\"/search?user=u1\",\"headers\":{\"X-Cost\":\"-2\"}}");
+        assertThat(bad.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(bad.body()).get("error").asText())
+                .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"-2\"");
+        String peek = "{\"method\":\"GET\",\"path\":\"/search?user=u1\",\"headers\":{\"X-Cost\":\"0\"}}";
+        assertThat(JSON.readTree(post(peek).body()).get("remaining").asLong()).as("the bad one took nothing").isEqualTo(3);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "no method|{\"path\":\"/a\"}|method: missing",
+            "a numeric method|{\"method\":1,\"path\":\"/a\"}|method: expected a string, got 1",
+            "a strange method|{\"method\":\"GE T\",\"path\":\"/a\"}|method: expected an HTTP method such as GET, got \"GE T\"",
+            "no path|{\"method\":\"GET\"}|path: missing",
+            "a relative path|{\"method\":\"GET\",\"path\":\"a/b\"}|path: expected a path that starts with /, got \"a/b\"",
+            "headers as a list|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":[1]}|headers: expected an object of header names and string values",
+            "a numeric header|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"X-Cost\":3}}|headers.X-Cost: expected a string, got 3",
+            "an unknown field|{\"method\":\"GET\",\"path\":\"/a\",\"body\":\"\"}|unknown field \"body\": expected method, path, host, ip and headers",
+            "not an object|\"GET /a\"|the body must be a JSON object such as {\"method\": \"GET\", \"path\": \"/api/items\", \"ip\": \"10.0.0.7\"}",
+    })
+    void refusesMalformedRequestsNamingTheField(String problem, String body, String message) throws Exception {
+        HttpResponse<String> response = post(body);
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(response.body()).get("error").asText()).isEqualTo(message);
+    }
+}

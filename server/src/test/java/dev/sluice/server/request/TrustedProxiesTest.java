@@ -1,0 +1,48 @@
+package dev.sluice.server.request;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class TrustedProxiesTest {
+    private final TrustedProxies proxies = TrustedProxies.of(List.of("10.0.0.0/8", "192.168.1.7/32", "172.16.0.1"));
+
+    @Test
+    void knowsItsNetworks() {
+        assertThat(proxies.trusts("10.255.3.4")).isTrue();
+        assertThat(proxies.trusts("11.0.0.1")).isFalse();
+        assertThat(proxies.trusts("192.168.1.7")).isTrue();
+        assertThat(proxies.trusts("192.168.1.8")).isFalse();
+        assertThat(proxies.trusts("172.16.0.1")).as("an address alone is a /32").isTrue();
+        assertThat(proxies.trusts("::1")).isFalse();
+        assertThat(proxies.trusts("10.0.0")).isFalse();
+        assertThat(TrustedProxies.of(List.of("0.0.0.0/0")).trusts("203.0.113.1")).isTrue();
+    }
+
+    @Test
+    void theClientIsTheRightmostAddressThatIsNotATrustedProxy() {
+        assertThat(proxies.client("10.0.0.1", List.of("203.0.113.9"))).isEqualTo("203.0.113.9");
+        assertThat(proxies.client("10.0.0.1", List.of("198.51.100.1, 203.0.113.9, 10.0.0.2"))).isEqualTo("203.0.113.9");
+        assertThat(proxies.client("10.0.0.1", List.of("198.51.100.1", "203.0.113.9"))).as("two header lines").isEqualTo("203.0.113.9");
+        assertThat(proxies.client("10.0.0.1", List.of("10.0.0.3, 10.0.0.2"))).as("all trusted: the farthest").isEqualTo("10.0.0.3");
+        assertThat(proxies.client("10.0.0.1", List.of())).isEqualTo("10.0.0.1");
+        assertThat(proxies.client("10.0.0.1", List.of(" , "))).isEqualTo("10.0.0.1");
+    }
+
+    @Test
+    void anUntrustedPeerCannotChooseItsKey() {
+        assertThat(proxies.client("203.0.113.50", List.of("1.2.3.4"))).isEqualTo("203.0.113.50");
+        assertThat(TrustedProxies.NONE.client("10.0.0.1", List.of("1.2.3.4"))).isEqualTo("10.0.0.1");
+    }
+
+    @Test
+    void refusesWhatIsNotAnIpv4Network() {
+        for (String bad : List.of("10.0.0.0/33", "256.0.0.0/8", "10.0.0/8", "fe80::/10", "ten")) {
+            assertThatThrownBy(() -> TrustedProxies.of(List.of(bad))).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("expected an IPv4 network such as 10.0.0.0/8, got \"" + bad + "\"");
+        }
+    }
+}
