@@ -1,0 +1,114 @@
+package dev.sluice.server;
+
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.testkit.redis.RedisServer;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code GET /metrics}: Prometheus text with the names of spec/server.md, fed by real decisions and a real Redis failing. */
+class MetricsTest {
+    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+    private static final Pattern SAMPLE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\\{[^}]*})?) (\\S+)$");
+
+    private static HttpResponse<String> call(ApiServer server, String path, String body) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path));
+        return CLIENT.send(body == null ? request.build() : request.POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** Every sample of the exposition, by name with labels as printed. */
+    private static Map<String, Double> scrape(ApiServer server) throws Exception {
+        HttpResponse<String> response = call(server, "/metrics", null);
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.headers().firstValue("Content-Type").orElseThrow()).startsWith("text/plain");
+        Map<String, Double> samples = new HashMap<>();
+        for (String line : response.body().split("\n")) {
+            if (line.startsWith("#") || line.isBlank()) {
+                continue;
+            }
+            Matcher sample = SAMPLE.matcher(line);
+            assertThat(sample.matches()).as("a Prometheus sample: %s", line).isTrue();
+            samples.put(sample.group(1), Double.parseDouble(sample.group(2)));
+        }
+        return samples;
+    }
+
+    @Test
+    void decisionsAreCountedByPolicyAndOutcome() throws Exception {
+        String config = """
+                policies:
+                  - name: p
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                  - name: s
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [1/1h]
+                    mode: shadow
+                """;
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            for (int i = 0; i < 3; i++) {
+                call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}");
+                call(server, "/v1/check", "{\"policy\":\"s\",\"key\":\"k\"}");
+            }
+            Map<String, Double> samples = scrape(server);
+            assertThat(samples).containsEntry("sluice_decisions_total{outcome=\"allowed\",policy=\"p\"}", 2.0)
+                    .containsEntry("sluice_decisions_total{outcome=\"rejected\",policy=\"p\"}", 1.0)
+                    .containsEntry("sluice_decisions_total{outcome=\"delayed\",policy=\"p\"}", 0.0)
+                    .containsEntry("sluice_decisions_total{outcome=\"allowed\",policy=\"s\"}", 1.0)
+                    .containsEntry("sluice_decisions_total{outcome=\"shadow_rejected\",policy=\"s\"}", 2.0)
+                    .containsEntry("sluice_store_seconds_count", 6.0)
+                    .containsEntry("sluice_store_errors_total{store=\"memory\"}", 0.0)
+                    .containsEntry("sluice_fail_open_total", 0.0)
+                    .containsEntry("sluice_fail_closed_total", 0.0)
+                    .containsEntry("sluice_config_reloads_total{result=\"success\"}", 0.0)
+                    .containsEntry("sluice_config_reloads_total{result=\"failure\"}", 0.0);
+            assertThat(samples).containsKey("sluice_store_seconds_bucket{le=\"+Inf\"}");
+            assertThat(samples.keySet()).anyMatch(name -> name.startsWith("jvm_memory_used_bytes{"));
+
+            String stats = call(server, "/v1/stats", null).body();
+            assertThat(stats).contains("\"top_keys\":[{\"key\":\"k\",\"requests\":3,\"rejected\":1}]");
+            assertThat(call(server, "/", null).body()).contains("<title>Sluice</title>").contains("/v1/stats");
+        }
+    }
+
+    @Test
+    void storeFailuresAreCountedAndHealthSaysSo() throws Exception {
+        for (String policy : new String[] {"open", "closed"}) {
+            try (RedisServer redis = RedisServer.start()) {
+                String config = "store: " + redis.uri() + "\non_store_failure: " + policy + "\nstore_timeout: 100ms\n"
+                        + "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [100/1s]\n";
+                try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
+                     ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+                    assertThat(call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}").statusCode()).isEqualTo(200);
+                    assertThat(call(server, "/healthz", null).statusCode()).isEqualTo(200);
+                    redis.kill();
+                    for (int i = 0; i < 5; i++) {
+                        int status = call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}").statusCode();
+                        assertThat(status).isEqualTo(policy.equals("open") ? 200 : 429);
+                    }
+                    Map<String, Double> samples = scrape(server);
+                    assertThat(samples.get("sluice_fail_" + policy + "_total")).isEqualTo(5.0);
+                    assertThat(samples.get("sluice_store_errors_total{store=\"redis\"}")).isGreaterThanOrEqualTo(3.0);
+                    HttpResponse<String> health = call(server, "/healthz", null);
+                    assertThat(health.statusCode()).isEqualTo(503);
+                    assertThat(health.body()).contains("store unavailable");
+                }
+            }
+        }
+    }
+}

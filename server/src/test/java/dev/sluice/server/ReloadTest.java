@@ -1,0 +1,160 @@
+package dev.sluice.server;
+
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.metrics.ServerMetrics;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Hot reload of sluice.yaml: a good edit applies and keeps the counters of unchanged policies; a bad one changes nothing. */
+class ReloadTest {
+    private static final String FIRST = """
+            policies:
+              - name: kept
+                key: [ip]
+                algorithm: fixed-window
+                limits: [3/1h]
+              - name: changed
+                key: [ip]
+                algorithm: fixed-window
+                limits: [2/1h]
+            """;
+    private static final String SECOND = """
+            policies:
+              - name: kept
+                match:
+                  path: /api/**
+                key: [ip]
+                algorithm: fixed-window
+                limits: [3/1h]
+              - name: changed
+                key: [ip]
+                algorithm: fixed-window
+                limits: [5/1h]
+              - name: added
+                key: [ip]
+                algorithm: gcra
+                limits: [1/1s]
+            """;
+
+    @TempDir
+    Path dir;
+    private Path file;
+    private LiveConfig live;
+    private final List<String> logged = new CopyOnWriteArrayList<>();
+    private final Handler handler = new Handler() {
+        public void publish(LogRecord record) {
+            logged.add(new java.util.logging.SimpleFormatter().formatMessage(record));
+        }
+
+        public void flush() {
+        }
+
+        public void close() {
+        }
+    };
+
+    @BeforeEach
+    void load() throws Exception {
+        file = dir.resolve("sluice.yaml");
+        Files.writeString(file, FIRST);
+        live = LiveConfig.load(file, new ServerMetrics());
+        Logger.getLogger("sluice").addHandler(handler);
+    }
+
+    @AfterEach
+    void close() {
+        Logger.getLogger("sluice").removeHandler(handler);
+        live.close();
+    }
+
+    private long remaining(String policy, String key) throws Exception {
+        Policies policies = live.policies();
+        return policies.check(policies.policy(policy), key, 1).toCompletableFuture().get().decision().remaining();
+    }
+
+    @Test
+    void aGoodEditAppliesAndUnchangedPoliciesKeepTheirCounters() throws Exception {
+        assertThat(remaining("kept", "10.0.0.1")).isEqualTo(2);
+        assertThat(remaining("changed", "10.0.0.1")).isEqualTo(1);
+        Files.writeString(file, SECOND);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.policies().config().policies()).hasSize(3);
+        assertThat(remaining("kept", "10.0.0.1")).as("same algorithm and limits: counters kept").isEqualTo(1);
+        assertThat(remaining("changed", "10.0.0.1")).as("new limits: a fresh start").isEqualTo(4);
+        assertThat(remaining("added", "10.0.0.1")).isZero();
+        assertThat(live.metrics().reloads(true)).isEqualTo(1);
+        assertThat(live.reload()).as("nothing changed since").isEqualTo(LiveConfig.Reload.UNCHANGED);
+    }
+
+    @Test
+    void aBadEditIsLoggedCountedAndChangesNothing() throws Exception {
+        assertThat(remaining("changed", "10.0.0.2")).isEqualTo(1);
+        Policies before = live.policies();
+        Files.writeString(file, FIRST.replace("[2/1h]", "[2/0s]"));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.policies()).isSameAs(before);
+        assertThat(remaining("changed", "10.0.0.2")).isZero();
+        assertThat(live.metrics().reloads(false)).isEqualTo(1);
+        assertThat(logged).anySatisfy(line -> assertThat(line).isEqualTo(file
+                + ":9: policies[1].limits[0]: bad limit \"2/0s\": period must be > 0, got \"0s\" (the last good configuration stays in force)"));
+        assertThat(live.reload()).as("the same bad file is reported once").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.metrics().reloads(false)).isEqualTo(1);
+
+        Files.writeString(file, SECOND);
+        assertThat(live.reload()).as("mended").isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.metrics().reloads(true)).isEqualTo(1);
+    }
+
+    @Test
+    void aMissingFileIsRefusedToo() throws Exception {
+        Files.delete(file);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.policies().config().policies()).hasSize(2);
+    }
+
+    @Test
+    void aRunningServerPicksUpAnEditWithinSeconds() throws Exception {
+        live.watch(Duration.ofMillis(100));
+        try (ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            HttpClient client = HttpClient.newHttpClient();
+            HttpRequest policies = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/policies")).build();
+            assertThat(client.send(policies, HttpResponse.BodyHandlers.ofString()).body()).doesNotContain("added");
+            Files.writeString(file, SECOND);
+            long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+            String body;
+            do {
+                Thread.sleep(50);
+                body = client.send(policies, HttpResponse.BodyHandlers.ofString()).body();
+            } while (!body.contains("added") && System.nanoTime() < deadline);
+            assertThat(body).contains("\"name\":\"added\"");
+            String metrics = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            assertThat(metrics).contains("sluice_config_reloads_total{result=\"success\"} 1.0");
+        }
+    }
+
+    @Test
+    void aBadFileAtStartIsRefused() throws Exception {
+        Files.writeString(file, "policies: []\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> LiveConfig.load(file, new ServerMetrics()))
+                .isInstanceOf(ConfigException.class).hasMessage(file + ":1: policies: at least one policy is needed");
+    }
+}
