@@ -1,0 +1,100 @@
+package dev.sluice.cli;
+
+import com.sun.net.httpserver.HttpServer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code bin/sluice gateway} as a user runs it, in front of a real upstream, with its admin port. */
+class GatewayLauncherIT {
+    private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
+    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+
+    @TempDir
+    Path dir;
+
+    private static HttpResponse<String> get(int port, String path) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void limitsRequestsOnTheirWayToTheUpstream() throws Exception {
+        AtomicInteger reached = new AtomicInteger();
+        HttpServer upstream = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        upstream.createContext("/", exchange -> {
+            reached.incrementAndGet();
+            byte[] body = "upstream".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        upstream.start();
+        Path config = Files.writeString(dir.resolve("sluice.yaml"), """
+                policies:
+                  - name: per-ip
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                """);
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", "--upstream",
+                "http://127.0.0.1:" + upstream.getAddress().getPort(), "--config", config.toString(), "--port", "0",
+                "--host", "127.0.0.1", "--admin-port", "0").redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String first = out.readLine();
+            Matcher gateway = Pattern.compile("sluice: gateway on http://localhost:(\\d+) to http://127.0.0.1:\\d+, 1 policy from .*sluice.yaml \\(store: memory\\)")
+                    .matcher(first);
+            assertThat(gateway.matches()).as(first).isTrue();
+            String second = out.readLine();
+            Matcher admin = Pattern.compile(" +API, dashboard and metrics on http://localhost:(\\d+)/").matcher(second);
+            assertThat(admin.matches()).as(second).isTrue();
+            int port = Integer.parseInt(gateway.group(1));
+            assertThat(get(port, "/a").body()).isEqualTo("upstream");
+            assertThat(get(port, "/b").statusCode()).isEqualTo(200);
+            HttpResponse<String> rejected = get(port, "/c");
+            assertThat(rejected.statusCode()).isEqualTo(429);
+            assertThat(rejected.body()).startsWith("{\"error\":\"rate limited\",\"policy\":\"per-ip\",\"retry_after_ms\":");
+            assertThat(reached.get()).isEqualTo(2);
+            assertThat(get(Integer.parseInt(admin.group(1)), "/metrics").body())
+                    .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"per-ip\"} 1.0");
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+            upstream.stop(0);
+        }
+    }
+
+    @Test
+    void refusesABadUpstream() throws Exception {
+        for (List<String> arguments : List.of(List.of("--upstream", "localhost:80"), List.of("--upstream", "http://h:1/api"))) {
+            Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", arguments.get(0),
+                    arguments.get(1), "--port", "0").redirectErrorStream(true).start();
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(process.exitValue()).isEqualTo(2);
+            assertThat(output).isEqualTo("error: --upstream: expected http://host:port (no path), got \"" + arguments.get(1) + "\"\n");
+        }
+        Process missing = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway").redirectErrorStream(true).start();
+        String output = new String(missing.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(missing.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(missing.exitValue()).isEqualTo(2);
+        assertThat(output).isEqualTo("error: Missing required option: '--upstream=URL'\n");
+    }
+}
