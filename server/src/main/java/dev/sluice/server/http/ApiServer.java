@@ -50,7 +50,7 @@ public final class ApiServer implements AutoCloseable {
 
     /** Starts listening on {@code host:port} (port 0: any free port). */
     public static ApiServer start(LiveConfig live, String host, int port) throws Exception {
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = Vertx.vertx(EventLoops.options());
         ApiServer[] started = new ApiServer[1];
         // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
         HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false));

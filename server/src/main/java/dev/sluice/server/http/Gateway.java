@@ -59,7 +59,7 @@ public final class Gateway implements AutoCloseable {
 
     /** Starts a gateway to {@code upstream} ({@code http://host:port} or {@code https://...}) on {@code host:port}. */
     public static Gateway start(LiveConfig live, URI upstream, String host, int port) throws Exception {
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = Vertx.vertx(EventLoops.options());
         boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
         int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
         HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
@@ -98,7 +98,7 @@ public final class Gateway implements AutoCloseable {
             }
             Context eventLoop = vertx.getOrCreateContext();
             Promise<ProxyResponse> answered = Promise.promise();
-            decided.whenComplete((verdict, failure) -> eventLoop.runOnContext(ignored -> {
+            decided.whenComplete((verdict, failure) -> onEventLoop(eventLoop, () -> {
                 if (failure != null) {
                     answered.fail(failure);
                     return;
@@ -117,6 +117,15 @@ public final class Gateway implements AutoCloseable {
                 }
             }));
             return answered.future();
+        }
+
+        /** Runs {@code task} at once when on {@code eventLoop} already (the in-memory store decides there), else queued to it. */
+        private static void onEventLoop(Context eventLoop, Runnable task) {
+            if (Vertx.currentContext() == eventLoop) {
+                task.run();
+            } else {
+                eventLoop.runOnContext(ignored -> task.run());
+            }
         }
 
         @Override
