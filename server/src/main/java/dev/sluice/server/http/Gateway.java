@@ -6,21 +6,14 @@ import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
 import dev.sluice.server.request.BadRequest;
 import io.vertx.core.Context;
-import io.vertx.core.Future;
-import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.PoolOptions;
-import io.vertx.httpproxy.Body;
-import io.vertx.httpproxy.HttpProxy;
-import io.vertx.httpproxy.ProxyContext;
-import io.vertx.httpproxy.ProxyInterceptor;
-import io.vertx.httpproxy.ProxyRequest;
-import io.vertx.httpproxy.ProxyResponse;
 
 import java.net.URI;
 import java.util.Map;
@@ -38,8 +31,8 @@ import java.util.concurrent.TimeUnit;
  *   <li>Shadow policies count and never reject. A malformed cost header is a {@code 400} that names it.</li>
  *   <li>The upstream down (refused, unreachable, closed mid-answer) is a {@code 502}, never a hang: connecting
  *       gives up after {@link #CONNECT_TIMEOUT_MS} ms.</li>
- *   <li>Bodies stream both ways (Vert.x's reverse proxy pipes them with back-pressure); the incoming body stays
- *       paused while the request is decided or delayed.</li>
+ *   <li>Bodies stream both ways ({@link Forwarder}); the incoming body stays paused while the request is decided
+ *       or delayed.</li>
  *   <li>The {@code ip} key is the connection's address, or the client named in {@code X-Forwarded-For} when the
  *       connection comes from a trusted proxy; the gateway appends the connection's address to
  *       {@code X-Forwarded-For} on the way to the upstream.</li>
@@ -47,7 +40,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Gateway implements AutoCloseable {
     static final int CONNECT_TIMEOUT_MS = 5_000;
-    private static final String VERDICT = "sluice.verdict";
 
     private final Vertx vertx;
     private final HttpServer server;
@@ -64,10 +56,11 @@ public final class Gateway implements AutoCloseable {
         int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
         HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
                 .setSsl(tls).setKeepAlive(true), new PoolOptions().setHttp1MaxSize(512));
-        HttpProxy proxy = HttpProxy.reverseProxy(client).origin(upstreamPort, upstream.getHost())
-                .addInterceptor(new Limiting(live, vertx));
-        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
-                .requestHandler(proxy);
+        Limiting limiting = new Limiting(live, new Forwarder(client, upstream.getHost(), upstreamPort));
+        // Expect: 100-continue is answered here (the client goes on sending), never forwarded
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
+                        .setHandle100ContinueAutomatically(true))
+                .requestHandler(limiting::handle);
         try {
             server.listen(port, host).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
@@ -81,42 +74,36 @@ public final class Gateway implements AutoCloseable {
         return server.actualPort();
     }
 
-    /** Decides each request on its way in, and adds the headers on the way out. */
-    private record Limiting(LiveConfig live, Vertx vertx) implements ProxyInterceptor {
-        @Override
-        public Future<ProxyResponse> handleProxyRequest(ProxyContext context) {
-            ProxyRequest request = context.request();
+    /** Decides each request on its way in, then forwards it, holds it for its turn, or answers it here. */
+    private record Limiting(LiveConfig live, Forwarder forwarder) {
+        void handle(HttpServerRequest incoming) {
+            incoming.pause(); // the body waits for the decision (and the delay) in the socket, not in memory
             Policies policies = live.policies();
-            ProxiedRequest client = new ProxiedRequest(request.proxiedRequest(), policies.trustedProxies());
             CompletionStage<Verdict> decided;
             try {
-                decided = policies.decide(client); // reads the key parts, X-Forwarded-For included, at once
-                forwardedFor(request);
+                decided = policies.decide(new ProxiedRequest(incoming, policies.trustedProxies()));
             } catch (BadRequest e) {
-                return Future.succeededFuture(answer(request, 400, Map.of(),
-                        VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString()));
+                local(incoming, 400, Map.of(), VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString());
+                return;
             }
-            Context eventLoop = vertx.getOrCreateContext();
-            Promise<ProxyResponse> answered = Promise.promise();
+            Context eventLoop = Vertx.currentContext();
             decided.whenComplete((verdict, failure) -> onEventLoop(eventLoop, () -> {
                 if (failure != null) {
-                    answered.fail(failure);
+                    ApiServer.internalError(incoming, failure);
                     return;
                 }
                 VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
                 if (!verdict.allowed()) {
-                    answered.complete(answer(request, 429, answer.headers(), answer.rejectionBody().toString()));
+                    local(incoming, 429, answer.headers(), answer.rejectionBody().toString());
                     return;
                 }
-                context.set(VERDICT, answer);
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
                 if (delayMs > 0) {
-                    vertx.setTimer(delayMs, timer -> context.sendRequest().onComplete(answered));
+                    eventLoop.owner().setTimer(delayMs, timer -> forwarder.forward(incoming, answer.headers()));
                 } else {
-                    context.sendRequest().onComplete(answered);
+                    forwarder.forward(incoming, answer.headers());
                 }
             }));
-            return answered.future();
         }
 
         /** Runs {@code task} at once when on {@code eventLoop} already (the in-memory store decides there), else queued to it. */
@@ -128,36 +115,15 @@ public final class Gateway implements AutoCloseable {
             }
         }
 
-        @Override
-        public Future<Void> handleProxyResponse(ProxyContext context) {
-            VerdictAnswer answer = context.get(VERDICT, VerdictAnswer.class);
-            if (answer != null) {
-                answer.headers().forEach(context.response()::putHeader);
-            }
-            return context.sendResponse();
-        }
-
-        private static void forwardedFor(ProxyRequest request) {
-            var remote = request.proxiedRequest().remoteAddress();
-            if (remote == null) {
-                return;
-            }
-            String before = String.join(", ", request.headers().getAll("X-Forwarded-For"));
-            request.headers().set("X-Forwarded-For", before.isEmpty() ? remote.hostAddress() : before + ", " + remote.hostAddress());
-        }
-
         /**
          * A local answer (429, 400): the body the client is sending is read and dropped, as nginx does, so the
          * connection is ready for the client's next request.
          */
-        private static ProxyResponse answer(ProxyRequest request, int status, Map<String, String> headers, String json) {
-            request.proxiedRequest().handler(dropped -> { }).resume();
-            ProxyResponse response = request.response().setStatusCode(status).setStatusMessage(status == 429
-                    ? "Too Many Requests" : "Bad Request");
-            response.headers().clear();
+        private static void local(HttpServerRequest incoming, int status, Map<String, String> headers, String json) {
+            incoming.handler(dropped -> { }).resume();
+            HttpServerResponse response = incoming.response().setStatusCode(status);
             headers.forEach(response::putHeader);
-            response.putHeader("Content-Type", "application/json");
-            return response.setBody(Body.body(Buffer.buffer(json)));
+            response.putHeader("Content-Type", "application/json").end(json);
         }
     }
 

@@ -1,0 +1,109 @@
+package dev.sluice.server.http;
+
+import io.vertx.core.MultiMap;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientRequest;
+import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.RequestOptions;
+
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Forwards one admitted request to the upstream and its answer back, streaming both bodies with
+ * back-pressure (Vert.x pipes: a slow side pauses the other, nothing is held whole). Hop-by-hop headers
+ * (RFC 9110 §7.6.1) stay on their own hop; {@code Host} goes through unchanged; {@code X-Forwarded-For}
+ * gets the connection's address appended. An upstream that cannot be reached, or fails before answering,
+ * gives a {@code 502}; one that fails halfway through its answer has the client's connection reset, since
+ * a status already sent cannot be taken back.
+ */
+final class Forwarder {
+    private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
+            "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect");
+
+    private final HttpClient client;
+    private final String host;
+    private final int port;
+
+    Forwarder(HttpClient client, String host, int port) {
+        this.client = client;
+        this.host = host;
+        this.port = port;
+    }
+
+    /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
+    void forward(HttpServerRequest incoming, Map<String, String> added) {
+        RequestOptions options = new RequestOptions().setMethod(incoming.method()).setHost(host).setPort(port)
+                .setURI(incoming.uri());
+        client.request(options).onComplete(opened -> {
+            if (opened.failed()) {
+                badGateway(incoming, opened.cause());
+                return;
+            }
+            HttpClientRequest outgoing = opened.result();
+            copy(incoming.headers(), outgoing.headers());
+            String remote = incoming.remoteAddress() == null ? null : incoming.remoteAddress().hostAddress();
+            if (remote != null) {
+                String before = String.join(", ", incoming.headers().getAll("X-Forwarded-For"));
+                outgoing.headers().set("X-Forwarded-For", before.isEmpty() ? remote : before + ", " + remote);
+            }
+            outgoing.send(incoming).onComplete(answered -> {
+                if (answered.failed()) {
+                    badGateway(incoming, answered.cause());
+                    return;
+                }
+                answer(incoming, answered.result(), added);
+            });
+        });
+    }
+
+    private static void answer(HttpServerRequest incoming, HttpClientResponse upstream, Map<String, String> added) {
+        HttpServerResponse response = incoming.response();
+        response.setStatusCode(upstream.statusCode()).setStatusMessage(upstream.statusMessage());
+        copy(upstream.headers(), response.headers());
+        added.forEach(response::putHeader);
+        response.send(upstream).onFailure(failure -> {
+            if (!response.headWritten()) {
+                badGateway(incoming, failure);
+            } else {
+                incoming.connection().close(); // the answer broke off: the client must not take it for whole
+            }
+        });
+    }
+
+    private static void copy(MultiMap from, MultiMap to) {
+        String connection = from.get(HttpHeaders.CONNECTION);
+        for (Map.Entry<String, String> header : from) {
+            String name = header.getKey().toLowerCase(Locale.ROOT);
+            if (!HOP_BY_HOP.contains(name) && (connection == null || !listed(connection, name))) {
+                to.add(header.getKey(), header.getValue());
+            }
+        }
+    }
+
+    /** Whether {@code name} is one of the headers a {@code Connection} header names as hop-by-hop. */
+    private static boolean listed(String connection, String name) {
+        for (String token : connection.split(",")) {
+            if (token.trim().equalsIgnoreCase(name)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void badGateway(HttpServerRequest incoming, Throwable cause) {
+        HttpServerResponse response = incoming.response();
+        if (response.ended() || response.headWritten()) {
+            incoming.connection().close();
+            return;
+        }
+        incoming.handler(dropped -> { }).resume();
+        response.setStatusCode(502).putHeader("Content-Type", "application/json")
+                .end(VerdictAnswer.JSON.createObjectNode().put("error", "bad gateway: the upstream "
+                        + (cause == null ? "failed" : "failed: " + cause.getMessage())).toString());
+    }
+}
