@@ -5,6 +5,7 @@ import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.RequestOptions;
@@ -15,7 +16,8 @@ import java.util.Set;
 
 /**
  * Forwards one admitted request to the upstream and its answer back, streaming both bodies with
- * back-pressure (Vert.x pipes: a slow side pauses the other, nothing is held whole). Hop-by-hop headers
+ * back-pressure (Vert.x pipes: a slow side pauses the other, nothing is held whole); only an answer of known
+ * length up to 64 KiB is read whole first, so that it leaves in one write with its head. Hop-by-hop headers
  * (RFC 9110 §7.6.1) stay on their own hop; {@code Host} goes through unchanged; {@code X-Forwarded-For}
  * gets the connection's address appended. An upstream that cannot be reached, or fails before answering,
  * gives a {@code 502}; one that fails halfway through its answer has the client's connection reset, since
@@ -24,6 +26,9 @@ import java.util.Set;
 final class Forwarder {
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
             "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect");
+
+    /** Answers up to this size are read whole and sent in one write; longer ones stream. */
+    private static final long WHOLE = 64 * 1024;
 
     private final HttpClient client;
     private final String host;
@@ -51,7 +56,7 @@ final class Forwarder {
                 String before = String.join(", ", incoming.headers().getAll("X-Forwarded-For"));
                 outgoing.headers().set("X-Forwarded-For", before.isEmpty() ? remote : before + ", " + remote);
             }
-            outgoing.send(incoming).onComplete(answered -> {
+            (hasBody(incoming.headers()) ? outgoing.send(incoming) : outgoing.send()).onComplete(answered -> {
                 if (answered.failed()) {
                     badGateway(incoming, answered.cause());
                     return;
@@ -66,6 +71,24 @@ final class Forwarder {
         response.setStatusCode(upstream.statusCode()).setStatusMessage(upstream.statusMessage());
         copy(upstream.headers(), response.headers());
         added.forEach(response::putHeader);
+        int status = upstream.statusCode();
+        if (incoming.method() == HttpMethod.HEAD || status == 204 || status == 304) {
+            // no body, whatever Content-Length says (for HEAD it is the length a GET would get, and stays)
+            upstream.end().onComplete(ended -> response.end());
+            return;
+        }
+        long length = contentLength(upstream.headers());
+        if (length >= 0 && length <= WHOLE) {
+            // small enough to go out in one write with the head, as nginx's proxy buffers do
+            upstream.body().onComplete(body -> {
+                if (body.succeeded()) {
+                    response.end(body.result());
+                } else {
+                    badGateway(incoming, body.cause());
+                }
+            });
+            return;
+        }
         response.send(upstream).onFailure(failure -> {
             if (!response.headWritten()) {
                 badGateway(incoming, failure);
@@ -73,6 +96,24 @@ final class Forwarder {
                 incoming.connection().close(); // the answer broke off: the client must not take it for whole
             }
         });
+    }
+
+    /** Whether a request carries a body: a length above zero, or chunks. */
+    private static boolean hasBody(MultiMap headers) {
+        return contentLength(headers) > 0 || headers.contains(HttpHeaders.TRANSFER_ENCODING);
+    }
+
+    /** The Content-Length, or -1 when there is none (or it is not a number: then the body is streamed). */
+    private static long contentLength(MultiMap headers) {
+        String length = headers.get(HttpHeaders.CONTENT_LENGTH);
+        if (length == null) {
+            return -1;
+        }
+        try {
+            return Long.parseLong(length.trim());
+        } catch (NumberFormatException e) {
+            return -1;
+        }
     }
 
     private static void copy(MultiMap from, MultiMap to) {

@@ -199,6 +199,43 @@ class GatewayTest {
     }
 
     @Test
+    void chunkedBodiesHeadRequestsEmptyAnswersAndExpectContinuePassThrough() throws Exception {
+        byte[] upload = new byte[3 * 1024 * 1024];
+        new Random(11).nextBytes(upload);
+        HttpResponse<String> chunked = send(request("/upload").POST(HttpRequest.BodyPublishers.ofInputStream(
+                () -> new java.io.ByteArrayInputStream(upload))));
+        assertThat(chunked.statusCode()).as("a body of unknown length, sent in chunks").isEqualTo(200);
+        assertThat(chunked.body()).isEqualTo(HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(upload))
+                + " " + upload.length);
+        HttpResponse<String> expect = send(request("/upload").expectContinue(true)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(upload)));
+        assertThat(expect.statusCode()).isEqualTo(200);
+        assertThat(expect.body()).endsWith(" " + upload.length);
+        assertThat(upstream.seen.get(1)).doesNotContainKey("expect");
+
+        HttpResponse<String> head = send(request("/download?bytes=5000").method("HEAD", HttpRequest.BodyPublishers.noBody()));
+        assertThat(head.statusCode()).isEqualTo(200);
+        HttpResponse<String> direct = CLIENT.send(HttpRequest.newBuilder(URI.create(upstream.uri() + "/download?bytes=5000"))
+                .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(head.headers().firstValue("Content-Length")).as("as the upstream says it")
+                .isEqualTo(direct.headers().firstValue("Content-Length"));
+        assertThat(head.body()).isEmpty();
+        HttpResponse<String> empty = send(request("/empty"));
+        assertThat(empty.statusCode()).isEqualTo(204);
+        assertThat(header(empty, "X-Upstream")).isEqualTo("yes");
+        assertThat(send(request("/elsewhere")).body()).as("the connection is still good").isEqualTo("hello");
+    }
+
+    @Test
+    void anAnswerThatBreaksOffIsNotPassedOffAsWhole() throws Exception {
+        long started = System.nanoTime();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> send(request("/broken")))
+                .isInstanceOf(java.io.IOException.class);
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
+        assertThat(send(request("/elsewhere")).body()).isEqualTo("hello");
+    }
+
+    @Test
     void theIpKeyTrustsForwardedForOnlyFromTrustedProxies() throws Exception {
         // the test connects from 127.0.0.1, a trusted proxy here: the client is the address it forwards for
         assertThat(send(request("/ip").header("X-Forwarded-For", "203.0.113.9")).statusCode()).isEqualTo(200);

@@ -47,6 +47,14 @@ final class Upstream implements AutoCloseable {
     }
 
     private void answer(HttpExchange exchange) throws IOException {
+        try {
+            respond(exchange);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void respond(HttpExchange exchange) throws IOException, InterruptedException {
         requests.incrementAndGet();
         Map<String, String> request = new ConcurrentHashMap<>();
         request.put(":path", exchange.getRequestURI().toString());
@@ -79,6 +87,15 @@ final class Upstream implements AutoCloseable {
                         sent += n;
                     }
                 }
+            } else if (path.equals("/broken")) {
+                exchange.sendResponseHeaders(200, 1_000_000); // promises a million bytes, sends ten, hangs up
+                exchange.getResponseBody().write("0123456789".getBytes());
+                exchange.getResponseBody().flush();
+                Thread.sleep(100);
+                throw new IOException("the upstream breaks off");
+            } else if (path.equals("/empty")) {
+                exchange.getResponseHeaders().add("X-Upstream", "yes");
+                exchange.sendResponseHeaders(204, -1);
             } else {
                 exchange.getRequestBody().readAllBytes();
                 exchange.getResponseHeaders().add("X-Upstream", "yes");
