@@ -198,10 +198,14 @@ public final class RedisStore implements Store, AutoCloseable {
                 + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
     }
 
+    /** What connecting (the handshake after the socket opens) may take, however short the per-call timeout. */
+    private static final Duration HANDSHAKE = Duration.ofSeconds(2);
+
     private static RedisURI address(String node, String uri, Duration timeout) {
         try {
             RedisURI address = RedisURI.create(node);
-            address.setTimeout(timeout);
+            // the URI's timeout bounds the connection handshake; each call is bounded by TimeoutOptions instead
+            address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
             return address;
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("bad Redis address \"" + uri + "\": " + e.getMessage(), e);

@@ -40,6 +40,26 @@ class RedisStoreTest {
         }
     }
 
+    /** A bug pinned: the 50 ms call timeout also bounded the connection's handshake, and a busy machine missed it. */
+    @Test
+    void connectingIsNotBoundByTheCallTimeout() throws Exception {
+        try (RedisServer slow = RedisServer.start()) {
+            Thread sleeper = new Thread(() -> {
+                try (Resp resp = slow.connect()) {
+                    resp.call("DEBUG", "SLEEP", "0.3"); // Redis answers nothing, handshakes included, for 300 ms
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            sleeper.start();
+            Thread.sleep(50);
+            try (RedisStore store = RedisStore.builder(slow.uri()).timeout(java.time.Duration.ofMillis(50)).build()) {
+                assertThat(store.healthy()).isTrue();
+            }
+            sleeper.join();
+        }
+    }
+
     @Test
     void aRejectionWritesNothing() throws IOException {
         Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1h")));

@@ -1,10 +1,25 @@
 package dev.sluice.server;
 
 import dev.sluice.Decision;
+import dev.sluice.Permit;
 import dev.sluice.server.config.PolicyConfig;
 
-/** One policy's decision on one request. */
-public record Checked(PolicyConfig policy, String key, Decision decision) {
+/**
+ * One policy's decision on one request; for a concurrency policy, with the {@link Permit} that holds the
+ * request's place until it is {@linkplain #release() released} or its lease expires.
+ */
+public record Checked(PolicyConfig policy, String key, Decision decision, Permit permit) {
+    public Checked(PolicyConfig policy, String key, Decision decision) {
+        this(policy, key, decision, null);
+    }
+
+    /** Gives back the in-flight capacity this decision took, if any (once; later calls do nothing). */
+    public void release() {
+        if (permit != null) {
+            permit.close();
+        }
+    }
+
     /** How a decision is counted ({@code sluice_decisions_total{outcome=...}}). */
     public enum Outcome {
         ALLOWED("allowed"), DELAYED("delayed"), REJECTED("rejected"), SHADOW_REJECTED("shadow_rejected");

@@ -142,7 +142,7 @@ public final class LiveConfig implements AutoCloseable {
             store = opened;
             storeSettings = settings;
         }
-        policies = new Policies(config, store, metrics);
+        policies = new Policies(config, store, metrics, policies == null ? java.util.Map.of() : policies.inFlight());
         if (old != null && old != store) {
             CompletableFuture.delayedExecutor(OLD_STORE_GRACE.toMillis(), TimeUnit.MILLISECONDS).execute(() -> close(old));
         }

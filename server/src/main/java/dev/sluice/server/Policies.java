@@ -1,6 +1,8 @@
 package dev.sluice.server;
 
+import dev.sluice.ConcurrencyLimiter;
 import dev.sluice.Decision;
+import dev.sluice.Permit;
 import dev.sluice.RateLimiter;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
@@ -36,17 +38,37 @@ public final class Policies {
     private final ServerMetrics metrics;
     private final TrustedProxies proxies;
     private final Map<String, RateLimiter> limiters = new HashMap<>();
+    private final Map<String, ConcurrencyLimiter> inFlight;
     private final Map<String, String> prefixes = new HashMap<>();
 
     public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
+        this(config, store, metrics, Map.of());
+    }
+
+    /**
+     * Policies on {@code store}; concurrency policies keep the in-flight counts of {@code previous} (the
+     * policies this configuration replaces) where their limit is unchanged, since requests in flight under the
+     * old configuration are still in flight.
+     */
+    public Policies(ServerConfig config, Store store, ServerMetrics metrics, Map<String, ConcurrencyLimiter> previous) {
         this.config = config;
         this.store = store;
         this.metrics = metrics;
         this.proxies = TrustedProxies.of(config.trustedProxies());
+        Map<String, ConcurrencyLimiter> concurrency = new HashMap<>();
         for (PolicyConfig policy : config.policies()) {
-            limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(store).build());
+            if (policy.inFlight() == null) {
+                limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(store).build());
+            } else {
+                String prefix = prefix(policy);
+                ConcurrencyLimiter kept = previous.get(prefix);
+                concurrency.put(prefix, kept != null ? kept : ConcurrencyLimiter.builder()
+                        .limit(policy.inFlight().amount())
+                        .leaseTimeout(java.time.Duration.ofNanos(policy.inFlight().periodNanos())).build());
+            }
             prefixes.put(policy.name(), prefix(policy));
         }
+        this.inFlight = Map.copyOf(concurrency);
     }
 
     public ServerConfig config() {
@@ -65,17 +87,42 @@ public final class Policies {
         return proxies;
     }
 
-    /** What {@code policy} decides for {@code key} at {@code cost}, counted in the metrics. */
+    /** The in-flight counters of the concurrency policies, by stored prefix, for the next configuration. */
+    public Map<String, ConcurrencyLimiter> inFlight() {
+        return inFlight;
+    }
+
+    /**
+     * What {@code policy} decides for {@code key} at {@code cost}, counted in the metrics. A concurrency policy
+     * that admits holds the cost in flight until the {@link Checked} is released or its lease expires; at cost
+     * 0 it only tells what is free.
+     */
     public CompletionStage<Checked> check(PolicyConfig policy, String key, long cost) {
         long asked = System.nanoTime();
+        if (policy.inFlight() != null) {
+            return CompletableFuture.completedFuture(concurrent(policy, key, cost, asked));
+        }
         return limiters.get(policy.name()).tryAcquireAsync(prefixes.get(policy.name()) + key, cost)
                 .thenApply(decision -> counted(policy, key, decision, asked));
     }
 
     private Checked counted(PolicyConfig policy, String key, Decision decision, long asked) {
-        Checked checked = new Checked(policy, key, decision);
+        return counted(new Checked(policy, key, decision), asked);
+    }
+
+    private Checked counted(Checked checked, long asked) {
         metrics.decided(checked, System.nanoTime() - asked);
         return checked;
+    }
+
+    private Checked concurrent(PolicyConfig policy, String key, long cost, long asked) {
+        ConcurrencyLimiter limiter = inFlight.get(prefixes.get(policy.name()));
+        if (cost == 0) {
+            long free = policy.inFlight().amount() - limiter.inFlight(key);
+            return counted(new Checked(policy, key, new Decision(true, free, 0, 0, 0, policy.inFlight())), asked);
+        }
+        Permit permit = limiter.tryAcquire(key, cost);
+        return counted(new Checked(policy, key, permit.decision(), permit), asked);
     }
 
     /**
@@ -107,8 +154,12 @@ public final class Policies {
         Charge charge = charges.get(index);
         return check(charge.policy(), charge.key(), charge.cost()).thenCompose(checked -> {
             done.add(checked);
-            return checked.rejects() ? CompletableFuture.completedFuture(new Verdict(done))
-                    : next(charges, index + 1, done);
+            if (checked.rejects()) {
+                Verdict rejected = new Verdict(done);
+                rejected.release(); // the request goes no further: nothing of it is in flight
+                return CompletableFuture.completedFuture(rejected);
+            }
+            return next(charges, index + 1, done);
         });
     }
 

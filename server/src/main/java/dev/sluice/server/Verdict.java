@@ -11,6 +11,11 @@ public record Verdict(List<Checked> checked) {
         return checked.isEmpty() || !checked.get(checked.size() - 1).rejects();
     }
 
+    /** Gives back the in-flight capacity of every concurrency policy that admitted the request: it is over. */
+    public void release() {
+        checked.forEach(Checked::release);
+    }
+
     /** How long an admitted request waits before it goes on: the longest delay any policy asked for. */
     public long delayNanos() {
         long delay = 0;

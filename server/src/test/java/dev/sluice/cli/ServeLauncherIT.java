@@ -33,7 +33,7 @@ class ServeLauncherIT {
         try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String listening = out.readLine();
             String hint = out.readLine();
-            Matcher where = Pattern.compile("sluice: serving 6 policies from .*examples/sluice.yaml on http://localhost:(\\d+) \\(store: memory\\)")
+            Matcher where = Pattern.compile("sluice: serving 7 policies from .*examples/sluice.yaml on http://localhost:(\\d+) \\(store: memory\\)")
                     .matcher(listening);
             assertThat(where.matches()).as(listening).isTrue();
             int port = Integer.parseInt(where.group(1));

@@ -32,7 +32,9 @@ class ConfigLoaderTest {
         assertThat(config.trustedProxies()).containsExactly("127.0.0.1/32");
         assertThat(config.headers()).containsExactlyInAnyOrder(ServerConfig.HeaderSet.IETF, ServerConfig.HeaderSet.LEGACY);
         assertThat(config.policies()).extracting(PolicyConfig::name).containsExactly("api-per-key", "login-per-ip",
-                "search-budget", "export-throttle", "webhooks", "trial-per-host");
+                "search-budget", "export-throttle", "webhooks", "reports-in-flight", "trial-per-host");
+        assertThat(config.policy("reports-in-flight").inFlight()).isEqualTo(Limit.parse("4/5m"));
+        assertThat(config.policy("reports-in-flight").algorithm()).isEqualTo("concurrency");
         PolicyConfig api = config.policy("api-per-key");
         assertThat(api.match()).isEqualTo(new PolicyConfig.Match(PathGlob.compile("/api/**"), List.of("GET", "POST"), null));
         assertThat(api.key()).containsExactly(new KeyPart.Header("X-API-Key"), new KeyPart.Route());
@@ -59,6 +61,10 @@ class ConfigLoaderTest {
             "a duplicate name|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:6: policies[1].name: duplicate policy name \"p\" (first at line 2)",
             "an unknown algorithm|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: bucket\\n    limits: [1/1s]|t.yaml:4: policies[0].algorithm: unknown algorithm \"bucket\": expected one of fixed-window, sliding-log, sliding-window, token-bucket, gcra, leaky-bucket",
             "a burst where there is none|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: fixed-window\\n    limits: [1/1s]\\n    burst: 5|t.yaml:2: policies[0]: limit 1/1s burst=5: burst is for token-bucket, gcra and leaky-bucket, not fixed-window",
+            "a concurrency policy with two limits|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s, 5/1s]|t.yaml:5: policies[0].limits: a concurrency policy has one limit N/LEASE, as in [10/30s]: at most 10 in flight per key, a lease held at most 30 s",
+            "a concurrency policy that delays|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s]\\n    mode: delay|t.yaml:6: policies[0].mode: a concurrency policy rejects or shadows, got \"delay\"",
+            "a concurrency policy with a burst|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s]\\n    burst: 3|t.yaml:6: policies[0].burst: burst is for rate limits, not concurrency",
+            "concurrency on Redis|store: redis://localhost:6379\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s]|t.yaml:3: policies[0].algorithm: concurrency is counted in the memory of each server, so servers sharing redis://localhost:6379 would each count their own; use store: memory",
             "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT",
             "a negative cost|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: -2|t.yaml:6: policies[0].cost: expected a whole number >= 0, got \"-2\"",
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",

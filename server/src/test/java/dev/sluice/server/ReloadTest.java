@@ -35,6 +35,10 @@ class ReloadTest {
                 key: [ip]
                 algorithm: fixed-window
                 limits: [2/1h]
+              - name: slots
+                key: [ip]
+                algorithm: concurrency
+                limits: [1/1h]
             """;
     private static final String SECOND = """
             policies:
@@ -52,6 +56,10 @@ class ReloadTest {
                 key: [ip]
                 algorithm: gcra
                 limits: [1/1s]
+              - name: slots
+                key: [ip]
+                algorithm: concurrency
+                limits: [1/1h]
             """;
 
     @TempDir
@@ -94,9 +102,13 @@ class ReloadTest {
     void aGoodEditAppliesAndUnchangedPoliciesKeepTheirCounters() throws Exception {
         assertThat(remaining("kept", "10.0.0.1")).isEqualTo(2);
         assertThat(remaining("changed", "10.0.0.1")).isEqualTo(1);
+        assertThat(remaining("slots", "10.0.0.1")).isZero();
         Files.writeString(file, SECOND);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
-        assertThat(live.policies().config().policies()).hasSize(3);
+        assertThat(live.policies().config().policies()).hasSize(4);
+        Policies now = live.policies();
+        assertThat(now.check(now.policy("slots"), "10.0.0.1", 1).toCompletableFuture().get().decision().allowed())
+                .as("a request in flight before the reload is still in flight").isFalse();
         assertThat(remaining("kept", "10.0.0.1")).as("same algorithm and limits: counters kept").isEqualTo(1);
         assertThat(remaining("changed", "10.0.0.1")).as("new limits: a fresh start").isEqualTo(4);
         assertThat(remaining("added", "10.0.0.1")).isZero();
@@ -127,7 +139,7 @@ class ReloadTest {
     void aMissingFileIsRefusedToo() throws Exception {
         Files.delete(file);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
-        assertThat(live.policies().config().policies()).hasSize(2);
+        assertThat(live.policies().config().policies()).hasSize(3);
     }
 
     @Test

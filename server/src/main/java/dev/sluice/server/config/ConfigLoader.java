@@ -138,6 +138,10 @@ public final class ConfigLoader {
                 throw error(items.get(i), "policies[" + i + "].name", "duplicate policy name \"" + policy.name()
                         + "\" (first at line " + first + ")");
             }
+            if (policy.inFlight() != null && !store.equals("memory")) {
+                throw error(items.get(i), "policies[" + i + "].algorithm", "concurrency is counted in the memory of each server,"
+                        + " so servers sharing " + store + " would each count their own; use store: memory");
+            }
             policies.add(policy);
         }
         return new ServerConfig(store, onFailure, timeout, List.copyOf(proxies), headers, List.copyOf(policies));
@@ -165,8 +169,7 @@ public final class ConfigLoader {
         Node algorithmNode = required(fields, node, field, "algorithm");
         String algorithmName = scalar(algorithmNode, field + ".algorithm");
         if (algorithmName.equals("concurrency")) {
-            throw error(algorithmNode, field + ".algorithm",
-                    "concurrency policies are not served by this build yet (the library has ConcurrencyLimiter)");
+            return concurrencyPolicy(node, fields, field, name, match, List.copyOf(key));
         }
         Algorithm algorithm = parsed(algorithmNode, field + ".algorithm", () -> Algorithm.parse(algorithmName));
         Long burst = fields.containsKey("burst") ? whole(fields.get("burst"), field + ".burst", 1) : null;
@@ -194,19 +197,7 @@ public final class ConfigLoader {
             }
             limits.add(limit);
         }
-        long cost = 1;
-        String costHeader = null;
-        if (fields.containsKey("cost")) {
-            String text = scalar(fields.get("cost"), field + ".cost");
-            if (text.startsWith("header:")) {
-                costHeader = text.substring("header:".length());
-                if (!HEADER.matcher(costHeader).matches()) {
-                    throw error(fields.get("cost"), field + ".cost", "bad header name \"" + costHeader + "\"");
-                }
-            } else {
-                cost = whole(fields.get("cost"), field + ".cost", 0);
-            }
-        }
+        Cost cost = cost(fields, field);
         String modeText = fields.containsKey("mode") ? scalar(fields.get("mode"), field + ".mode") : "reject";
         boolean shadow = modeText.equals("shadow");
         Mode mode;
@@ -226,18 +217,71 @@ public final class ConfigLoader {
             throw error(fields.containsKey("mode") ? fields.get("mode") : node, field + ".mode",
                     "mode: delay needs max_delay");
         }
-        boolean skip = false;
-        if (fields.containsKey("skip_if_missing")) {
-            String text = scalar(fields.get("skip_if_missing"), field + ".skip_if_missing");
-            if (!text.equals("true") && !text.equals("false")) {
-                throw error(fields.get("skip_if_missing"), field + ".skip_if_missing", "expected true or false, got \"" + text + "\"");
-            }
-            skip = text.equals("true");
-        }
+        boolean skip = skipIfMissing(fields, field);
         Mode chosen = mode;
         long delay = maxDelay;
         Rule rule = parsed(node, field, () -> Rule.of(algorithm, limits, chosen, delay));
-        return new PolicyConfig(name, match, List.copyOf(key), rule, cost, costHeader, shadow, skip);
+        return new PolicyConfig(name, match, List.copyOf(key), rule, null, cost.fixed(), cost.header(), shadow, skip);
+    }
+
+    /** A cost: a fixed number, or the name of the header that carries it. */
+    private record Cost(long fixed, String header) {
+    }
+
+    private Cost cost(Map<String, Node> fields, String field) throws ConfigException {
+        if (!fields.containsKey("cost")) {
+            return new Cost(1, null);
+        }
+        String text = scalar(fields.get("cost"), field + ".cost");
+        if (text.startsWith("header:")) {
+            String header = text.substring("header:".length());
+            if (!HEADER.matcher(header).matches()) {
+                throw error(fields.get("cost"), field + ".cost", "bad header name \"" + header + "\"");
+            }
+            return new Cost(1, header);
+        }
+        return new Cost(whole(fields.get("cost"), field + ".cost", 0), null);
+    }
+
+    private boolean skipIfMissing(Map<String, Node> fields, String field) throws ConfigException {
+        if (!fields.containsKey("skip_if_missing")) {
+            return false;
+        }
+        String text = scalar(fields.get("skip_if_missing"), field + ".skip_if_missing");
+        if (!text.equals("true") && !text.equals("false")) {
+            throw error(fields.get("skip_if_missing"), field + ".skip_if_missing", "expected true or false, got \"" + text + "\"");
+        }
+        return text.equals("true");
+    }
+
+    /**
+     * A concurrency policy: one limit {@code N/LEASE} ({@code 10/30s}: at most 10 in flight per key, a lease held
+     * at most 30 s if its request never ends), mode reject or shadow.
+     */
+    private PolicyConfig concurrencyPolicy(Node node, Map<String, Node> fields, String field, String name,
+                                           PolicyConfig.Match match, List<KeyPart> key) throws ConfigException {
+        for (String rateOnly : List.of("burst", "refill", "max_delay")) {
+            if (fields.containsKey(rateOnly)) {
+                throw error(fields.get(rateOnly), field + "." + rateOnly, rateOnly + " is for rate limits, not concurrency");
+            }
+        }
+        List<Node> limitNodes = list(required(fields, node, field, "limits"), field + ".limits");
+        if (limitNodes.size() != 1) {
+            throw error(fields.get("limits"), field + ".limits", "a concurrency policy has one limit N/LEASE, as in"
+                    + " [10/30s]: at most 10 in flight per key, a lease held at most 30 s");
+        }
+        String text = scalar(limitNodes.get(0), field + ".limits[0]");
+        Limit limit = parsed(limitNodes.get(0), field + ".limits[0]", () -> Limit.parse(text));
+        if (!limit.equals(Limit.of(limit.amount(), limit.periodNanos()))) {
+            throw error(limitNodes.get(0), field + ".limits[0]", "a concurrency limit has no burst or refill, got \"" + text + "\"");
+        }
+        String mode = fields.containsKey("mode") ? scalar(fields.get("mode"), field + ".mode") : "reject";
+        if (!mode.equals("reject") && !mode.equals("shadow")) {
+            throw error(fields.get("mode"), field + ".mode", "a concurrency policy rejects or shadows, got \"" + mode + "\"");
+        }
+        Cost cost = cost(fields, field);
+        return new PolicyConfig(name, match, key, null, limit, cost.fixed(), cost.header(), mode.equals("shadow"),
+                skipIfMissing(fields, field));
     }
 
     private PolicyConfig.Match match(Node node, String field) throws ConfigException {

@@ -16,13 +16,15 @@ import java.util.stream.Collectors;
  * @param name          unique within the file
  * @param key           the parts of the key
  * @param rule          the algorithm, the limits and the mode the limiter enforces ({@code shadow} decides as
- *                      {@code reject})
+ *                      {@code reject}); null for a concurrency policy
+ * @param inFlight      a concurrency policy's limit: at most {@code amount} in flight per key, a lease held at
+ *                      most {@code period}; null for a rate policy
  * @param cost          a fixed cost, unless {@code costHeader} names the request header that carries it
  * @param shadow        decide and count, but never reject
  * @param skipIfMissing a request that lacks a part of the key is not checked by this policy at all
  */
-public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, long cost, String costHeader,
-                           boolean shadow, boolean skipIfMissing) {
+public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
+                           String costHeader, boolean shadow, boolean skipIfMissing) {
     /** Which requests a policy applies to; {@code null} fields match everything. */
     public record Match(PathGlob path, List<String> methods, String host) {
         public static final Match ALL = new Match(null, null, null);
@@ -40,7 +42,20 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
      * reading one algorithm's state with another (the old counters expire by themselves).
      */
     public String counterSignature() {
-        return rule.algorithm().label() + " " + rule.limits().stream().map(Limit::toString)
-                .collect(Collectors.joining(", "));
+        return algorithm() + " " + limits().stream().map(Limit::toString).collect(Collectors.joining(", "));
+    }
+
+    /** The algorithm's name as the file spells it ({@code concurrency} included). */
+    public String algorithm() {
+        return rule == null ? "concurrency" : rule.algorithm().label();
+    }
+
+    public List<Limit> limits() {
+        return rule == null ? List.of(inFlight) : rule.limits();
+    }
+
+    /** {@code reject}, {@code delay}, {@code shaping} or {@code shadow}. */
+    public String mode() {
+        return shadow ? "shadow" : rule == null ? "reject" : rule.mode().label();
     }
 }

@@ -222,14 +222,14 @@ public final class ApiServer implements AutoCloseable {
         ArrayNode list = VerdictAnswer.JSON.createArrayNode();
         for (PolicyConfig policy : policies.config().policies()) {
             ObjectNode item = list.addObject().put("name", policy.name())
-                    .put("algorithm", policy.rule().algorithm().label());
+                    .put("algorithm", policy.algorithm());
             ArrayNode limits = item.putArray("limits");
-            for (Limit limit : policy.rule().limits()) {
+            for (Limit limit : policy.limits()) {
                 limits.add(limit.toString());
             }
             ArrayNode key = item.putArray("key");
             policy.key().forEach(part -> key.add(part.toString()));
-            item.put("mode", policy.shadow() ? "shadow" : policy.rule().mode().label());
+            item.put("mode", policy.mode());
         }
         return list;
     }

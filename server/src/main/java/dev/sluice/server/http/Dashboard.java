@@ -60,7 +60,7 @@ final class Dashboard {
         ArrayNode list = stats.putArray("policies");
         for (PolicyConfig policy : policies.config().policies()) {
             ObjectNode item = list.addObject().put("name", policy.name())
-                    .put("mode", policy.shadow() ? "shadow" : policy.rule().mode().label());
+                    .put("mode", policy.mode());
             ArrayNode seconds = item.putArray("seconds");
             for (Traffic.Second second : traffic.seconds(policy.name(), SECONDS)) {
                 seconds.addArray().add(second.epochSecond()).add(second.admitted()).add(second.rejected());

@@ -29,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  *   <li>Rejected: {@code 429} with {@code Retry-After}, the rate limit headers and
  *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the upstream never sees it.</li>
  *   <li>Shadow policies count and never reject. A malformed cost header is a {@code 400} that names it.</li>
+ *   <li>A concurrency policy holds the request's place from its admission until its answer has been sent (or
+ *       its connection is gone).</li>
  *   <li>The upstream down (refused, unreachable, closed mid-answer) is a {@code 502}, never a hang: connecting
  *       gives up after {@link #CONNECT_TIMEOUT_MS} ms.</li>
  *   <li>Bodies stream both ways ({@link Forwarder}); the incoming body stays paused while the request is decided
@@ -97,6 +99,8 @@ public final class Gateway implements AutoCloseable {
                     local(incoming, 429, answer.headers(), answer.rejectionBody().toString());
                     return;
                 }
+                // in flight until its answer is over, however it ends
+                incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> verdict.release());
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
                 if (delayMs > 0) {
                     eventLoop.owner().setTimer(delayMs, timer -> forwarder.forward(incoming, answer.headers()));

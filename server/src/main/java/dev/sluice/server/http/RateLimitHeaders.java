@@ -30,7 +30,7 @@ public final class RateLimitHeaders {
         Decision decision = reported.decision();
         long reset = DurationFormat.toSecondsCeil(decision.resetAfterNanos());
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {
-            headers.put("RateLimit-Policy", checked.stream().flatMap(one -> one.policy().rule().limits().stream()
+            headers.put("RateLimit-Policy", checked.stream().flatMap(one -> one.policy().limits().stream()
                             .map(limit -> quoted(one) + ";q=" + limit.amount() + ";w="
                                     + DurationFormat.toSecondsCeil(limit.periodNanos())))
                     .collect(Collectors.joining(", ")));

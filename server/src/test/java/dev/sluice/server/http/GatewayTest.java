@@ -17,7 +17,9 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.security.MessageDigest;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 
@@ -57,6 +59,12 @@ class GatewayTest {
                 algorithm: fixed-window
                 limits: [1/1h]
                 mode: shadow
+              - name: in-flight
+                match:
+                  path: /hold
+                key: [const:all]
+                algorithm: concurrency
+                limits: [2/30s]
               - name: weighted
                 match:
                   path: /search
@@ -277,6 +285,29 @@ class GatewayTest {
         assertThat(JSON.readTree(bad.body()).get("error").asText())
                 .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"lots\"");
         assertThat(upstream.requests.get()).isEqualTo(2);
+    }
+
+    @Test
+    void aConcurrencyPolicyHoldsAPlaceUntilTheAnswerIsSent() throws Exception {
+        List<CompletableFuture<HttpResponse<String>>> slow = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            slow.add(CLIENT.sendAsync(request("/hold?ms=800").build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (upstream.requests.get() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        HttpResponse<String> third = send(request("/hold?ms=1"));
+        assertThat(third.statusCode()).as("two in flight already").isEqualTo(429);
+        assertThat(JSON.readTree(third.body()).get("policy").asText()).isEqualTo("in-flight");
+        assertThat(header(third, "X-RateLimit-Limit")).isEqualTo("2");
+        for (CompletableFuture<HttpResponse<String>> one : slow) {
+            assertThat(one.get().body()).isEqualTo("held");
+        }
+        for (int i = 0; i < 3; i++) {
+            assertThat(send(request("/hold?ms=1")).statusCode()).as("places given back as answers end").isEqualTo(200);
+        }
+        assertThat(upstream.requests.get()).isEqualTo(5);
     }
 
     @Test

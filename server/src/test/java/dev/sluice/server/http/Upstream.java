@@ -93,6 +93,9 @@ final class Upstream implements AutoCloseable {
                 exchange.getResponseBody().flush();
                 Thread.sleep(100);
                 throw new IOException("the upstream breaks off");
+            } else if (path.equals("/hold")) {
+                Thread.sleep(Long.parseLong(exchange.getRequestURI().getQuery().substring("ms=".length())));
+                send(exchange, 200, "held".getBytes());
             } else if (path.equals("/empty")) {
                 exchange.getResponseHeaders().add("X-Upstream", "yes");
                 exchange.sendResponseHeaders(204, -1);
