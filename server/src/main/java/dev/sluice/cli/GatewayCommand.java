@@ -29,6 +29,10 @@ final class GatewayCommand implements Callable<Integer> {
     @Mixin
     ServiceOptions options;
 
+    @Option(names = "--upstream-timeout", paramLabel = "DURATION",
+            description = "how long the upstream may stay silent before the answer is a 504 (default 60s)")
+    String upstreamTimeout = "60s";
+
     @Option(names = "--admin-port", paramLabel = "N",
             description = "also serve the HTTP API, /metrics, /healthz and the dashboard on this port")
     Integer adminPort;
@@ -42,6 +46,7 @@ final class GatewayCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         URI target = upstream();
+        long timeoutMs = upstreamTimeoutMs();
         if (adminPort != null) {
             ServiceOptions.checkPort("--admin-port", adminPort);
         }
@@ -49,7 +54,7 @@ final class GatewayCommand implements Callable<Integer> {
         List<AutoCloseable> running = new ArrayList<>();
         Gateway gateway;
         try {
-            gateway = Gateway.start(live, target, options.host, options.port);
+            gateway = Gateway.start(live, target, options.host, options.port, timeoutMs);
         } catch (Exception e) {
             live.close();
             throw options.cannotListen("--port", options.port, e);
@@ -78,16 +83,30 @@ final class GatewayCommand implements Callable<Integer> {
         return 0;
     }
 
+    private long upstreamTimeoutMs() throws BadInput {
+        try {
+            long nanos = dev.sluice.DurationFormat.parseNanos(upstreamTimeout);
+            if (nanos >= 1_000_000) {
+                return nanos / 1_000_000;
+            }
+        } catch (IllegalArgumentException e) {
+            // falls through to the message
+        }
+        throw new BadInput("--upstream-timeout: expected a duration of at least 1ms such as 30s, got \"" + upstreamTimeout + "\"");
+    }
+
     private URI upstream() throws BadInput {
         try {
             URI uri = new URI(upstream);
             if (("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) && uri.getHost() != null
+                    && uri.getPort() <= 65535 && uri.getQuery() == null && uri.getFragment() == null
+                    && uri.getUserInfo() == null
                     && (uri.getPath() == null || uri.getPath().isEmpty() || uri.getPath().equals("/"))) {
                 return uri;
             }
         } catch (URISyntaxException e) {
             // falls through to the message
         }
-        throw new BadInput("--upstream: expected http://host:port (no path), got \"" + upstream + "\"");
+        throw new BadInput("--upstream: expected http://host:port (no path, query or user), got \"" + upstream + "\"");
     }
 }

@@ -134,7 +134,9 @@ public final class LiveConfig implements AutoCloseable {
     }
 
     private void apply(ServerConfig config) throws ConfigException {
-        String settings = config.store() + " " + config.onStoreFailure() + " " + config.storeTimeoutNanos();
+        // the in-memory store has no timeout and never fails: changing those settings must not lose its counters
+        String settings = config.store().equals("memory") ? "memory"
+                : config.store() + " " + config.onStoreFailure() + " " + config.storeTimeoutNanos();
         Store old = store;
         if (!settings.equals(storeSettings)) {
             Store opened = open(config);

@@ -118,10 +118,10 @@ public final class Policies {
     private Checked concurrent(PolicyConfig policy, String key, long cost, long asked) {
         ConcurrencyLimiter limiter = inFlight.get(prefixes.get(policy.name()));
         if (cost == 0) {
-            long free = policy.inFlight().amount() - limiter.inFlight(key);
+            long free = policy.inFlight().amount() - limiter.inFlight(prefixes.get(policy.name()) + key);
             return counted(new Checked(policy, key, new Decision(true, free, 0, 0, 0, policy.inFlight())), asked);
         }
-        Permit permit = limiter.tryAcquire(key, cost);
+        Permit permit = limiter.tryAcquire(prefixes.get(policy.name()) + key, cost);
         return counted(new Checked(policy, key, permit.decision(), permit), asked);
     }
 
@@ -152,7 +152,17 @@ public final class Policies {
             return CompletableFuture.completedFuture(new Verdict(done));
         }
         Charge charge = charges.get(index);
-        return check(charge.policy(), charge.key(), charge.cost()).thenCompose(checked -> {
+        CompletionStage<Checked> checking;
+        try {
+            checking = check(charge.policy(), charge.key(), charge.cost());
+        } catch (RuntimeException e) {
+            checking = CompletableFuture.failedFuture(e);
+        }
+        return checking.whenComplete((checked, failure) -> {
+            if (failure != null) {
+                new Verdict(done).release(); // the request goes no further
+            }
+        }).thenCompose(checked -> {
             done.add(checked);
             if (checked.rejects()) {
                 Verdict rejected = new Verdict(done);

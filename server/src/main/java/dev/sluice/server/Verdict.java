@@ -29,7 +29,8 @@ public record Verdict(List<Checked> checked) {
 
     /**
      * The decision the answer reports: the rejecting policy's, else the one closest to rejecting (fewest
-     * remaining, the first of equals); null when no policy matched.
+     * remaining, the first of equals) among the enforced policies, a shadow policy only when nothing else
+     * decided (a shadow policy is meant to stay out of the client's sight); null when no policy matched.
      */
     public Checked reported() {
         if (checked.isEmpty()) {
@@ -38,9 +39,11 @@ public record Verdict(List<Checked> checked) {
         if (!allowed()) {
             return checked.get(checked.size() - 1);
         }
-        Checked closest = checked.get(0);
+        Checked closest = null;
         for (Checked one : checked) {
-            if (one.decision().remaining() < closest.decision().remaining()) {
+            if (closest == null || closest.policy().shadow() && !one.policy().shadow()
+                    || one.policy().shadow() == closest.policy().shadow()
+                    && one.decision().remaining() < closest.decision().remaining()) {
                 closest = one;
             }
         }

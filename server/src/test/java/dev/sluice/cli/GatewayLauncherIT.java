@@ -83,14 +83,21 @@ class GatewayLauncherIT {
 
     @Test
     void refusesABadUpstream() throws Exception {
-        for (List<String> arguments : List.of(List.of("--upstream", "localhost:80"), List.of("--upstream", "http://h:1/api"))) {
+        for (List<String> arguments : List.of(List.of("--upstream", "localhost:80"), List.of("--upstream", "http://h:1/api"),
+                List.of("--upstream", "http://h:99999"), List.of("--upstream", "http://h:80/?a=1"))) {
             Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", arguments.get(0),
                     arguments.get(1), "--port", "0").redirectErrorStream(true).start();
             String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
             assertThat(process.exitValue()).isEqualTo(2);
-            assertThat(output).isEqualTo("error: --upstream: expected http://host:port (no path), got \"" + arguments.get(1) + "\"\n");
+            assertThat(output).isEqualTo("error: --upstream: expected http://host:port (no path, query or user), got \"" + arguments.get(1) + "\"\n");
         }
+        Process timeout = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", "--upstream", "http://h:1",
+                "--upstream-timeout", "soon").redirectErrorStream(true).start();
+        String said = new String(timeout.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(timeout.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(timeout.exitValue()).isEqualTo(2);
+        assertThat(said).isEqualTo("error: --upstream-timeout: expected a duration of at least 1ms such as 30s, got \"soon\"\n");
         Process missing = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway").redirectErrorStream(true).start();
         String output = new String(missing.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(missing.waitFor(60, TimeUnit.SECONDS)).isTrue();

@@ -177,6 +177,13 @@ class CheckApiTest {
     }
 
     @Test
+    void refusesABodyLargerThan64KiB() throws Exception {
+        HttpResponse<String> large = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"" + "k".repeat(70_000) + "\"}");
+        assertThat(large.statusCode()).isEqualTo(413);
+        assertThat(JSON.readTree(large.body()).get("error").asText()).isEqualTo("the body is larger than 65536 bytes");
+    }
+
+    @Test
     void listsThePoliciesAndSaysItIsHealthy() throws Exception {
         HttpResponse<String> policies = get("/v1/policies");
         assertThat(policies.statusCode()).isEqualTo(200);

@@ -136,6 +136,14 @@ class ReloadTest {
     }
 
     @Test
+    void timeoutSettingsDoNotResetTheInMemoryCounters() throws Exception {
+        assertThat(remaining("kept", "10.0.0.3")).isEqualTo(2);
+        Files.writeString(file, "store_timeout: 10ms\non_store_failure: closed\n" + FIRST);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(remaining("kept", "10.0.0.3")).isEqualTo(1);
+    }
+
+    @Test
     void aMissingFileIsRefusedToo() throws Exception {
         Files.delete(file);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);

@@ -209,6 +209,10 @@ public final class ConfigLoader {
         }
         long maxDelay = 0;
         if (fields.containsKey("max_delay")) {
+            if (mode == Mode.SHAPING) {
+                throw error(fields.get("max_delay"), field + ".max_delay", "leaky-bucket in mode: delay is a queue"
+                        + " that holds burst requests; it takes no max_delay");
+            }
             if (mode != Mode.DELAY) {
                 throw error(fields.get("max_delay"), field + ".max_delay", "max_delay is for mode: delay");
             }
@@ -317,7 +321,21 @@ public final class ConfigLoader {
 
     private String store(Node node) throws ConfigException {
         String store = scalar(node, "store");
-        if (store.equals("memory") || store.startsWith("redis://") || store.startsWith("redis-cluster://")) {
+        if (store.equals("memory")) {
+            return store;
+        }
+        String nodes = store.startsWith("redis://") ? store.substring("redis://".length())
+                : store.startsWith("redis-cluster://") ? store.substring("redis-cluster://".length()) : null;
+        if (nodes != null) {
+            boolean cluster = store.startsWith("redis-cluster://");
+            for (String address : nodes.split(",", -1)) {
+                String hostPort = cluster ? address.trim() : address.replaceFirst("/\\d+$", "").replaceFirst("^[^@]*@", "");
+                if (!hostPort.matches("[A-Za-z0-9.\\-]+(:\\d{1,5})?|\\[[0-9A-Fa-f:.]+](:\\d{1,5})?")
+                        || hostPort.matches(".*:\\d+") && Integer.parseInt(hostPort.replaceFirst(".*:", "")) > 65535) {
+                    throw error(node, "store", "bad Redis address \"" + address + "\" in \"" + store + "\": expected "
+                            + (cluster ? "host:port,host:port" : "host:port[/db]"));
+                }
+            }
             return store;
         }
         throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \""

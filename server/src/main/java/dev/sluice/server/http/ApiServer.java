@@ -83,7 +83,7 @@ public final class ApiServer implements AutoCloseable {
         System.getLogger(ApiServer.class.getName()).log(System.Logger.Level.ERROR,
                 "failed to answer " + request.method() + " " + request.path(), e);
         if (!request.response().ended()) {
-            error(request.response(), 500, "internal error: " + e);
+            error(request.response(), 500, "internal error; the server's log says more");
         }
     }
 
@@ -130,7 +130,28 @@ public final class ApiServer implements AutoCloseable {
             error(request.response(), 405, "use POST for " + request.path());
             return;
         }
-        request.body().onSuccess(body -> {
+        String length = request.getHeader("Content-Length");
+        if (length != null && length.matches("\\d{1,18}") && Long.parseLong(length) > MAX_BODY) {
+            request.response().putHeader("Connection", "close"); // refused before a byte of it is read
+            error(request.response(), 413, "the body is larger than " + MAX_BODY + " bytes");
+            return;
+        }
+        Buffer body = Buffer.buffer();
+        request.handler(chunk -> {
+            if (body.length() + chunk.length() > MAX_BODY) {
+                if (!request.response().ended()) {
+                    error(request.response(), 413, "the body is larger than " + MAX_BODY + " bytes");
+                    request.connection().close();
+                }
+                return;
+            }
+            body.appendBuffer(chunk);
+        });
+        request.exceptionHandler(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
+        request.endHandler(ended -> {
+            if (request.response().ended()) {
+                return;
+            }
             try {
                 JsonNode json = parse(request.response(), body, example);
                 if (json != null) {
@@ -141,7 +162,7 @@ public final class ApiServer implements AutoCloseable {
             } catch (RuntimeException | Error e) {
                 internalError(request, e);
             }
-        }).onFailure(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
+        });
     }
 
     private static JsonNode parse(HttpServerResponse response, Buffer body, String example) {
@@ -212,9 +233,13 @@ public final class ApiServer implements AutoCloseable {
                 internalError(http, failure);
                 return;
             }
-            VerdictAnswer answer = new VerdictAnswer(decided, policies.config().headers());
-            answer.headers().forEach(http.response()::putHeader);
-            body.accept(answer, http.response());
+            try {
+                VerdictAnswer answer = new VerdictAnswer(decided, policies.config().headers());
+                answer.headers().forEach(http.response()::putHeader);
+                body.accept(answer, http.response());
+            } catch (RuntimeException | Error e) {
+                internalError(http, e);
+            }
         });
     }
 

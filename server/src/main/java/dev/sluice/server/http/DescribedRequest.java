@@ -3,6 +3,7 @@ package dev.sluice.server.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.QueryString;
 
 import java.util.HashMap;
 import java.util.Iterator;
@@ -37,14 +38,7 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
         }
         int question = target.indexOf('?');
         String path = question < 0 ? target : target.substring(0, question);
-        Map<String, String> queries = new HashMap<>();
-        if (question >= 0) {
-            for (String pair : target.substring(question + 1).split("&")) {
-                int equals = pair.indexOf('=');
-                String name = decoded(equals < 0 ? pair : pair.substring(0, equals));
-                queries.putIfAbsent(name, equals < 0 ? "" : decoded(pair.substring(equals + 1)));
-            }
-        }
+        Map<String, String> queries = QueryString.parse(question < 0 ? null : target.substring(question + 1));
         Map<String, String> headers = new HashMap<>();
         JsonNode headerNode = body.get("headers");
         if (headerNode != null && !headerNode.isNull()) {
@@ -79,14 +73,6 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
             throw new BadRequest(field + ": expected a string, got " + node);
         }
         return node.asText();
-    }
-
-    private static String decoded(String text) {
-        try {
-            return java.net.URLDecoder.decode(text, java.nio.charset.StandardCharsets.UTF_8);
-        } catch (IllegalArgumentException e) {
-            throw new BadRequest("path: bad percent-encoding in the query: \"" + text + "\"");
-        }
     }
 
     @Override

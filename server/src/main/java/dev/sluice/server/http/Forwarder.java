@@ -20,8 +20,8 @@ import java.util.Set;
  * length up to 64 KiB is read whole first, so that it leaves in one write with its head. Hop-by-hop headers
  * (RFC 9110 §7.6.1) stay on their own hop; {@code Host} goes through unchanged; {@code X-Forwarded-For}
  * gets the connection's address appended. An upstream that cannot be reached, or fails before answering,
- * gives a {@code 502}; one that fails halfway through its answer has the client's connection reset, since
- * a status already sent cannot be taken back.
+ * gives a {@code 502}, one that stays silent longer than the timeout a {@code 504}; one that fails halfway
+ * through its answer has the client's connection closed, since a status already sent cannot be taken back.
  */
 final class Forwarder {
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
@@ -33,17 +33,20 @@ final class Forwarder {
     private final HttpClient client;
     private final String host;
     private final int port;
+    private final long timeoutMs;
 
-    Forwarder(HttpClient client, String host, int port) {
+    /** @param timeoutMs how long the upstream may stay silent (before answering, or between two parts of an answer) */
+    Forwarder(HttpClient client, String host, int port, long timeoutMs) {
         this.client = client;
         this.host = host;
         this.port = port;
+        this.timeoutMs = timeoutMs;
     }
 
     /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
     void forward(HttpServerRequest incoming, Map<String, String> added) {
         RequestOptions options = new RequestOptions().setMethod(incoming.method()).setHost(host).setPort(port)
-                .setURI(incoming.uri());
+                .setURI(incoming.uri()).setIdleTimeout(timeoutMs);
         client.request(options).onComplete(opened -> {
             if (opened.failed()) {
                 badGateway(incoming, opened.cause());
@@ -136,6 +139,7 @@ final class Forwarder {
         return false;
     }
 
+    /** 504 when the upstream stayed silent too long, else 502; the upstream's headers, if copied, are dropped. */
     private static void badGateway(HttpServerRequest incoming, Throwable cause) {
         HttpServerResponse response = incoming.response();
         if (response.ended() || response.headWritten()) {
@@ -143,8 +147,11 @@ final class Forwarder {
             return;
         }
         incoming.handler(dropped -> { }).resume();
-        response.setStatusCode(502).putHeader("Content-Type", "application/json")
-                .end(VerdictAnswer.JSON.createObjectNode().put("error", "bad gateway: the upstream "
-                        + (cause == null ? "failed" : "failed: " + cause.getMessage())).toString());
+        boolean silent = cause instanceof java.util.concurrent.TimeoutException;
+        response.headers().clear();
+        response.setStatusCode(silent ? 504 : 502).putHeader("Content-Type", "application/json")
+                .end(VerdictAnswer.JSON.createObjectNode().put("error", silent
+                        ? "gateway timeout: the upstream did not answer in time"
+                        : "bad gateway: the upstream failed" + (cause == null ? "" : ": " + cause.getMessage())).toString());
     }
 }

@@ -53,12 +53,21 @@ public final class Gateway implements AutoCloseable {
 
     /** Starts a gateway to {@code upstream} ({@code http://host:port} or {@code https://...}) on {@code host:port}. */
     public static Gateway start(LiveConfig live, URI upstream, String host, int port) throws Exception {
+        return start(live, upstream, host, port, DEFAULT_UPSTREAM_TIMEOUT_MS);
+    }
+
+    /** How long the upstream may stay silent before the gateway answers 504, by default. */
+    public static final long DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
+
+    /** As {@link #start(LiveConfig, URI, String, int)}, the upstream allowed {@code upstreamTimeoutMs} of silence. */
+    public static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs)
+            throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
         int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
         HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
                 .setSsl(tls).setKeepAlive(true), new PoolOptions().setHttp1MaxSize(512));
-        Limiting limiting = new Limiting(live, new Forwarder(client, upstream.getHost(), upstreamPort));
+        Limiting limiting = new Limiting(live, new Forwarder(client, upstream.getHost(), upstreamPort, upstreamTimeoutMs));
         // Expect: 100-continue is answered here (the client goes on sending), never forwarded
         HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
                         .setHandle100ContinueAutomatically(true))
@@ -87,6 +96,10 @@ public final class Gateway implements AutoCloseable {
             } catch (BadRequest e) {
                 local(incoming, 400, Map.of(), VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString());
                 return;
+            } catch (RuntimeException e) {
+                incoming.handler(dropped -> { }).resume();
+                ApiServer.internalError(incoming, e);
+                return;
             }
             Context eventLoop = Vertx.currentContext();
             decided.whenComplete((verdict, failure) -> onEventLoop(eventLoop, () -> {
@@ -99,12 +112,17 @@ public final class Gateway implements AutoCloseable {
                     local(incoming, 429, answer.headers(), answer.rejectionBody().toString());
                     return;
                 }
-                // in flight until its answer is over, however it ends
-                incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> verdict.release());
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
                 if (delayMs > 0) {
-                    eventLoop.owner().setTimer(delayMs, timer -> forwarder.forward(incoming, answer.headers()));
+                    long timer = eventLoop.owner().setTimer(delayMs, fired -> forwarder.forward(incoming, answer.headers()));
+                    // a client that leaves while held is not forwarded at all
+                    incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> {
+                        eventLoop.owner().cancelTimer(timer);
+                        verdict.release();
+                    });
                 } else {
+                    // in flight until its answer is over, however it ends
+                    incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> verdict.release());
                     forwarder.forward(incoming, answer.headers());
                 }
             }));

@@ -1,14 +1,18 @@
 package dev.sluice.server.http;
 
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.QueryString;
 import dev.sluice.server.request.TrustedProxies;
 import io.vertx.core.http.HttpServerRequest;
+
+import java.util.Map;
 
 /** A request the gateway is about to forward, as its policies see it. */
 final class ProxiedRequest implements ClientRequest {
     private final HttpServerRequest request;
     private final TrustedProxies proxies;
     private String ip;
+    private Map<String, String> queries;
 
     ProxiedRequest(HttpServerRequest request, TrustedProxies proxies) {
         this.request = request;
@@ -46,6 +50,9 @@ final class ProxiedRequest implements ClientRequest {
 
     @Override
     public String query(String name) {
-        return request.getParam(name);
+        if (queries == null) {
+            queries = QueryString.parse(request.query());
+        }
+        return queries.get(name);
     }
 }

@@ -19,8 +19,6 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.ToDoubleFunction;
 
 /**
  * The server's counters under the Prometheus names of spec/server.md, and the JVM's own:
@@ -34,7 +32,10 @@ public final class ServerMetrics {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Map<String, Map<Checked.Outcome, Counter>> decisions = new ConcurrentHashMap<>();
     private final Timer storeTime;
-    private final AtomicReference<Store> store = new AtomicReference<>();
+    /** The store decided on now, and the failure counts of the stores it replaced (a counter never goes back). */
+    private volatile Store store;
+    private volatile String storeKind;
+    private final Map<String, long[]> retired = new ConcurrentHashMap<>(); // kind -> failures, open, closed
     private final Traffic traffic = new Traffic();
 
     public ServerMetrics() {
@@ -44,8 +45,10 @@ public final class ServerMetrics {
             Counter.builder("sluice.config.reloads").tag("result", result)
                     .description("Configuration reloads, applied (success) or refused (failure)").register(registry);
         }
-        storeCount("sluice.fail.open", "Decisions admitted because the store did not answer", RedisStore.Counts::failedOpen);
-        storeCount("sluice.fail.closed", "Decisions rejected because the store did not answer", RedisStore.Counts::failedClosed);
+        FunctionCounter.builder("sluice.fail.open", this, metrics -> metrics.total(null, 1))
+                .description("Decisions admitted because the store did not answer").register(registry);
+        FunctionCounter.builder("sluice.fail.closed", this, metrics -> metrics.total(null, 2))
+                .description("Decisions rejected because the store did not answer").register(registry);
         new ClassLoaderMetrics().bindTo(registry);
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
@@ -54,18 +57,34 @@ public final class ServerMetrics {
         new UptimeMetrics().bindTo(registry);
     }
 
-    private void storeCount(String name, String description, ToDoubleFunction<RedisStore.Counts> count) {
-        FunctionCounter.builder(name, store, current -> current.get() instanceof RedisStore redis
-                        ? count.applyAsDouble(redis.counts()) : 0)
-                .description(description).register(registry);
+    /** Counts the failures of {@code current}, the store the policies now decide on, of kind {@code kind}. */
+    public synchronized void watch(Store current, String kind) {
+        if (store instanceof RedisStore redis) {
+            RedisStore.Counts counts = redis.counts();
+            long[] sums = retired.computeIfAbsent(storeKind, k -> new long[3]);
+            sums[0] += counts.failures();
+            sums[1] += counts.failedOpen();
+            sums[2] += counts.failedClosed();
+        }
+        store = current;
+        storeKind = kind;
+        FunctionCounter.builder("sluice.store.errors", this, metrics -> metrics.total(kind, 0))
+                .tag("store", kind).description("Store calls that failed or timed out").register(registry);
     }
 
-    /** Counts the failures of {@code current}, the store the policies now decide on, labelled {@code name}. */
-    public void watch(Store current, String name) {
-        store.set(current);
-        FunctionCounter.builder("sluice.store.errors", current, watched -> watched instanceof RedisStore redis
-                        ? redis.counts().failures() : 0)
-                .tag("store", name).description("Store calls that failed or timed out").register(registry);
+    /** Count {@code field} (0 failures, 1 failed open, 2 failed closed) of the stores of {@code kind} (null: all). */
+    private double total(String kind, int field) {
+        long sum = 0;
+        for (Map.Entry<String, long[]> entry : retired.entrySet()) {
+            if (kind == null || kind.equals(entry.getKey())) {
+                sum += entry.getValue()[field];
+            }
+        }
+        if (store instanceof RedisStore redis && (kind == null || kind.equals(storeKind))) {
+            RedisStore.Counts counts = redis.counts();
+            sum += field == 0 ? counts.failures() : field == 1 ? counts.failedOpen() : counts.failedClosed();
+        }
+        return sum;
     }
 
     /** Counts one policy's decision on one request, which took the store {@code storeNanos}. */

@@ -100,13 +100,13 @@ class CheckRequestTest {
         JsonNode body = JSON.readTree(first.body());
         assertThat(checked(body)).containsExactly("per-key", "per-ip", "trial");
         assertThat(body.get("allowed").asBoolean()).isTrue();
-        // reported: the one closest to rejecting; per-key and trial both have 0 and 1 left, per-key 1, trial 0
-        assertThat(body.get("policy").asText()).isEqualTo("trial");
+        // reported: the enforced policy closest to rejecting (per-key, 1 left); the shadow trial (0 left) stays unseen
+        assertThat(body.get("policy").asText()).isEqualTo("per-key");
         assertThat(body.get("checked").get(0).get("remaining").asLong()).isEqualTo(1);
         assertThat(body.get("checked").get(1).get("remaining").asLong()).isEqualTo(2);
         assertThat(first.headers().firstValue("RateLimit-Policy").orElseThrow()).isEqualTo(
                 "\"per-key\";q=2;w=3600, \"per-ip\";q=3;w=3600, \"per-ip\";q=100;w=86400, \"trial\";q=1;w=3600");
-        assertThat(first.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"trial\";r=0;t=");
+        assertThat(first.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"per-key\";r=1;t=");
 
         JsonNode other = JSON.readTree(post(api("DELETE", "/api/items", "api.example.com", "10.0.0.7", "k1")).body());
         assertThat(checked(other)).as("per-key is for GET and POST").containsExactly("per-ip", "trial");

@@ -65,6 +65,18 @@ class GatewayTest {
                 key: [const:all]
                 algorithm: concurrency
                 limits: [2/30s]
+              - name: by-query
+                match:
+                  path: /q
+                key: [query:user]
+                algorithm: fixed-window
+                limits: [1/1h]
+              - name: slots-by-header
+                match:
+                  path: /hold-by-user
+                key: [header:X-User]
+                algorithm: concurrency
+                limits: [1/1h]
               - name: weighted
                 match:
                   path: /search
@@ -308,6 +320,44 @@ class GatewayTest {
             assertThat(send(request("/hold?ms=1")).statusCode()).as("places given back as answers end").isEqualTo(200);
         }
         assertThat(upstream.requests.get()).isEqualTo(5);
+    }
+
+    @Test
+    void queryKeysAndMissingPartsAreDecidedNotFailed() throws Exception {
+        assertThat(send(request("/q?user=u%201")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/q?user=u+1&user=other")).statusCode()).as("the same user, decoded").isEqualTo(429);
+        HttpResponse<String> bad = send(request("/q?user=%zz"));
+        assertThat(bad.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(bad.body()).get("error").asText()).isEqualTo("the query: bad percent-encoding in \"%zz\"");
+        assertThat(send(request("/hold-by-user?ms=1")).statusCode()).as("no X-User: the empty key").isEqualTo(200);
+    }
+
+    @Test
+    void aClientThatLeavesWhileHeldIsNeverForwarded() throws Exception {
+        assertThat(send(request("/slow/b").header("X-User", "gina")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/slow/b").header("X-User", "gina")).statusCode()).isEqualTo(200);
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gateway.port())) {
+            socket.getOutputStream().write(("GET /slow/b HTTP/1.1\r\nHost: x\r\nX-User: gina\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            socket.getOutputStream().flush();
+            Thread.sleep(100); // decided and held for about 0.5 s
+        }
+        Thread.sleep(900);
+        assertThat(upstream.requests.get()).isEqualTo(2);
+    }
+
+    @Test
+    void anUpstreamThatStaysSilentGives504() throws Exception {
+        stop();
+        upstream = new Upstream();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 300);
+        long started = System.nanoTime();
+        HttpResponse<String> response = send(request("/hold?ms=3000"));
+        assertThat(response.statusCode()).isEqualTo(504);
+        assertThat(JSON.readTree(response.body()).get("error").asText()).isEqualTo("gateway timeout: the upstream did not answer in time");
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofMillis(2500));
+        assertThat(send(request("/hold?ms=1")).statusCode()).as("its place was given back").isEqualTo(200);
     }
 
     @Test
