@@ -326,9 +326,14 @@ class GatewayTest {
     void queryKeysAndMissingPartsAreDecidedNotFailed() throws Exception {
         assertThat(send(request("/q?user=u%201")).statusCode()).isEqualTo(200);
         assertThat(send(request("/q?user=u+1&user=other")).statusCode()).as("the same user, decoded").isEqualTo(429);
-        HttpResponse<String> bad = send(request("/q?user=%zz"));
-        assertThat(bad.statusCode()).isEqualTo(400);
-        assertThat(JSON.readTree(bad.body()).get("error").asText()).isEqualTo("the query: bad percent-encoding in \"%zz\"");
+        // java.net.URI refuses to carry a malformed escape, so this request goes over a socket by hand
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gateway.port())) {
+            socket.getOutputStream().write("GET /q?user=%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(answer).startsWith("HTTP/1.1 400 ");
+            assertThat(answer).endsWith("{\"error\":\"the query: bad percent-encoding in \\\"%zz\\\"\"}");
+        }
         assertThat(send(request("/hold-by-user?ms=1")).statusCode()).as("no X-User: the empty key").isEqualTo(200);
     }
 
