@@ -1,0 +1,44 @@
+package dev.sluice.server.http;
+
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.testkit.redis.RedisServer;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Two gateways in front of one upstream, on one real Redis: the limit is shared, and a dead Redis fails as configured. */
+class GatewayOnRedisTest {
+    private static int get(Gateway gateway, String user) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port() + "/api"))
+                .header("X-User", user).build(), HttpResponse.BodyHandlers.ofString()).statusCode();
+    }
+
+    @Test
+    void twoGatewaysShareOneLimitAndFailClosedWhenRedisDies() throws Exception {
+        try (RedisServer redis = RedisServer.start(); Upstream upstream = new Upstream()) {
+            String config = "store: " + redis.uri() + "\non_store_failure: closed\npolicies:\n  - name: shared\n"
+                    + "    key: [header:X-User]\n    algorithm: sliding-window\n    limits: [3/1h]\n";
+            try (LiveConfig first = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
+                 LiveConfig second = LiveConfig.of(ConfigLoader.parse("b.yaml", config), new ServerMetrics());
+                 Gateway one = Gateway.start(first, URI.create(upstream.uri()), "127.0.0.1", 0);
+                 Gateway two = Gateway.start(second, URI.create(upstream.uri()), "127.0.0.1", 0)) {
+                assertThat(get(one, "ann")).isEqualTo(200);
+                assertThat(get(two, "ann")).isEqualTo(200);
+                assertThat(get(one, "ann")).isEqualTo(200);
+                assertThat(get(two, "ann")).as("the fourth, through either gateway").isEqualTo(429);
+                assertThat(get(one, "ann")).isEqualTo(429);
+                assertThat(upstream.requests.get()).isEqualTo(3);
+                redis.kill();
+                assertThat(get(one, "bob")).as("fail closed: Redis is gone").isEqualTo(429);
+                assertThat(upstream.requests.get()).isEqualTo(3);
+            }
+        }
+    }
+}
