@@ -49,8 +49,9 @@ import java.util.concurrent.atomic.LongAdder;
  * }</pre>
  *
  * <h2>One script per decision</h2>
- * Every decision is one {@code EVALSHA} of {@code decide.lua} (loaded once; sent whole with {@code EVAL}
- * when a server answers {@code NOSCRIPT}, after a restart or a failover). The script reads the key's state
+ * Every decision is one {@code EVALSHA} of {@code decide.lua}, or of {@code gcra.lua} for a rule of one gcra
+ * limit (gcra, greedy token-bucket, leaky-bucket: the same decisions with less work for Redis); a script is
+ * sent whole with {@code EVAL} when a server answers {@code NOSCRIPT}, after a restart or a failover. The script reads the key's state
  * ({@code GET}), the server's clock ({@code TIME}) unless the caller passes a time, decides every limit of the
  * key at once exactly as {@link Rule#decide} does, and, only when it admits, writes the new state with
  * {@code SET ... PX reset_after}: at most three commands, no lock, no retry, and hosts whose clocks disagree
@@ -96,9 +97,28 @@ public final class RedisStore implements Store, AutoCloseable {
     private final RedisScriptingCommands<String, String> scripting;
     private final RedisScriptingAsyncCommands<String, String> scriptingAsync;
     private final RedisKeyCommands<String, String> keys;
-    private final String script;
-    private final String sha;
-    private final ConcurrentHashMap<Rule, String[]> ruleArguments = new ConcurrentHashMap<>();
+    /** A script as sent: its text (for EVAL after a NOSCRIPT) and its SHA-1 (for EVALSHA). */
+    private record Script(String text, String sha) {
+        static Script load(String name) {
+            String text;
+            try (InputStream in = RedisStore.class.getResourceAsStream(name)) {
+                text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException | NullPointerException e) {
+                throw new IllegalStateException(name + " is missing from sluice-redis", e);
+            }
+            return new Script(text, sha1(text));
+        }
+    }
+
+    /** What a rule is decided with: a script and its arguments that depend on the rule only. */
+    private record Call(Script script, String[] fixed) {
+    }
+
+    /** Every rule: one limit or several, any algorithm. */
+    private static final Script DECIDE = Script.load("decide.lua");
+    /** The common case, for less work in Redis: one gcra limit (gcra, greedy token-bucket, leaky-bucket). */
+    private static final Script GCRA = Script.load("gcra.lua");
+    private final ConcurrentHashMap<Rule, Call> calls = new ConcurrentHashMap<>();
     private final FailurePolicy onFailure;
     private final CircuitBreaker breaker;
     private final long timeoutNanos;
@@ -132,9 +152,6 @@ public final class RedisStore implements Store, AutoCloseable {
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
         this.rememberRejections = settings.rememberRejections;
         this.raiseFailures = settings.raiseFailures;
-        this.script = loadScript();
-        // the SHA-1 is known without asking Redis: the first EVALSHA meets NOSCRIPT and sends the script whole
-        this.sha = sha1(script);
     }
 
     /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
@@ -212,14 +229,6 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
-    private static String loadScript() {
-        try (InputStream in = RedisStore.class.getResourceAsStream("decide.lua")) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("decide.lua is missing from sluice-redis", e);
-        }
-    }
-
     private static String sha1(String text) {
         try {
             byte[] digest = MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8));
@@ -241,7 +250,8 @@ public final class RedisStore implements Store, AutoCloseable {
     @Override
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
         String[] keysArgument = {redisKey(check(key))};
-        String[] arguments = arguments(rule, cost, nowNanos);
+        Call call = call(rule);
+        String[] arguments = arguments(call, cost, nowNanos);
         Decision remembered = remembered(rule, key, cost, nowNanos);
         if (remembered != null) {
             return remembered;
@@ -253,10 +263,10 @@ public final class RedisStore implements Store, AutoCloseable {
         try {
             List<Long> reply;
             try {
-                reply = scripting.evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
+                reply = scripting.evalsha(call.script().sha(), ScriptOutputType.MULTI, keysArgument, arguments);
             } catch (RedisNoScriptException restarted) {
                 scriptReloads.increment();
-                reply = scripting.eval(script, ScriptOutputType.MULTI, keysArgument, arguments);
+                reply = scripting.eval(call.script().text(), ScriptOutputType.MULTI, keysArgument, arguments);
             }
             breaker.succeeded();
             return remember(rule, key, cost, nowNanos, decision(rule, reply));
@@ -269,9 +279,11 @@ public final class RedisStore implements Store, AutoCloseable {
     public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
         String[] keysArgument;
         String[] arguments;
+        Call call;
         try {
             keysArgument = new String[] {redisKey(check(key))};
-            arguments = arguments(rule, cost, nowNanos);
+            call = call(rule);
+            arguments = arguments(call, cost, nowNanos);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -283,14 +295,15 @@ public final class RedisStore implements Store, AutoCloseable {
             shortCircuited.increment();
             return CompletableFuture.completedFuture(fallback(rule, cost, nowNanos));
         }
-        CompletionStage<List<Long>> reply = scriptingAsync.<List<Long>>evalsha(sha, ScriptOutputType.MULTI, keysArgument, arguments);
+        CompletionStage<List<Long>> reply = scriptingAsync.<List<Long>>evalsha(call.script().sha(), ScriptOutputType.MULTI,
+                keysArgument, arguments);
         return reply.handle((answer, failure) -> {
             if (failure == null) {
                 return CompletableFuture.completedFuture(answer);
             }
             if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
                 scriptReloads.increment();
-                return scriptingAsync.<List<Long>>eval(script, ScriptOutputType.MULTI, keysArgument, arguments)
+                return scriptingAsync.<List<Long>>eval(call.script().text(), ScriptOutputType.MULTI, keysArgument, arguments)
                         .toCompletableFuture();
             }
             return CompletableFuture.<List<Long>>failedFuture(failure);
@@ -387,7 +400,33 @@ public final class RedisStore implements Store, AutoCloseable {
                 rule.limits().get(reply.get(5).intValue()));
     }
 
-    private String[] arguments(Rule rule, long cost, long nowNanos) {
+    private Call call(Rule rule) {
+        return calls.computeIfAbsent(rule, RedisStore::callOf);
+    }
+
+    /**
+     * The script for {@code rule} and its arguments that depend on the rule only (the first three and the
+     * sixth are per call, the same in both scripts).
+     */
+    private static Call callOf(Rule rule) {
+        String[] general = ruleArguments(rule); // checks every bound, whichever script decides
+        if (rule.limits().size() != 1 || code(rule.algorithm(), rule.limits().get(0)) != 4) {
+            return new Call(DECIDE, general);
+        }
+        Limit limit = rule.limits().get(0);
+        long amount = limit.amount();
+        long period = limit.periodNanos();
+        long tq = period / amount;
+        long tr = period % amount;
+        long burstStep = limit.burst() * tr; // B·tr < B·L < 2^53 (checked)
+        long dq = limit.burst() * tq + burstStep / amount;
+        long dr = burstStep % amount;
+        return new Call(GCRA, new String[] {"", "", "", general[3], general[4], "",
+                Long.toString(amount), Long.toString(limit.burst()), Long.toString(period),
+                Long.toString(tq), Long.toString(tr), Long.toString(dq), Long.toString(dr)});
+    }
+
+    private String[] arguments(Call call, long cost, long nowNanos) {
         if (cost < 0) {
             throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
         }
@@ -395,8 +434,7 @@ public final class RedisStore implements Store, AutoCloseable {
             throw new IllegalArgumentException("time must be between 0 and " + Rule.MAX_TIME_NANOS
                     + "ns since the epoch, got " + nowNanos + "ns");
         }
-        String[] fixed = ruleArguments.computeIfAbsent(rule, RedisStore::ruleArguments);
-        String[] arguments = fixed.clone();
+        String[] arguments = call.fixed().clone();
         boolean serverClock = nowNanos == STORE_CLOCK;
         arguments[0] = serverClock ? "" : Long.toString(nowNanos / NS);
         arguments[1] = serverClock ? "" : Long.toString(nowNanos % NS);
@@ -487,7 +525,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     @Override
     public String toString() {
-        return "RedisStore(" + sha + ")";
+        return "RedisStore(" + DECIDE.sha() + ", " + GCRA.sha() + ")";
     }
 
     /** How a {@link RedisStore} connects and what it does when Redis does not answer. */

@@ -40,6 +40,35 @@ class RedisStoreTest {
         }
     }
 
+    @Test
+    void aRuleOfOneGcraLimitIsDecidedByTheLeanerScriptAndAnyOtherByTheGeneralOne() throws Exception {
+        try (RedisServer fresh = RedisServer.start(); RedisStore own = RedisStore.connect(fresh.uri());
+             Resp resp = fresh.connect()) {
+            String gcra = sha1("gcra.lua");
+            String general = sha1("decide.lua");
+            RateLimiter.builder().algorithm(Algorithm.TOKEN_BUCKET).limit("10/1s").store(own).build().tryAcquire("a");
+            assertThat(resp.call("SCRIPT", "EXISTS", gcra, general)).isEqualTo(List.of(1L, 0L));
+            RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1s").limit("100/1m").store(own).build().tryAcquire("b");
+            assertThat(resp.call("SCRIPT", "EXISTS", gcra, general)).isEqualTo(List.of(1L, 1L));
+            // the same stored value: what the lean script wrote, the general one reads, and the other way round
+            Rule one = Rule.of(Algorithm.GCRA, List.of(Limit.parse("3/1s")));
+            Rule same = Rule.of(Algorithm.GCRA, List.of(Limit.parse("3/1s"), Limit.parse("1000000/1s")));
+            long t = 1_700_000_000L * S;
+            assertThat(own.decide(one, "shared", 2, t).remaining()).isEqualTo(1);
+            assertThat(own.decide(same, "shared", 1, t).remaining()).isZero();
+            Decision third = own.decide(one, "shared", 1, t);
+            assertThat(third.allowed()).isFalse();
+            assertThat(third.retryAfterNanos()).isEqualTo(333_333_334L);
+        }
+    }
+
+    private static String sha1(String resource) throws Exception {
+        try (java.io.InputStream in = RedisStore.class.getResourceAsStream(resource)) {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-1").digest(in.readAllBytes());
+            return java.util.HexFormat.of().formatHex(digest);
+        }
+    }
+
     /** A bug pinned: the 50 ms call timeout also bounded the connection's handshake, and a busy machine missed it. */
     @Test
     void connectingIsNotBoundByTheCallTimeout() throws Exception {
