@@ -87,6 +87,33 @@ class MetricsTest {
     }
 
     @Test
+    @SuppressWarnings("unchecked")
+    void theExampleAlertsUseOnlyMetricsTheServerExports() throws Exception {
+        java.nio.file.Path rules = java.nio.file.Path.of(System.getProperty("user.dir")).getParent()
+                .resolve("examples/prometheus-alerts.yaml");
+        Map<String, Object> file = new org.yaml.snakeyaml.Yaml().load(java.nio.file.Files.readString(rules));
+        String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1h]\n";
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}");
+            java.util.Set<String> exported = new java.util.HashSet<>();
+            scrape(server).keySet().forEach(sample -> exported.add(sample.replaceFirst("\\{.*", "")));
+            int checked = 0;
+            for (Map<String, Object> group : (java.util.List<Map<String, Object>>) file.get("groups")) {
+                for (Map<String, Object> rule : (java.util.List<Map<String, Object>>) group.get("rules")) {
+                    assertThat(rule).containsKeys("alert", "expr", "labels", "annotations");
+                    Matcher names = Pattern.compile("sluice_[a-z_]+").matcher((String) rule.get("expr"));
+                    while (names.find()) {
+                        assertThat(exported).as("%s in %s", names.group(), rule.get("alert")).contains(names.group());
+                        checked++;
+                    }
+                }
+            }
+            assertThat(checked).isGreaterThanOrEqualTo(7);
+        }
+    }
+
+    @Test
     void storeFailuresAreCountedAndHealthSaysSo() throws Exception {
         for (String policy : new String[] {"open", "closed"}) {
             try (RedisServer redis = RedisServer.start()) {
