@@ -1,0 +1,44 @@
+package dev.sluice.cli;
+
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code sluice serve} and {@code sluice gateway} refuse a bad configuration: one line, exit status 2, nothing started. */
+class ServiceCommandsTest {
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest(name = "{0}: {1}")
+    @CsvSource(delimiter = '|', value = {
+            "serve|not YAML|policies: [|:1: not valid YAML: ",
+            "serve|no policies|store: memory|:1: policies: missing; at least one policy is needed",
+            "serve|a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [0/1s]|:5: policies[0].limits[0]: bad limit \"0/1s\": ",
+            "serve|a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /a**\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:4: policies[0].match.path: bad glob \"/a**\": ** must be a whole segment, as in /api/**",
+            "serve|an unreachable Redis|store: redis://127.0.0.1:1\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|: store redis://127.0.0.1:1: cannot connect: ",
+            "gateway|a bad CIDR|trusted_proxies: [10.0.0.0/40]\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.0/40\"",
+            "gateway|a duplicate name|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:6: policies[1].name: duplicate policy name \"p\" (first at line 2)",
+    })
+    void refusesABadConfiguration(String command, String problem, String yaml, String message) throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"), yaml.replace("\\n", "\n"));
+        StringWriter err = new StringWriter();
+        String[] args = command.equals("serve")
+                ? new String[] {"serve", "--config", file.toString(), "--port", "0"}
+                : new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--config", file.toString(), "--port", "0"};
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = Sluice.run(args, new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).startsWith("error: " + file + message);
+        assertThat(err.toString().lines()).hasSize(1);
+        assertThat(out.toString()).isEmpty();
+    }
+}
