@@ -51,7 +51,6 @@ public final class ConfigLoader {
     private static final Set<String> MATCH = Set.of("path", "methods", "host");
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
     private static final Pattern METHOD = Pattern.compile("[A-Z]+");
-    private static final Pattern HEADER = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
 
     private final String file;
 
@@ -239,7 +238,7 @@ public final class ConfigLoader {
         String text = scalar(fields.get("cost"), field + ".cost");
         if (text.startsWith("header:")) {
             String header = text.substring("header:".length());
-            if (!HEADER.matcher(header).matches()) {
+            if (!KeyPart.NAME.matcher(header).matches()) {
                 throw error(fields.get("cost"), field + ".cost", "bad header name \"" + header + "\"");
             }
             return new Cost(1, header);

@@ -42,6 +42,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Gateway implements AutoCloseable {
     static final int CONNECT_TIMEOUT_MS = 5_000;
+    /** How long the upstream may stay silent before the gateway answers 504, by default. */
+    public static final long DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 
     private final Vertx vertx;
     private final HttpServer server;
@@ -55,9 +57,6 @@ public final class Gateway implements AutoCloseable {
     public static Gateway start(LiveConfig live, URI upstream, String host, int port) throws Exception {
         return start(live, upstream, host, port, DEFAULT_UPSTREAM_TIMEOUT_MS);
     }
-
-    /** How long the upstream may stay silent before the gateway answers 504, by default. */
-    public static final long DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 
     /** As {@link #start(LiveConfig, URI, String, int)}, the upstream allowed {@code upstreamTimeoutMs} of silence. */
     public static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs)

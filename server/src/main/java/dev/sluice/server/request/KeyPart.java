@@ -8,6 +8,9 @@ import java.util.List;
  * never share a key by accident ({@code a|b} + {@code c} against {@code a} + {@code b|c}).
  */
 public sealed interface KeyPart {
+    /** A header or query parameter name: an HTTP token (RFC 9110 §5.6.2). */
+    java.util.regex.Pattern NAME = java.util.regex.Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
+
     /** This part's value for {@code request}, or null when the request does not carry it. */
     String valueOf(ClientRequest request);
 
@@ -107,7 +110,7 @@ public sealed interface KeyPart {
         }
         if (text.startsWith("header:") || text.startsWith("query:")) {
             String name = text.substring(text.indexOf(':') + 1);
-            if (!name.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+")) {
+            if (!NAME.matcher(name).matches()) {
                 throw new IllegalArgumentException("bad name in \"" + text + "\"");
             }
             return text.startsWith("header:") ? new Header(name) : new Query(name);
