@@ -19,7 +19,7 @@ class RedisClusterConformanceTest extends StoreConformance {
     @BeforeAll
     static void startCluster() throws IOException {
         cluster = RedisCluster.start(3);
-        store = RedisStore.connect(cluster.uri());
+        store = SharedRedis.exacting(cluster.uri());
     }
 
     @AfterAll

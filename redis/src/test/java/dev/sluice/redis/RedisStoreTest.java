@@ -42,7 +42,7 @@ class RedisStoreTest {
 
     @Test
     void aRuleOfOneGcraLimitIsDecidedByTheLeanerScriptAndAnyOtherByTheGeneralOne() throws Exception {
-        try (RedisServer fresh = RedisServer.start(); RedisStore own = RedisStore.connect(fresh.uri());
+        try (RedisServer fresh = RedisServer.start(); RedisStore own = SharedRedis.exacting(fresh.uri());
              Resp resp = fresh.connect()) {
             String gcra = sha1("gcra.lua");
             String general = sha1("decide.lua");

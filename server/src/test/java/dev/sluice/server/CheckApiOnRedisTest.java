@@ -24,7 +24,7 @@ class CheckApiOnRedisTest {
     @Test
     void twoServersOnOneRedisShareTheLimit() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
-            String config = "store: " + redis.uri() + "\npolicies:\n  - name: shared\n    key: [ip]\n"
+            String config = "store: " + redis.uri() + "\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
                     + "    algorithm: gcra\n    limits: [2/1h]\n";
             try (LiveConfig first = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
                  LiveConfig second = LiveConfig.of(ConfigLoader.parse("b.yaml", config), new ServerMetrics());

@@ -23,7 +23,7 @@ class GatewayOnRedisTest {
     @Test
     void twoGatewaysShareOneLimitAndFailClosedWhenRedisDies() throws Exception {
         try (RedisServer redis = RedisServer.start(); Upstream upstream = new Upstream()) {
-            String config = "store: " + redis.uri() + "\non_store_failure: closed\npolicies:\n  - name: shared\n"
+            String config = "store: " + redis.uri() + "\non_store_failure: closed\nstore_timeout: 2s\npolicies:\n  - name: shared\n"
                     + "    key: [header:X-User]\n    algorithm: sliding-window\n    limits: [3/1h]\n";
             try (LiveConfig first = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
                  LiveConfig second = LiveConfig.of(ConfigLoader.parse("b.yaml", config), new ServerMetrics());
