@@ -18,9 +18,9 @@ import dev.sluice.algorithm.Rule;
  *
  * <h2>Dropping untouched keys</h2>
  * A state knows when it will be untouched again ({@link KeyState#expiresAt()}); from then on it can be
- * dropped without changing any decision. Expired keys are swept out now and then by the thread that inserts
- * a key, after a number of insertions proportional to the number of keys, so sweeping costs O(1) per
- * insertion; a resize leaves them behind too.
+ * dropped without changing any decision. Expired keys are dropped when the table of keys is crowded, by the
+ * thread whose new key found it so, just before the table is resized for the keys left: the number of keys
+ * held stays within a constant factor of the live ones, and dropping costs O(1) per insertion.
  *
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it

@@ -53,17 +53,27 @@ final class KeyTable {
     private static final Object MOVED = new Object();
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(Object[].class);
     private static final int MIN_CAPACITY = 16;
-    private static final long MIN_INSERTS_BETWEEN_SWEEPS = 1024;
+    /**
+     * A table whose keys mostly come and go gets up to four times the capacity its live keys need, up to this
+     * many slots (8 MB of array): see {@link #resize}.
+     */
+    private static final int CHURN_CAPACITY = 1 << 20;
 
     /** One generation of the table. */
     private static final class Table {
         final Object[] slots; // key at 2i, state at 2i + 1
+        /**
+         * The hash of the key at 2i, {@link #NO_HASH} until its inserter has written it: a probe passes
+         * another key by its hash, without reading that key's bytes (a cache miss each, on a big table).
+         */
+        final int[] hashes;
         final int mask;
         /** Key slots taken, by live keys or tombstones; past three quarters of the slots the table is resized. */
         final AtomicLong used = new AtomicLong();
 
         Table(int capacity) {
             this.slots = new Object[2 * capacity];
+            this.hashes = new int[capacity];
             this.mask = capacity - 1;
         }
 
@@ -74,11 +84,9 @@ final class KeyTable {
 
     private volatile Table table = new Table(MIN_CAPACITY);
     private final AtomicLong size = new AtomicLong();
-    private final AtomicLong inserts = new AtomicLong();
     /** No stored key expires before this (states only ever expire later after a decision). */
     private final AtomicLong firstExpiry = new AtomicLong(Long.MAX_VALUE);
     private final ReentrantLock maintenance = new ReentrantLock();
-    private volatile long nextSweepAt = MIN_INSERTS_BETWEEN_SWEEPS;
     private final long maxKeys;
 
     KeyTable(long maxKeys) {
@@ -92,7 +100,7 @@ final class KeyTable {
      *         {@code maxKeys} keys already
      */
     Decision decide(Rule rule, String key, long cost, long now) {
-        int hash = spread(key.hashCode());
+        int hash = hashOf(key);
         int collisions = 0;
         while (true) {
             Table tab = table;
@@ -102,7 +110,7 @@ final class KeyTable {
             Object found;
             while (true) {
                 found = SLOTS.getAcquire(slots, 2 * i);
-                if (found == null || found == MOVED || (found != TOMBSTONE && matches(found, key))) {
+                if (found == null || found == MOVED || holds(tab, i, found, hash, key)) {
                     break;
                 }
                 i = (i + 1) & mask;
@@ -116,7 +124,7 @@ final class KeyTable {
                 if (outcome.next() == null) {
                     return outcome.decision();
                 }
-                int inserted = insert(tab, i, key, outcome.next(), now);
+                int inserted = insert(tab, i, key, hash, outcome.next(), now);
                 if (inserted == INSERTED) {
                     return outcome.decision();
                 }
@@ -166,14 +174,14 @@ final class KeyTable {
     private static final int NO_ROOM = 2;
 
     /** Puts a new key with its first state in, probing on from the empty slot {@code from}. */
-    private int insert(Table tab, int from, String key, KeyState state, long now) {
+    private int insert(Table tab, int from, String key, int hash, KeyState state, long now) {
         if (!reserve()) {
             return NO_ROOM;
         }
         if (tab.used.incrementAndGet() > tab.crowdedAt()) {
             tab.used.decrementAndGet();
             size.decrementAndGet();
-            resize(tab);
+            resize(tab, now);
             return RETRY;
         }
         Object[] slots = tab.slots;
@@ -181,14 +189,15 @@ final class KeyTable {
         for (int i = from; ; i = (i + 1) & tab.mask) {
             Object found = SLOTS.getAcquire(slots, 2 * i);
             if (found == null && SLOTS.compareAndSet(slots, 2 * i, null, stored)) {
+                tab.hashes[i] = hash; // published to deciders by the compare-and-set of the state below
                 if (!SLOTS.compareAndSet(slots, 2 * i + 1, null, state)) {
                     return RETRY; // the key is in, but someone decided on it first, or it is moving
                 }
-                inserted(state, now);
+                inserted(state);
                 return INSERTED;
             }
             found = SLOTS.getAcquire(slots, 2 * i); // taken since: by this very key, by a resize, or another key
-            if (found == MOVED || (found != TOMBSTONE && matches(found, key))) {
+            if (found == MOVED || holds(tab, i, found, hash, key)) {
                 tab.used.decrementAndGet();
                 size.decrementAndGet();
                 return RETRY;
@@ -208,17 +217,10 @@ final class KeyTable {
         }
     }
 
-    private void inserted(KeyState state, long now) {
+    private void inserted(KeyState state) {
         long expiresAt = state.expiresAt();
         if (expiresAt < firstExpiry.get()) {
             firstExpiry.accumulateAndGet(expiresAt, Math::min);
-        }
-        if (inserts.incrementAndGet() >= nextSweepAt && maintenance.tryLock()) {
-            try {
-                sweep(now);
-            } finally {
-                maintenance.unlock();
-            }
         }
     }
 
@@ -233,20 +235,31 @@ final class KeyTable {
     }
 
     /**
-     * Copies the live keys of {@code full} into a new table, unless another thread already has. Expired keys
-     * are copied too: a resize happens at another key's time, and only sweeps (at the store's time, see
-     * {@link #sweep}) drop keys for having expired.
+     * Drops the keys of {@code full} that are untouched at {@code now} (the time of the request that found it
+     * crowded) and copies the others into a new table, unless another thread already has.
+     *
+     * <p>The new table holds the live keys at a load of at most one half. But where most keys of the old one
+     * were dropped, keys come and go (many keys, each asked about now and then, each untouched again soon
+     * after): a table just big enough would fill with new keys again soon, and each resize would copy the
+     * same few live keys again. Such a table gets four times that capacity (up to {@link #CHURN_CAPACITY}
+     * slots), so it takes several times as many insertions before the next resize. A key that is asked
+     * about again before then is still there, and costs one compare-and-set instead of an insertion.
      */
-    private void resize(Table full) {
+    private void resize(Table full, long now) {
         maintenance.lock();
         try {
             if (table != full) {
                 return;
             }
+            sweep(full, now);
             Object[] slots = full.slots;
+            long live = size.get();
             int capacity = MIN_CAPACITY;
-            while (capacity < (1 << 30) && capacity / 2 < size.get() + 1) {
+            while (capacity < (1 << 30) && capacity / 2 < live + 1) {
                 capacity *= 2;
+            }
+            if (full.used.get() - live > live) {
+                capacity = Math.max(capacity, Math.min(4 * capacity, CHURN_CAPACITY));
             }
             Table fresh = new Table(capacity);
             long copied = 0;
@@ -266,10 +279,15 @@ final class KeyTable {
                     size.decrementAndGet(); // claimed but not yet set: its inserter starts over in the new table
                     continue;
                 }
-                int j = spread(hashOf(key)) & fresh.mask;
+                int hash = full.hashes[i / 2];
+                if (hash == NO_HASH) {
+                    hash = hashOf(key); // not seen yet, though the state's compare-and-set published it
+                }
+                int j = hash & fresh.mask;
                 while (fresh.slots[2 * j] != null) {
                     j = (j + 1) & fresh.mask;
                 }
+                fresh.hashes[j] = hash;
                 fresh.slots[2 * j] = key;
                 fresh.slots[2 * j + 1] = state;
                 copied++;
@@ -282,11 +300,10 @@ final class KeyTable {
     }
 
     /**
-     * Removes every key that is untouched at {@code now}; returns the earliest expiry of those left.
-     * Holds {@link #maintenance}.
+     * Removes every key of {@code tab} that is untouched at {@code now}, and notes the earliest expiry of those
+     * left. Holds {@link #maintenance}.
      */
-    private long sweep(long now) {
-        Table tab = table;
+    private void sweep(Table tab, long now) {
         Object[] slots = tab.slots;
         long first = Long.MAX_VALUE;
         for (int i = 0; i < slots.length; i += 2) {
@@ -309,8 +326,6 @@ final class KeyTable {
             }
         }
         firstExpiry.set(first);
-        nextSweepAt = inserts.get() + Math.max(MIN_INSERTS_BETWEEN_SWEEPS, size.get());
-        return first;
     }
 
     /** Removes the key at {@code i} if its state is still {@code state}. */
@@ -327,7 +342,7 @@ final class KeyTable {
     void cleanUp(long now) {
         maintenance.lock();
         try {
-            sweep(now);
+            sweep(table, now);
         } finally {
             maintenance.unlock();
         }
@@ -353,7 +368,7 @@ final class KeyTable {
 
     /** Forgets {@code key}. */
     void remove(String key) {
-        int hash = spread(key.hashCode());
+        int hash = hashOf(key);
         while (true) {
             Table tab = table;
             Object[] slots = tab.slots;
@@ -361,7 +376,7 @@ final class KeyTable {
             Object found;
             while (true) {
                 found = SLOTS.getAcquire(slots, 2 * i);
-                if (found == null || found == MOVED || (found != TOMBSTONE && matches(found, key))) {
+                if (found == null || found == MOVED || holds(tab, i, found, hash, key)) {
                     break;
                 }
                 i = (i + 1) & tab.mask;
@@ -384,9 +399,32 @@ final class KeyTable {
         return size.get();
     }
 
-    /** Spreads the high bits of a hash to the low ones, which pick the slot. */
+    private static final int NO_HASH = 0;
+
+    /**
+     * The key's {@link String#hashCode()} with its high bits spread to the low ones, which pick the slot;
+     * never {@link #NO_HASH}.
+     */
+    private static int hashOf(String key) {
+        return spread(key.hashCode());
+    }
+
     private static int spread(int hash) {
-        return hash ^ (hash >>> 16);
+        int spread = hash ^ (hash >>> 16);
+        return spread == NO_HASH ? 1 : spread;
+    }
+
+    /**
+     * Whether the key slot {@code i}, which holds {@code found}, holds {@code key}. A slot's hash is written
+     * once, by the thread that put its key in (slots are never reused in one table), so a hash that differs
+     * from {@link #NO_HASH} is the key's own: it tells another key apart without reading its bytes.
+     */
+    private static boolean holds(Table tab, int i, Object found, int hash, String key) {
+        if (found == TOMBSTONE) {
+            return false;
+        }
+        int stored = tab.hashes[i];
+        return (stored == hash || stored == NO_HASH) && matches(found, key);
     }
 
     /** The key as stored: its characters as bytes when they are all Latin-1, else the string itself. */
@@ -420,15 +458,15 @@ final class KeyTable {
         return key.equals(stored);
     }
 
-    /** {@link String#hashCode()} of a stored key. */
+    /** {@link #hashOf(String)} of a stored key. */
     private static int hashOf(Object stored) {
         if (stored instanceof byte[]) {
             int hash = 0;
             for (byte b : (byte[]) stored) {
                 hash = 31 * hash + (b & 0xFF);
             }
-            return hash;
+            return spread(hash);
         }
-        return stored.hashCode();
+        return hashOf((String) stored);
     }
 }
