@@ -292,12 +292,12 @@ public final class RedisStore implements Store, AutoCloseable {
             return fallback(rule, cost, nowNanos);
         }
         try {
-            List<Long> reply;
+            String reply;
             try {
-                reply = scripting.evalsha(call.script().sha(), ScriptOutputType.MULTI, keysArgument, arguments);
+                reply = scripting.evalsha(call.script().sha(), ScriptOutputType.VALUE, keysArgument, arguments);
             } catch (RedisNoScriptException restarted) {
                 scriptReloads.increment();
-                reply = scripting.eval(call.script().text(), ScriptOutputType.MULTI, keysArgument, arguments);
+                reply = scripting.eval(call.script().text(), ScriptOutputType.VALUE, keysArgument, arguments);
             }
             breaker.succeeded();
             return remember(rule, key, cost, nowNanos, decision(rule, reply));
@@ -326,7 +326,7 @@ public final class RedisStore implements Store, AutoCloseable {
             shortCircuited.increment();
             return CompletableFuture.completedFuture(fallback(rule, cost, nowNanos));
         }
-        CompletionStage<List<Long>> reply = scriptingAsync.<List<Long>>evalsha(call.script().sha(), ScriptOutputType.MULTI,
+        CompletionStage<String> reply = scriptingAsync.<String>evalsha(call.script().sha(), ScriptOutputType.VALUE,
                 keysArgument, arguments);
         return reply.handle((answer, failure) -> {
             if (failure == null) {
@@ -334,10 +334,10 @@ public final class RedisStore implements Store, AutoCloseable {
             }
             if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
                 scriptReloads.increment();
-                return scriptingAsync.<List<Long>>eval(call.script().text(), ScriptOutputType.MULTI, keysArgument, arguments)
+                return scriptingAsync.<String>eval(call.script().text(), ScriptOutputType.VALUE, keysArgument, arguments)
                         .toCompletableFuture();
             }
-            return CompletableFuture.<List<Long>>failedFuture(failure);
+            return CompletableFuture.<String>failedFuture(failure);
         }).thenCompose(stage -> stage).handle((answer, failure) -> {
             if (failure == null) {
                 breaker.succeeded();
@@ -426,9 +426,20 @@ public final class RedisStore implements Store, AutoCloseable {
         return key;
     }
 
-    private static Decision decision(Rule rule, List<Long> reply) {
-        return new Decision(reply.get(0) == 1, reply.get(1), reply.get(2), reply.get(3), reply.get(4),
-                rule.limits().get(reply.get(5).intValue()));
+    /** The decision a script answered: six whole numbers, separated by single spaces (see decide.lua). */
+    static Decision decision(Rule rule, String reply) {
+        long[] fields = new long[6];
+        int at = 0;
+        for (int i = 0; i < fields.length; i++) {
+            int end = i == fields.length - 1 ? reply.length() : reply.indexOf(' ', at);
+            if (end < 0) {
+                throw new IllegalStateException("a Sluice script answered \"" + reply + "\": expected six numbers");
+            }
+            fields[i] = Long.parseLong(reply, at, end, 10);
+            at = end + 1;
+        }
+        return new Decision(fields[0] == 1, fields[1], fields[2], fields[3], fields[4],
+                rule.limits().get((int) fields[5]));
     }
 
     private Call call(Rule rule) {

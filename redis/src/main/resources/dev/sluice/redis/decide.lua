@@ -4,7 +4,9 @@
 -- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode, max_delay_ns, ttl_margin_ms, limit count,
 --          then for each limit its algorithm (1 fixed-window, 2 sliding-log, 3 sliding-window, 4 gcra and
 --          greedy token-bucket and leaky-bucket, 5 token-bucket with interval refill), amount, period_ms, burst
--- returns  {allowed (0|1), remaining, retry_after_ns, reset_after_ns, delay_ns, deciding limit (0-based)}
+-- returns  'allowed(0|1) remaining retry_after_ns reset_after_ns delay_ns deciding_limit(0-based)', one string:
+--          a table reply costs Redis several times what a string does (it builds the reply's length after
+--          its elements, in a buffer of its own), and that was the largest single cost of a decision
 --
 -- Exact arithmetic with doubles. Lua's numbers are doubles: integers are exact up to 2^53 and no further.
 -- A time since the epoch in nanoseconds (1.8e18) is past that, so a time is a pair: whole milliseconds
@@ -380,7 +382,8 @@ local function answer(allowed, retry, delay, decider)
     reset = math.max(reset, limits[i].alg.reset(limits[i], states[i], t))
   end
   if decider == nil then decider = least end
-  return {allowed and 1 or 0, remaining, retry, reset, delay, decider - 1}
+  return string.format('%d %.0f %.0f %.0f %.0f %d', allowed and 1 or 0, remaining, retry, reset, delay, decider - 1),
+    reset
 end
 
 -- a key back to untouched is dropped, its clock with it, as the in-memory store drops it: nothing observable
@@ -389,7 +392,7 @@ local function forget_if_untouched()
   if stored and untouched then redis.call('DEL', KEYS[1]) end
 end
 
-if cost == 0 then forget_if_untouched(); return answer(true, 0, 0, nil) end
+if cost == 0 then forget_if_untouched(); return (answer(true, 0, 0, nil)) end
 
 local wait, waiting = 0, nil
 for i = 1, count do
@@ -402,7 +405,7 @@ if not fits then
   local retry = wait
   if wait ~= NEVER and mode == DELAY then retry = wait - max_delay end
   forget_if_untouched()
-  return answer(false, retry, 0, waiting)
+  return (answer(false, retry, 0, waiting))
 end
 
 local delay = 0
@@ -416,6 +419,6 @@ for i = 1, count do
   states[i] = limits[i].alg.take(limits[i], states[i], t, cost)
   sections[i + 1] = limits[i].alg.save(states[i])
 end
-local result = answer(true, 0, delay, nil)
-redis.call('SET', KEYS[1], table.concat(sections, '|'), 'PX', ceildiv(result[4], NS) + ttl_margin)
+local result, reset = answer(true, 0, delay, nil)
+redis.call('SET', KEYS[1], table.concat(sections, '|'), 'PX', ceildiv(reset, NS) + ttl_margin)
 return result

@@ -8,7 +8,7 @@
 -- KEYS[1]  sluice:{<key>}
 -- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode (0 reject, 1 delay, 2 shaping),
 --          max_delay_ns, ttl_margin_ms, then L, B, P (ns), T = P/L as tq + tr/L, and B·T as dq + dr/L
--- returns  {allowed (0|1), remaining, retry_after_ns, reset_after_ns, delay_ns, 0}
+-- returns  'allowed(0|1) remaining retry_after_ns reset_after_ns delay_ns 0', one string, as decide.lua
 --
 -- Exactness is decide.lua's (see there): every quantity below 2^53, divisions corrected by their remainder.
 
@@ -88,7 +88,7 @@ local function reset()
 end
 
 local function answer(allowed, retry, delay)
-  return {allowed and 1 or 0, remaining(), retry, reset(), delay, 0}
+  return string.format('%d %.0f %.0f %.0f %.0f 0', allowed and 1 or 0, remaining(), retry, reset(), delay)
 end
 
 -- a key back to untouched is dropped, as decide.lua and the in-memory store drop it
@@ -123,7 +123,7 @@ if f >= L then f = f - L; sq = sq + 1 end
 local q, r = divmod(bn + sq, NS)
 am, an, af = bm + q, r, f
 local result = answer(true, 0, delay)
-local ttl, part = divmod(result[4], NS)
+local ttl, part = divmod(reset(), NS)
 if part > 0 then ttl = ttl + 1 end
 redis.call('SET', KEYS[1], string.format('%.0f %.0f|%.0f %.0f %.0f', tm, tn, am, an, af),
   'PX', ttl + tonumber(ARGV[6]))
