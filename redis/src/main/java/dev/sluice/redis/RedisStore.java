@@ -44,6 +44,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 
 /**
  * The Redis store: many processes share one limit, decided on the Redis server in one round trip.
@@ -64,6 +65,12 @@ import java.util.concurrent.atomic.LongAdder;
  * <h2>Keys</h2>
  * The state of a key lives at {@code sluice:{<key>}}: the braces are a Cluster hash tag, so every limit of a
  * key is in one slot (in one string, in fact) and the script touches one slot.
+ *
+ * <h2>Connections</h2>
+ * One connection per I/O thread of the client (as many as the machine has cores, at least two), and each
+ * calling thread always uses the same one. Each connection flushes the commands of its callers together,
+ * once per turn of its event loop, so Redis reads them as from a pipeline; with one connection only, its
+ * event loop and Redis took turns, each idle while the other worked (measured: bench/README.md).
  *
  * <h2>When Redis does not answer</h2>
  * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down
@@ -97,10 +104,19 @@ public final class RedisStore implements Store, AutoCloseable {
     private static final long EXPLICIT_TIME_TTL_MARGIN_MS = 3_600_000L;
 
     private final AutoCloseable client;
-    private final AutoCloseable connection;
-    private final RedisScriptingCommands<String, String> scripting;
-    private final RedisScriptingAsyncCommands<String, String> scriptingAsync;
-    private final RedisKeyCommands<String, String> keys;
+    private final List<Lane> lanes;
+
+    /** One connection to Redis (standalone or Cluster) and its commands. */
+    private record Lane(AutoCloseable connection, RedisScriptingCommands<String, String> scripting,
+                        RedisScriptingAsyncCommands<String, String> scriptingAsync, RedisKeyCommands<String, String> keys) {
+        static Lane of(StatefulRedisConnection<String, String> connection) {
+            return new Lane(connection, connection.sync(), connection.async(), connection.sync());
+        }
+
+        static Lane of(StatefulRedisClusterConnection<String, String> connection) {
+            return new Lane(connection, connection.sync(), connection.async(), connection.sync());
+        }
+    }
     /** A script as sent: its text (for EVAL after a NOSCRIPT) and its SHA-1 (for EVALSHA). */
     private record Script(String text, String sha) {
         static Script load(String name) {
@@ -143,14 +159,9 @@ public final class RedisStore implements Store, AutoCloseable {
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
 
-    private RedisStore(Builder settings, AutoCloseable client, AutoCloseable connection,
-                       RedisScriptingCommands<String, String> scripting,
-                       RedisScriptingAsyncCommands<String, String> scriptingAsync, RedisKeyCommands<String, String> keys) {
+    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes) {
         this.client = client;
-        this.connection = connection;
-        this.scripting = scripting;
-        this.scriptingAsync = scriptingAsync;
-        this.keys = keys;
+        this.lanes = List.copyOf(lanes);
         this.onFailure = settings.onFailure;
         this.timeoutNanos = settings.timeout.toNanos();
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
@@ -194,7 +205,7 @@ public final class RedisStore implements Store, AutoCloseable {
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
         ClientResources resources = ClientResources.builder().nettyCustomizer(new NettyCustomizer() {
             /**
-             * Many callers share one connection: their commands are flushed together, once per turn of the
+             * Many callers share a connection: their commands are flushed together, once per turn of the
              * connection's event loop, instead of one write each. Redis then reads several in one go, as from a
              * pipeline (measured: bench/README.md); a lone command still leaves at once.
              */
@@ -214,31 +225,42 @@ public final class RedisStore implements Store, AutoCloseable {
                     .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                             .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
                     .build());
-            StatefulRedisClusterConnection<String, String> connection = connect(client::connect, client::shutdown, resources);
-            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), connection, connection.sync(),
-                    connection.async(), connection.sync());
+            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect()));
+            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes);
         }
         if (uri.startsWith("redis://")) {
             RedisClient client = RedisClient.create(resources, address(uri, uri, settings.timeout));
             client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
                     .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
-            StatefulRedisConnection<String, String> connection = connect(client::connect, client::shutdown, resources);
-            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), connection, connection.sync(),
-                    connection.async(), connection.sync());
+            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect()));
+            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes);
         }
         resources.shutdown();
         throw new IllegalArgumentException("bad Redis address \"" + uri
                 + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
     }
 
-    /** Connects; if it fails, the client and its threads are shut down before the failure goes on. */
-    private static <C> C connect(java.util.function.Supplier<C> connect, Runnable shutdownClient, ClientResources resources) {
+    /**
+     * Opens one connection per I/O thread; if one fails, the client and its threads are shut down (which
+     * closes the connections made) before the failure goes on.
+     */
+    private static List<Lane> connect(ClientResources resources, Runnable shutdownClient,
+                                      Supplier<Lane> connect) {
+        List<Lane> lanes = new ArrayList<>();
         try {
-            return connect.get();
+            for (int i = 0; i < resources.ioThreadPoolSize(); i++) {
+                lanes.add(connect.get());
+            }
+            return lanes;
         } catch (RuntimeException e) {
             shutDown(shutdownClient, resources);
             throw e;
         }
+    }
+
+    /** The calling thread's connection: always the same one, so one thread's commands stay in order. */
+    private Lane lane() {
+        return lanes.get((int) (Thread.currentThread().getId() % lanes.size()));
     }
 
     private static void shutDown(Runnable client, ClientResources resources) {
@@ -292,6 +314,7 @@ public final class RedisStore implements Store, AutoCloseable {
             return fallback(rule, cost, nowNanos);
         }
         try {
+            RedisScriptingCommands<String, String> scripting = lane().scripting();
             String reply;
             try {
                 reply = scripting.evalsha(call.script().sha(), ScriptOutputType.VALUE, keysArgument, arguments);
@@ -326,6 +349,7 @@ public final class RedisStore implements Store, AutoCloseable {
             shortCircuited.increment();
             return CompletableFuture.completedFuture(fallback(rule, cost, nowNanos));
         }
+        RedisScriptingAsyncCommands<String, String> scriptingAsync = lane().scriptingAsync();
         CompletionStage<String> reply = scriptingAsync.<String>evalsha(call.script().sha(), ScriptOutputType.VALUE,
                 keysArgument, arguments);
         return reply.handle((answer, failure) -> {
@@ -556,12 +580,14 @@ public final class RedisStore implements Store, AutoCloseable {
         if (byKey != null) {
             byKey.remove(key);
         }
-        keys.del(redisKey(check(key)));
+        lane().keys().del(redisKey(check(key)));
     }
 
     @Override
     public void close() throws Exception {
-        connection.close();
+        for (Lane lane : lanes) {
+            lane.connection().close();
+        }
         client.close();
     }
 

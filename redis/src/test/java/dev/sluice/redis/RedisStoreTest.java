@@ -155,6 +155,25 @@ class RedisStoreTest {
         return 0;
     }
 
+    /** One connection per I/O thread of the client, so that no single event loop paces every caller. */
+    @Test
+    void callersAreSpreadOverSeveralConnections() throws Exception {
+        try (RedisServer fresh = RedisServer.start(); RedisStore own = SharedRedis.exacting(fresh.uri());
+             Resp resp = fresh.connect()) {
+            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1000/1s").store(own).build();
+            for (int i = 0; i < 4; i++) {
+                String key = "caller-" + i;
+                Thread caller = new Thread(() -> limiter.tryAcquire(key));
+                caller.start();
+                caller.join();
+            }
+            List<String> clients = ((String) resp.call("CLIENT", "LIST")).lines().toList();
+            assertThat(clients).as("the store's connections and this one").hasSizeGreaterThanOrEqualTo(3);
+            assertThat(clients.stream().filter(client -> client.contains("cmd=evalsha")))
+                    .as("consecutive threads on different connections").hasSizeGreaterThanOrEqualTo(2);
+        }
+    }
+
     @Test
     void oneEvalshaAndThreeCommandsInsideItPerAdmittedDecision() throws IOException {
         RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1000000/1s").store(store).build();
