@@ -12,15 +12,17 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The keys of the in-memory store and their states: an open-addressing hash table in one array of
- * {@code [key, state]} pairs, where every decision is one compare-and-set on the state of its key.
+ * {@code [key, state]} pairs (and one of the keys' hashes beside it), where every decision is one
+ * compare-and-set on the state of its key.
  *
  * <h2>Why not a ConcurrentHashMap</h2>
  * A {@code ConcurrentHashMap} entry costs a 32-byte node, and a state swapped with compare-and-set needs a
  * holder object of 16 more; with the key's {@code String} (56 bytes for {@code "user-123456"}) a key costs
- * about 110 bytes before its state. Here a key costs two references in the array, a compact copy of its
- * characters ({@code byte[]} when every character is Latin-1: 32 bytes for {@code "user-123456"}) and its
- * state object: about 90 bytes for a gcra key at a million keys (a quarter of what a Bucket4j bucket in a
- * {@code ConcurrentHashMap} takes, measured side by side by {@code BytesPerKey} in bench/).
+ * about 110 bytes before its state. Here a key costs two references and a hash in the arrays, a compact copy
+ * of its characters ({@code byte[]} when every character is Latin-1: 32 bytes for {@code "user-123456"}) and
+ * its state object: about 100 bytes for a gcra key at a million keys (a quarter of what a Bucket4j bucket in
+ * a {@code ConcurrentHashMap} takes, measured side by side by {@code BytesPerKey} in bench/). The hash costs
+ * 5 to 8 of them and spares a probe the bytes of every other key it passes, and a resize the rehashing.
  *
  * <h2>The slots</h2>
  * A key slot is empty ({@code null}), holds a key, or a {@link #TOMBSTONE} once its key has been removed (a
@@ -42,7 +44,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *       old table — an empty key slot and every state slot become {@link #MOVED} by compare-and-set, so no
  *       decision can land in the old table after its slot was copied — and copies the live keys into a new
  *       table, sized so that they fill at most half of it (so between resizes the table is half to three
- *       quarters full, and a key costs 11 to 16 bytes of array).
+ *       quarters full, and a key costs 16 to 24 bytes of arrays). Keys untouched by then are dropped first
+ *       (see {@link #resize}).
  *       Threads that meet a moved slot wait for the new table; that is the only wait, and it comes once per
  *       doubling.</li>
  * </ul>
