@@ -89,6 +89,30 @@ class InMemoryStoreTest {
         assertThat(store.size()).isLessThan(3 * 16_384 / 4 + 1);
     }
 
+    /**
+     * The table keeps each key's hash beside it and passes other keys by it: keys of one hash ("Aa" and
+     * "BB") must still be told apart by their characters, and a key whose hash is zero ("f5a5a608"; zero
+     * also marks a hash not written yet) must be found again, before and after the table grows.
+     */
+    @Test
+    void keysOfOneHashAndOfHashZeroAreToldApartAcrossResizes() {
+        InMemoryStore store = new InMemoryStore();
+        Rule onePerHour = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1h")));
+        List<String> awkward = List.of("Aa", "BB", "f5a5a608", "\u0000", "Aa\u0100", "BB\u0100");
+        assertThat("Aa".hashCode()).isEqualTo("BB".hashCode());
+        assertThat("f5a5a608".hashCode()).isZero();
+        for (String key : awkward) {
+            assertThat(store.decide(onePerHour, key, 1, T0).allowed()).as(key).isTrue();
+        }
+        for (int i = 0; i < 10_000; i++) { // several resizes
+            store.decide(onePerHour, "filler-" + i, 1, T0);
+        }
+        for (String key : awkward) {
+            assertThat(store.decide(onePerHour, key, 1, T0).allowed()).as("%s, still known", key).isFalse();
+        }
+        assertThat(store.size()).isEqualTo(10_000 + awkward.size());
+    }
+
     @Test
     void resetForgetsAKey() {
         InMemoryStore store = new InMemoryStore();
