@@ -1,0 +1,73 @@
+package dev.sluice.server.http;
+
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import org.htmlunit.BrowserVersion;
+import org.htmlunit.WebClient;
+import org.htmlunit.html.DomElement;
+import org.htmlunit.html.HtmlPage;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The dashboard ({@code GET /}) run by a browser engine (HtmlUnit's, as Chrome): its script fetches
+ * {@code /v1/stats} and draws one box per policy with its counts and busiest keys. A script error fails the
+ * test. A bug pinned: the first dashboard chained {@code append} (which returns nothing), so a browser
+ * stopped at the first policy and showed none.
+ */
+class DashboardTest {
+    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+
+    private static int check(ApiServer server, String body) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/check"))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()).statusCode();
+    }
+
+    @Test
+    void showsEveryPolicyWithItsCountsAndBusiestKeys() throws Exception {
+        String config = """
+                policies:
+                  - name: small
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [3/1h]
+                  - name: quiet
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [10/1s]
+                    mode: shadow
+                """;
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("d.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0);
+             WebClient browser = new WebClient(BrowserVersion.CHROME)) {
+            for (int i = 0; i < 5; i++) {
+                assertThat(check(server, "{\"policy\":\"small\",\"key\":\"alice\"}")).isEqualTo(i < 3 ? 200 : 429);
+            }
+            browser.getOptions().setThrowExceptionOnScriptError(true);
+            HtmlPage page = browser.getPage("http://127.0.0.1:" + server.port() + "/");
+            browser.waitForBackgroundJavaScriptStartingBefore(1_000);
+
+            assertThat(page.getElementById("store").getTextContent()).isEqualTo("store memory: healthy");
+            List<DomElement> boxes = page.getByXPath("//div[@class='policy']");
+            assertThat(boxes).hasSize(2);
+            DomElement small = boxes.get(0);
+            assertThat(small.getFirstElementChild().getTextContent()).isEqualTo("small (reject)");
+            assertThat(small.getTextContent()).contains("admitted 3", "rejected 2");
+            List<DomElement> rows = small.getByXPath(".//tr");
+            assertThat(rows).extracting(DomElement::getTextContent)
+                    .containsExactly("busiest keys this minuterequestsrejected", "alice52");
+            DomElement quiet = boxes.get(1);
+            assertThat(quiet.getFirstElementChild().getTextContent()).isEqualTo("quiet (shadow)");
+            assertThat(quiet.getTextContent()).contains("admitted 0", "rejected 0");
+            assertThat(quiet.getByXPath(".//canvas")).hasSize(1);
+        }
+    }
+}
