@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.Limit;
+import dev.sluice.server.Checked;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
@@ -28,24 +29,28 @@ import java.util.function.BiConsumer;
 /**
  * The HTTP API of {@code sluice serve} (spec/server.md): {@code POST /v1/check}, {@code POST /v1/check-request},
  * {@code GET /v1/policies}, {@code GET /healthz}, {@code GET /metrics}, and the dashboard ({@code GET /}, fed by
- * {@code GET /v1/stats}). Decisions go through the limiter's async face: the in-memory store answers at once,
+ * {@code GET /v1/stats}); and {@code POST /v1/release}, which gives back a concurrency policy's place before
+ * its lease runs out ({@link HeldPlaces}). Decisions go through the limiter's async face: the in-memory store answers at once,
  * and the Redis store answers when Redis does (or its timeout passes) without holding the event loop. Each
  * request is decided under the configuration in force when it arrived.
  */
 public final class ApiServer implements AutoCloseable {
     private static final long MAX_BODY = 64 * 1024;
     private static final Set<String> CHECK_FIELDS = Set.of("policy", "key", "cost");
+    private static final long SECOND_MS = 1000;
 
     private final Vertx vertx;
     private final HttpServer server;
     private final LiveConfig live;
     private final Dashboard dashboard;
+    private final HeldPlaces held = new HeldPlaces();
 
     private ApiServer(Vertx vertx, HttpServer server, LiveConfig live) {
         this.vertx = vertx;
         this.server = server;
         this.live = live;
         this.dashboard = new Dashboard(live);
+        vertx.setPeriodic(SECOND_MS, tick -> held.dropExpired(System.nanoTime()));
     }
 
     /** Starts listening on {@code host:port} (port 0: any free port). */
@@ -95,6 +100,8 @@ public final class ApiServer implements AutoCloseable {
                     body -> check(request, policies, body));
             case "/v1/check-request" -> post(request, "{\"method\": \"GET\", \"path\": \"/api/items\", \"ip\": \"10.0.0.7\"}",
                     body -> checkRequest(request, policies, body));
+            case "/v1/release" -> post(request, "{\"permit\": \"<the permit /v1/check answered>\"}",
+                    body -> release(request, body));
             case "/v1/policies" -> get(request, () -> json(request.response(), 200, policiesJson(policies)));
             case "/v1/stats" -> get(request, () -> json(request.response(), 200, dashboard.stats(policies)));
             case "/healthz" -> get(request, () -> {
@@ -217,13 +224,46 @@ public final class ApiServer implements AutoCloseable {
             return;
         }
         reply(http, policies, policies.check(policy, keyNode.asText(), cost).thenApply(one -> new Verdict(List.of(one))),
-                (answer, response) -> json(response, answer.status(), answer.checkBody()));
+                (answer, response) -> {
+                    ObjectNode body = answer.checkBody();
+                    String permit = answer.verdict().allowed() ? held.hold(answer.verdict().checked().get(0)) : null;
+                    json(response, answer.status(), permit == null ? body : body.put("permit", permit));
+                });
     }
 
     private void checkRequest(HttpServerRequest http, Policies policies, JsonNode request) {
         DescribedRequest described = DescribedRequest.of(request);
-        reply(http, policies, policies.decide(described),
-                (answer, response) -> json(response, answer.status(), answer.checkRequestBody()));
+        reply(http, policies, policies.decide(described), (answer, response) -> {
+            ObjectNode body = answer.checkRequestBody();
+            List<Checked> checked = answer.verdict().checked();
+            // a refused request holds no place: the places its earlier policies took are given back already
+            for (int i = 0; answer.verdict().allowed() && i < checked.size(); i++) {
+                String permit = held.hold(checked.get(i));
+                if (permit != null) {
+                    ((ObjectNode) body.get("checked").get(i)).put("permit", permit);
+                }
+            }
+            json(response, answer.status(), body);
+        });
+    }
+
+    private void release(HttpServerRequest http, JsonNode request) {
+        for (Iterator<String> names = request.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!name.equals("permit")) {
+                throw new BadRequest("unknown field \"" + name + "\": expected permit");
+            }
+        }
+        JsonNode permit = request.get("permit");
+        if (permit == null || !permit.isTextual()) {
+            throw new BadRequest("permit: expected the permit string that /v1/check or /v1/check-request answered");
+        }
+        if (!held.release(permit.asText())) {
+            error(http.response(), 404, "permit: no place is held under \"" + permit.asText()
+                    + "\" (given back already, or its lease ran out)");
+            return;
+        }
+        json(http.response(), 200, VerdictAnswer.JSON.createObjectNode().put("released", true));
     }
 
     private static void reply(HttpServerRequest http, Policies policies, CompletionStage<Verdict> verdict,

@@ -6,6 +6,8 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.metrics.ServerMetrics;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -14,9 +16,90 @@ import java.net.http.HttpResponse;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** A concurrency policy asked through {@code /v1/check}: a place is leased, and the lease runs out by itself. */
+/**
+ * A concurrency policy asked through {@code /v1/check} and {@code /v1/check-request}: a place is leased and
+ * answered with a permit; {@code POST /v1/release} gives it back at once, or the lease runs out by itself.
+ */
 class ConcurrencyApiTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+
+    private static HttpResponse<String> post(ApiServer server, String path, String body) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void aPermitGivesThePlaceBackBeforeTheLeaseRunsOut() throws Exception {
+        String config = "policies:\n  - name: one\n    key: [ip]\n    algorithm: concurrency\n    limits: [1/1h]\n";
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            String check = "{\"policy\":\"one\",\"key\":\"k\"}";
+            HttpResponse<String> first = post(server, "/v1/check", check);
+            assertThat(first.statusCode()).isEqualTo(200);
+            String permit = JSON.readTree(first.body()).get("permit").asText();
+            assertThat(permit).matches("[0-9a-f]{32}");
+            HttpResponse<String> second = post(server, "/v1/check", check);
+            assertThat(second.statusCode()).isEqualTo(429);
+            assertThat(JSON.readTree(second.body()).has("permit")).as("a refusal holds nothing").isFalse();
+            assertThat(JSON.readTree(post(server, "/v1/check", "{\"policy\":\"one\",\"key\":\"k\",\"cost\":0}").body())
+                    .has("permit")).as("a peek holds nothing").isFalse();
+
+            HttpResponse<String> released = post(server, "/v1/release", "{\"permit\":\"" + permit + "\"}");
+            assertThat(released.statusCode()).isEqualTo(200);
+            assertThat(released.body()).isEqualTo("{\"released\":true}");
+            HttpResponse<String> again = post(server, "/v1/release", "{\"permit\":\"" + permit + "\"}");
+            assertThat(again.statusCode()).isEqualTo(404);
+            assertThat(JSON.readTree(again.body()).get("error").asText()).isEqualTo("permit: no place is held under \""
+                    + permit + "\" (given back already, or its lease ran out)");
+
+            HttpResponse<String> third = post(server, "/v1/check", check);
+            assertThat(third.statusCode()).as("the place is free again").isEqualTo(200);
+            assertThat(JSON.readTree(third.body()).get("permit").asText()).isNotEqualTo(permit);
+        }
+    }
+
+    @Test
+    void checkRequestAnswersAPermitForEachPlaceItHolds() throws Exception {
+        String config = """
+                policies:
+                  - name: calls
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [100/1s]
+                  - name: exports
+                    key: [ip]
+                    algorithm: concurrency
+                    limits: [1/1h]
+                """;
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            String request = "{\"method\":\"GET\",\"path\":\"/export\",\"ip\":\"10.0.0.9\"}";
+            JsonNode first = JSON.readTree(post(server, "/v1/check-request", request).body());
+            assertThat(first.get("checked").get(0).has("permit")).as("a rate limit holds no place").isFalse();
+            String permit = first.get("checked").get(1).get("permit").asText();
+            assertThat(post(server, "/v1/check-request", request).statusCode()).isEqualTo(429);
+            assertThat(post(server, "/v1/release", "{\"permit\":\"" + permit + "\"}").statusCode()).isEqualTo(200);
+            assertThat(post(server, "/v1/check-request", request).statusCode()).isEqualTo(200);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "not JSON|{permit|400|the body is not JSON",
+            "no permit|{}|400|permit: expected the permit string that /v1/check or /v1/check-request answered",
+            "a number|{\"permit\":7}|400|permit: expected the permit string that /v1/check or /v1/check-request answered",
+            "another field|{\"permit\":\"a\",\"key\":\"k\"}|400|unknown field \"key\": expected permit",
+            "never handed out|{\"permit\":\"0123\"}|404|permit: no place is held under \"0123\" (given back already, or its lease ran out)"})
+    void aBadReleaseIsRefusedWithItsReason(String name, String body, int status, String error) throws Exception {
+        String config = "policies:\n  - name: one\n    key: [ip]\n    algorithm: concurrency\n    limits: [1/1h]\n";
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            HttpResponse<String> response = post(server, "/v1/release", body);
+            assertThat(response.statusCode()).isEqualTo(status);
+            assertThat(JSON.readTree(response.body()).get("error").asText()).startsWith(error);
+        }
+    }
 
     @Test
     void placesAreLeasedUntilTheyExpire() throws Exception {
@@ -49,6 +132,12 @@ class ConcurrencyApiTest {
             Thread.sleep(Math.max(0, 1_100 - (System.nanoTime() - leased) / 1_000_000));
             HttpResponse<String> later = check.apply(2);
             assertThat(later.statusCode()).as("both leases expired: %s", later.body()).isEqualTo(200);
+            String permit = JSON.readTree(later.body()).get("permit").asText();
+            Thread.sleep(1_100);
+            HttpResponse<String> tooLate = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                    + "/v1/release")).POST(HttpRequest.BodyPublishers.ofString("{\"permit\":\"" + permit + "\"}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(tooLate.statusCode()).as("its lease ran out: nothing to give back").isEqualTo(404);
         }
     }
 }
