@@ -37,6 +37,7 @@ import java.util.function.BiConsumer;
 public final class ApiServer implements AutoCloseable {
     private static final long MAX_BODY = 64 * 1024;
     private static final Set<String> CHECK_FIELDS = Set.of("policy", "key", "cost");
+    private static final Set<String> RELEASE_FIELDS = Set.of("permit");
     private static final long SECOND_MS = 1000;
 
     private final Vertx vertx;
@@ -195,12 +196,7 @@ public final class ApiServer implements AutoCloseable {
     }
 
     private void check(HttpServerRequest http, Policies policies, JsonNode request) {
-        for (Iterator<String> names = request.fieldNames(); names.hasNext(); ) {
-            String name = names.next();
-            if (!CHECK_FIELDS.contains(name)) {
-                throw new BadRequest("unknown field \"" + name + "\": expected policy, key and optionally cost");
-            }
-        }
+        onlyFields(request, CHECK_FIELDS, "policy, key and optionally cost");
         JsonNode policyNode = request.get("policy");
         if (policyNode == null || !policyNode.isTextual()) {
             throw new BadRequest("policy: expected the name of a policy as a string");
@@ -247,13 +243,18 @@ public final class ApiServer implements AutoCloseable {
         });
     }
 
-    private void release(HttpServerRequest http, JsonNode request) {
+    /** Refuses a body with a field other than {@code known}, naming it and what is {@code expected}. */
+    private static void onlyFields(JsonNode request, Set<String> known, String expected) {
         for (Iterator<String> names = request.fieldNames(); names.hasNext(); ) {
             String name = names.next();
-            if (!name.equals("permit")) {
-                throw new BadRequest("unknown field \"" + name + "\": expected permit");
+            if (!known.contains(name)) {
+                throw new BadRequest("unknown field \"" + name + "\": expected " + expected);
             }
         }
+    }
+
+    private void release(HttpServerRequest http, JsonNode request) {
+        onlyFields(request, RELEASE_FIELDS, "permit");
         JsonNode permit = request.get("permit");
         if (permit == null || !permit.isTextual()) {
             throw new BadRequest("permit: expected the permit string that /v1/check or /v1/check-request answered");
