@@ -41,14 +41,13 @@ public final class ApiServer implements AutoCloseable {
     private static final long SECOND_MS = 1000;
 
     private final Vertx vertx;
-    private final HttpServer server;
     private final LiveConfig live;
     private final Dashboard dashboard;
     private final HeldPlaces held = new HeldPlaces();
+    private int port;
 
-    private ApiServer(Vertx vertx, HttpServer server, LiveConfig live) {
+    private ApiServer(Vertx vertx, LiveConfig live) {
         this.vertx = vertx;
-        this.server = server;
         this.live = live;
         this.dashboard = new Dashboard(live);
         vertx.setPeriodic(SECOND_MS, tick -> held.dropExpired(System.nanoTime()));
@@ -57,23 +56,21 @@ public final class ApiServer implements AutoCloseable {
     /** Starts listening on {@code host:port} (port 0: any free port). */
     public static ApiServer start(LiveConfig live, String host, int port) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
-        ApiServer[] started = new ApiServer[1];
-        // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
-        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false));
-        server.requestHandler(request -> started[0].answer(request));
-        started[0] = new ApiServer(vertx, server, live);
         try {
-            server.listen(port, host).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            ApiServer api = new ApiServer(vertx, live);
+            // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
+            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(
+                    new HttpServerOptions().setHttp2ClearTextEnabled(false)).requestHandler(api::answer)).actualPort();
+            return api;
         } catch (Exception e) {
             vertx.close();
             throw e;
         }
-        return started[0];
     }
 
     /** The port it listens on. */
     public int port() {
-        return server.actualPort();
+        return port;
     }
 
     /** Answers every request, whatever happens: a bug becomes a 500 with a line in the log, never a hang. */

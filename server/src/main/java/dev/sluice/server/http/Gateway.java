@@ -64,20 +64,21 @@ public final class Gateway implements AutoCloseable {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
         int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
-        HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
-                .setSsl(tls).setKeepAlive(true), new PoolOptions().setHttp1MaxSize(512));
-        Limiting limiting = new Limiting(live, new Forwarder(client, upstream.getHost(), upstreamPort, upstreamTimeoutMs));
-        // Expect: 100-continue is answered here (the client goes on sending), never forwarded
-        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
-                        .setHandle100ContinueAutomatically(true))
-                .requestHandler(limiting::handle);
         try {
-            server.listen(port, host).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            return new Gateway(vertx, EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
+                // a client per event loop: its connections to the upstream stay on the loop of the requests they carry
+                HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
+                        .setSsl(tls).setKeepAlive(true), new PoolOptions().setHttp1MaxSize(512));
+                Limiting limiting = new Limiting(live, new Forwarder(client, upstream.getHost(), upstreamPort,
+                        upstreamTimeoutMs));
+                // Expect: 100-continue is answered here (the client goes on sending), never forwarded
+                return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
+                        .setHandle100ContinueAutomatically(true)).requestHandler(limiting::handle);
+            }));
         } catch (Exception e) {
             vertx.close();
             throw e;
         }
-        return new Gateway(vertx, server);
     }
 
     public int port() {
