@@ -71,12 +71,12 @@ final class GatewayCommand implements Callable<Integer> {
         }
         running.add(live);
         ServerConfig settings = live.policies().config();
-        out.printf("sluice: gateway on http://localhost:%d to %s, %d %s from %s (store: %s)%n", gateway.port(), target,
+        String host = ServiceOptions.reachableAt(options.host);
+        out.printf("sluice: gateway on http://%s:%d to %s, %d %s from %s (store: %s)%n", host, gateway.port(), target,
                 settings.policies().size(), settings.policies().size() == 1 ? "policy" : "policies", options.file(),
                 settings.store());
         if (adminPort != null) {
-            out.printf("        API, dashboard and metrics on http://localhost:%d/%n",
-                    ((ApiServer) running.get(0)).port());
+            out.printf("        API, dashboard and metrics on http://%s:%d/%n", host, ((ApiServer) running.get(0)).port());
         }
         out.flush();
         ServiceOptions.runUntilStopped(running);

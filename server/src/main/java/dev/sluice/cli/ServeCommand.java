@@ -39,11 +39,11 @@ final class ServeCommand implements Callable<Integer> {
         }
         ServerConfig settings = live.policies().config();
         String first = settings.policies().get(0).name();
-        out.printf("sluice: serving %d %s from %s on http://localhost:%d (store: %s)%n", settings.policies().size(),
-                settings.policies().size() == 1 ? "policy" : "policies", options.file(), server.port(), settings.store());
-        out.printf("try:    curl -si -X POST localhost:%d/v1/check -d '{\"policy\":\"%s\",\"key\":\"alice\"}'%n",
-                server.port(), first);
-        out.printf("        dashboard http://localhost:%d/   metrics http://localhost:%d/metrics%n", server.port(), server.port());
+        String at = ServiceOptions.reachableAt(options.host) + ":" + server.port();
+        out.printf("sluice: serving %d %s from %s on http://%s (store: %s)%n", settings.policies().size(),
+                settings.policies().size() == 1 ? "policy" : "policies", options.file(), at, settings.store());
+        out.printf("try:    curl -si -X POST %s/v1/check -d '{\"policy\":\"%s\",\"key\":\"alice\"}'%n", at, first);
+        out.printf("        dashboard http://%s/   metrics http://%s/metrics%n", at, at);
         out.flush();
         ServiceOptions.runUntilStopped(List.of(server, live));
         return 0;

@@ -26,6 +26,17 @@ final class ServiceOptions {
     @Option(names = "--host", paramLabel = "ADDRESS", description = "default 0.0.0.0 (every interface)")
     String host = "0.0.0.0";
 
+    /**
+     * Where a client on this machine reaches a server listening on {@code host}: {@code localhost} when it
+     * listens on every interface, else the address itself (an IPv6 one in brackets, as a URL writes it).
+     */
+    static String reachableAt(String host) {
+        if (host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]")) {
+            return "localhost";
+        }
+        return host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
+    }
+
     static void checkPort(String option, int port) throws BadInput {
         if (port < 0 || port > 65535) {
             throw new BadInput(option + ": expected 0 to 65535, got " + port);

@@ -59,11 +59,11 @@ class GatewayLauncherIT {
                 "--host", "127.0.0.1", "--admin-port", "0").redirectErrorStream(true).start();
         try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String first = out.readLine();
-            Matcher gateway = Pattern.compile("sluice: gateway on http://localhost:(\\d+) to http://127.0.0.1:\\d+, 1 policy from .*sluice.yaml \\(store: memory\\)")
+            Matcher gateway = Pattern.compile("sluice: gateway on http://127.0.0.1:(\\d+) to http://127.0.0.1:\\d+, 1 policy from .*sluice.yaml \\(store: memory\\)")
                     .matcher(first);
             assertThat(gateway.matches()).as(first).isTrue();
             String second = out.readLine();
-            Matcher admin = Pattern.compile(" +API, dashboard and metrics on http://localhost:(\\d+)/").matcher(second);
+            Matcher admin = Pattern.compile(" +API, dashboard and metrics on http://127.0.0.1:(\\d+)/").matcher(second);
             assertThat(admin.matches()).as(second).isTrue();
             int port = Integer.parseInt(gateway.group(1));
             assertThat(get(port, "/a").body()).isEqualTo("upstream");
