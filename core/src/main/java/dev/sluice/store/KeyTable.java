@@ -28,7 +28,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * A key slot is empty ({@code null}), holds a key, or a {@link #TOMBSTONE} once its key has been removed (a
  * tombstone is never reused: probing goes past it, and the next resize drops it). A state slot holds the
  * key's {@link KeyState}, {@code null} while the key is untouched, {@link #RETIRED} while the key is being
- * removed, or {@link #MOVED} once a resize has copied it.
+ * removed, and during a resize {@link #MOVING} while its state is being copied, then {@link #MOVED} (copied)
+ * or {@link #DROPPED} (nothing to copy).
  *
  * <ul>
  *   <li><b>Deciding</b> reads the key's state, computes the outcome with the pure {@link Rule#decide}, and
@@ -40,20 +41,27 @@ import java.util.concurrent.locks.ReentrantLock;
  *   <li><b>Removing</b> an untouched or expired key first swaps its state for {@link #RETIRED} (which fails
  *       if a decision got in first), then its key for a {@link #TOMBSTONE}; a thread that meets a retired
  *       state helps with the second step and starts over, and will insert the key afresh.</li>
- *   <li><b>Resizing</b> (when keys and tombstones fill three quarters of the slots) freezes every slot of the
- *       old table — an empty key slot and every state slot become {@link #MOVED} by compare-and-set, so no
- *       decision can land in the old table after its slot was copied — and copies the live keys into a new
- *       table, sized so that they fill at most half of it (so between resizes the table is half to three
- *       quarters full, and a key costs 16 to 24 bytes of arrays). Keys untouched by then are dropped first
- *       (see {@link #resize}).
- *       Threads that meet a moved slot wait for the new table; that is the only wait, and it comes once per
- *       doubling.</li>
+ *   <li><b>Resizing</b> (when keys and tombstones fill three quarters of the slots) drops the keys untouched
+ *       by then (see {@link #resize}), makes a new table sized so that the live keys fill at most half of it
+ *       (so between resizes a table is half to three quarters full, and a key costs 16 to 24 bytes of
+ *       arrays), publishes it as the old one's {@code next}, and then moves the old table over slot by slot.
+ *       An empty key slot becomes {@link #MOVED} by compare-and-set, so a new key that probes to it goes on
+ *       in the next table. A state slot becomes {@link #MOVING} by compare-and-set (so no decision lands in
+ *       the old slot after its copy), its key and state are put into the next table, and then the slot
+ *       becomes {@link #MOVED}: a decider that meets {@code MOVED} finds its key in the next table, and one
+ *       that meets {@code MOVING} waits for that one key's copy, never for the whole table's. Keys in slots
+ *       not reached yet are decided, and new keys inserted, in the old table as usual (and copied later):
+ *       a new key needs no room in a table being moved beyond seven eighths of it. So while a million keys
+ *       move (tens of milliseconds) no decider waits for them; before, every thread that met a moved slot
+ *       waited for the whole copy.</li>
  * </ul>
  */
 final class KeyTable {
     private static final Object TOMBSTONE = new Object();
     private static final Object RETIRED = new Object();
     private static final Object MOVED = new Object();
+    private static final Object MOVING = new Object();
+    private static final Object DROPPED = new Object();
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(Object[].class);
     private static final int MIN_CAPACITY = 16;
     /**
@@ -73,6 +81,8 @@ final class KeyTable {
         final int mask;
         /** Key slots taken, by live keys or tombstones; past three quarters of the slots the table is resized. */
         final AtomicLong used = new AtomicLong();
+        /** The table a resize under way copies this one into; set before the first slot is frozen. */
+        volatile Table next;
 
         Table(int capacity) {
             this.slots = new Object[2 * capacity];
@@ -83,6 +93,11 @@ final class KeyTable {
         long crowdedAt() {
             return (mask + 1L) / 4 * 3;
         }
+
+        /** While a resize is under way new keys still go in, up to seven eighths of the slots. */
+        long fullAt() {
+            return (mask + 1L) / 8 * 7;
+        }
     }
 
     private volatile Table table = new Table(MIN_CAPACITY);
@@ -90,6 +105,8 @@ final class KeyTable {
     /** No stored key expires before this (states only ever expire later after a decision). */
     private final AtomicLong firstExpiry = new AtomicLong(Long.MAX_VALUE);
     private final ReentrantLock maintenance = new ReentrantLock();
+    /** Runs after each key a resize moves: tests pause a resize half-way with it. */
+    volatile Runnable afterEachCopy;
     private final long maxKeys;
 
     KeyTable(long maxKeys) {
@@ -107,20 +124,38 @@ final class KeyTable {
         int collisions = 0;
         while (true) {
             Table tab = table;
-            Object[] slots = tab.slots;
-            int mask = tab.mask;
-            int i = hash & mask;
+            Object[] slots;
+            int i;
             Object found;
-            while (true) {
-                found = SLOTS.getAcquire(slots, 2 * i);
-                if (found == null || found == MOVED || holds(tab, i, found, hash, key)) {
+            Object current = null;
+            while (true) { // to the table that holds the key now, following a resize under way
+                slots = tab.slots;
+                int mask = tab.mask;
+                i = hash & mask;
+                while (true) {
+                    found = SLOTS.getAcquire(slots, 2 * i);
+                    if (found == null || found == MOVED || holds(tab, i, found, hash, key)) {
+                        break;
+                    }
+                    i = (i + 1) & mask;
+                }
+                if (found == MOVED) {
+                    tab = tab.next; // not in this table: in the next one, if anywhere
+                    continue;
+                }
+                if (found == null) {
                     break;
                 }
-                i = (i + 1) & mask;
-            }
-            if (found == MOVED) {
-                awaitResize(tab);
-                continue;
+                current = SLOTS.getAcquire(slots, 2 * i + 1);
+                if (current == MOVING) {
+                    awaitCopy(slots, 2 * i + 1);
+                    continue;
+                }
+                if (current == MOVED || current == DROPPED) {
+                    tab = tab.next;
+                    continue;
+                }
+                break;
             }
             if (found == null) {
                 Outcome outcome = rule.decide(null, now, cost);
@@ -134,11 +169,6 @@ final class KeyTable {
                 if (inserted == NO_ROOM) {
                     return null;
                 }
-                continue;
-            }
-            Object current = SLOTS.getAcquire(slots, 2 * i + 1);
-            if (current == MOVED) {
-                awaitResize(tab);
                 continue;
             }
             if (current == RETIRED) {
@@ -157,6 +187,17 @@ final class KeyTable {
                 return outcome.decision();
             }
             backOff(++collisions);
+        }
+    }
+
+    /** Waits while the state at {@code index} is being copied to the next table: one key's copy, not the table's. */
+    private static void awaitCopy(Object[] slots, int index) {
+        for (int spins = 0; SLOTS.getAcquire(slots, index) == MOVING; spins++) {
+            if (spins < 1_000) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
         }
     }
 
@@ -181,7 +222,10 @@ final class KeyTable {
         if (!reserve()) {
             return NO_ROOM;
         }
-        if (tab.used.incrementAndGet() > tab.crowdedAt()) {
+        long used = tab.used.incrementAndGet();
+        // crowded: resize, unless a resize is under way already, which will copy this key too (it freezes
+        // every slot, so a key cannot land in a table after its copy); nobody waits for it while there is room
+        if (used > tab.crowdedAt() && (used > tab.fullAt() || !maintenance.isLocked())) {
             tab.used.decrementAndGet();
             size.decrementAndGet();
             resize(tab, now);
@@ -227,16 +271,6 @@ final class KeyTable {
         }
     }
 
-    private void awaitResize(Table moving) {
-        for (int spins = 0; table == moving; spins++) {
-            if (spins < 1_000) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-            }
-        }
-    }
-
     /**
      * Drops the keys of {@code full} that are untouched at {@code now} (the time of the request that found it
      * crowded) and copies the others into a new table, unless another thread already has.
@@ -265,40 +299,56 @@ final class KeyTable {
                 capacity = Math.max(capacity, Math.min(4 * capacity, CHURN_CAPACITY));
             }
             Table fresh = new Table(capacity);
-            long copied = 0;
+            full.next = fresh; // before any slot is frozen: whoever meets a frozen slot finds the next table
             for (int i = 0; i < slots.length; i += 2) {
                 Object key = SLOTS.getAcquire(slots, i);
                 while (key == null && !SLOTS.compareAndSet(slots, i, null, MOVED)) {
                     key = SLOTS.getAcquire(slots, i);
                 }
+                if (key == null || key == TOMBSTONE) {
+                    continue; // empty (now frozen: a key that comes goes to the next table), or removed
+                }
                 Object state = SLOTS.getAcquire(slots, i + 1);
-                while (state != RETIRED && !SLOTS.compareAndSet(slots, i + 1, state, MOVED)) {
+                while (state != RETIRED && !SLOTS.compareAndSet(slots, i + 1, state, MOVING)) {
                     state = SLOTS.getAcquire(slots, i + 1);
                 }
-                if (key == null || key == TOMBSTONE || state == RETIRED) {
-                    continue; // empty, removed, or being removed by a thread that accounts for it
+                if (state == RETIRED) {
+                    continue; // being removed by a thread that accounts for it
                 }
                 if (state == null) {
-                    size.decrementAndGet(); // claimed but not yet set: its inserter starts over in the new table
+                    size.decrementAndGet(); // claimed but not yet set: its inserter starts over, in the next table
+                    SLOTS.setRelease(slots, i + 1, DROPPED);
                     continue;
                 }
                 int hash = full.hashes[i / 2];
                 if (hash == NO_HASH) {
                     hash = hashOf(key); // not seen yet, though the state's compare-and-set published it
                 }
-                int j = hash & fresh.mask;
-                while (fresh.slots[2 * j] != null) {
-                    j = (j + 1) & fresh.mask;
+                copy(fresh, key, hash, (KeyState) state);
+                SLOTS.setRelease(slots, i + 1, MOVED); // after the copy: who finds MOVED finds the key in fresh
+                if (afterEachCopy != null) {
+                    afterEachCopy.run();
                 }
-                fresh.hashes[j] = hash;
-                fresh.slots[2 * j] = key;
-                fresh.slots[2 * j + 1] = state;
-                copied++;
             }
-            fresh.used.set(copied);
-            table = fresh; // the volatile write publishes the plain writes above
+            table = fresh;
         } finally {
             maintenance.unlock();
+        }
+    }
+
+    /**
+     * Puts a key being moved into {@code fresh}, where deciders may be putting new keys in at the same time
+     * (never this one: while its old slot is {@link #MOVING} its deciders wait for it).
+     */
+    private static void copy(Table fresh, Object key, int hash, KeyState state) {
+        Object[] slots = fresh.slots;
+        for (int j = hash & fresh.mask; ; j = (j + 1) & fresh.mask) {
+            if (SLOTS.compareAndSet(slots, 2 * j, null, key)) {
+                fresh.hashes[j] = hash;
+                SLOTS.setRelease(slots, 2 * j + 1, state);
+                fresh.used.incrementAndGet();
+                return;
+            }
         }
     }
 
@@ -315,7 +365,7 @@ final class KeyTable {
                 continue;
             }
             Object state = SLOTS.getAcquire(slots, i + 1);
-            if (state == RETIRED || state == MOVED) {
+            if (state == RETIRED || state == MOVED || state == MOVING || state == DROPPED) {
                 continue;
             }
             if (state == null || ((KeyState) state).expired(now)) {
@@ -372,8 +422,8 @@ final class KeyTable {
     /** Forgets {@code key}. */
     void remove(String key) {
         int hash = hashOf(key);
+        Table tab = table;
         while (true) {
-            Table tab = table;
             Object[] slots = tab.slots;
             int i = hash & tab.mask;
             Object found;
@@ -388,12 +438,14 @@ final class KeyTable {
                 return;
             }
             Object state = found == MOVED ? MOVED : SLOTS.getAcquire(slots, 2 * i + 1);
-            if (state == MOVED) {
-                awaitResize(tab);
-                continue;
-            }
-            if (state == RETIRED || retire(slots, 2 * i, found, state)) {
+            if (state == MOVING) {
+                awaitCopy(slots, 2 * i + 1);
+            } else if (state == MOVED || state == DROPPED) {
+                tab = tab.next;
+            } else if (state == RETIRED || retire(slots, 2 * i, found, state)) {
                 return;
+            } else {
+                tab = table;
             }
         }
     }
