@@ -54,32 +54,19 @@ final class EventLoops {
         return first;
     }
 
-    /** Each deployment gets a context of its own, on the next event loop. */
+    /**
+     * Each deployment gets a context of its own, on the next event loop. The deployment fails, and so does
+     * this, if making the server throws or it cannot listen.
+     */
     private static HttpServer listenOnNextLoop(Vertx vertx, String host, int port, Supplier<HttpServer> newServer)
             throws Exception {
         CompletableFuture<HttpServer> listening = new CompletableFuture<>();
         vertx.deployVerticle(new AbstractVerticle() {
             @Override
             public void start(Promise<Void> started) {
-                HttpServer server;
-                try {
-                    server = newServer.get();
-                } catch (RuntimeException e) {
-                    listening.completeExceptionally(e);
-                    started.fail(e);
-                    return;
-                }
-                server.listen(port, host).onComplete(result -> {
-                    if (result.succeeded()) {
-                        listening.complete(result.result());
-                        started.complete();
-                    } else {
-                        listening.completeExceptionally(result.cause());
-                        started.fail(result.cause());
-                    }
-                });
+                newServer.get().listen(port, host).onSuccess(listening::complete).<Void>mapEmpty().onComplete(started);
             }
-        });
-        return listening.get(START_SECONDS, TimeUnit.SECONDS);
+        }).toCompletionStage().toCompletableFuture().get(START_SECONDS, TimeUnit.SECONDS);
+        return listening.join();
     }
 }
