@@ -22,6 +22,15 @@ import dev.sluice.algorithm.Rule;
  * thread whose new key found it so, just before the table is resized for the keys left: the number of keys
  * held stays within a constant factor of the live ones, and dropping costs O(1) per insertion.
  *
+ * <p>"Expired" is judged at the time of the request that sweeps, which is not the time of the next request
+ * on every other key. On the store's own clock that does not matter: it never runs back. But decisions at a
+ * time passed in ({@code simulate}, tests, replays) may come stamped earlier than one already made on
+ * another key, and a key dropped because it had expired by the later time would then be found fresh where
+ * its state still counts (a bug, pinned by a test: a sliding window admitted as if its previous window were
+ * empty). So a sweep made by such a decision drops only keys that expired {@value #EXPLICIT_TIME_GRACE_MINUTES}
+ * minutes before its time, as the Redis store keeps a key decided at a time passed in for as long after its
+ * reset: both stores then give the spec's decisions on any trace that goes back less than that across keys.
+ *
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it
  * full, the store sweeps expired keys at once (if any can have expired); if it is still full, the request is
@@ -30,6 +39,8 @@ import dev.sluice.algorithm.Rule;
  */
 public final class InMemoryStore implements Store {
     public static final long DEFAULT_MAX_KEYS = 1_000_000;
+    static final long EXPLICIT_TIME_GRACE_MINUTES = 60;
+    private static final long EXPLICIT_TIME_GRACE_NANOS = EXPLICIT_TIME_GRACE_MINUTES * 60_000_000_000L;
 
     private final KeyTable keys;
     private final long maxKeys;
@@ -58,19 +69,21 @@ public final class InMemoryStore implements Store {
             throw new IllegalArgumentException("key must not be empty");
         }
         long now = nowNanos == STORE_CLOCK ? clock.nanos() : nowNanos;
-        Decision decision = keys.decide(rule, key, cost, now);
-        if (decision == null && keys.makeRoom(now)) {
-            decision = keys.decide(rule, key, cost, now);
+        // the time at which a sweep this decision makes judges keys expired (see "Dropping untouched keys")
+        long sweepAt = nowNanos == STORE_CLOCK ? now : now - EXPLICIT_TIME_GRACE_NANOS;
+        Decision decision = keys.decide(rule, key, cost, now, sweepAt);
+        if (decision == null && keys.makeRoom(sweepAt)) {
+            decision = keys.decide(rule, key, cost, now, sweepAt);
         }
-        return decision != null ? decision : full(rule, key, cost, now);
+        return decision != null ? decision : full(rule, cost, now, sweepAt);
     }
 
     /** The answer for a new key when the store is full. */
-    private Decision full(Rule rule, String key, long cost, long now) {
+    private Decision full(Rule rule, long cost, long now, long sweepAt) {
         if (whenFull == WhenFull.ADMIT) {
             return rule.decide(null, now, cost).decision();
         }
-        long retryAfter = Math.max(1, keys.firstExpiry() - now);
+        long retryAfter = Math.max(1, keys.firstExpiry() - sweepAt);
         return new Decision(false, 0, retryAfter, 0, 0, rule.limits().get(0));
     }
 

@@ -114,12 +114,13 @@ final class KeyTable {
     }
 
     /**
-     * Decides a request on {@code key}: one compare-and-set on its state.
+     * Decides a request on {@code key} at {@code now}: one compare-and-set on its state. If its insertion finds
+     * the table crowded, keys expired by {@code sweepAt} are dropped.
      *
      * @return the decision, or {@code null} when the key is new, must be stored, and the table holds
      *         {@code maxKeys} keys already
      */
-    Decision decide(Rule rule, String key, long cost, long now) {
+    Decision decide(Rule rule, String key, long cost, long now, long sweepAt) {
         int hash = hashOf(key);
         int collisions = 0;
         while (true) {
@@ -162,7 +163,7 @@ final class KeyTable {
                 if (outcome.next() == null) {
                     return outcome.decision();
                 }
-                int inserted = insert(tab, i, key, hash, outcome.next(), now);
+                int inserted = insert(tab, i, key, hash, outcome.next(), sweepAt);
                 if (inserted == INSERTED) {
                     return outcome.decision();
                 }
@@ -218,7 +219,7 @@ final class KeyTable {
     private static final int NO_ROOM = 2;
 
     /** Puts a new key with its first state in, probing on from the empty slot {@code from}. */
-    private int insert(Table tab, int from, String key, int hash, KeyState state, long now) {
+    private int insert(Table tab, int from, String key, int hash, KeyState state, long sweepAt) {
         if (!reserve()) {
             return NO_ROOM;
         }
@@ -228,7 +229,7 @@ final class KeyTable {
         if (used > tab.crowdedAt() && (used > tab.fullAt() || !maintenance.isLocked())) {
             tab.used.decrementAndGet();
             size.decrementAndGet();
-            resize(tab, now);
+            resize(tab, sweepAt);
             return RETRY;
         }
         Object[] slots = tab.slots;

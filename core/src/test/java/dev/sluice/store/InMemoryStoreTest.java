@@ -3,6 +3,7 @@ package dev.sluice.store;
 import dev.sluice.Algorithm;
 import dev.sluice.Decision;
 import dev.sluice.Limit;
+import dev.sluice.ManualClock;
 import dev.sluice.algorithm.Rule;
 import org.junit.jupiter.api.Test;
 
@@ -45,21 +46,49 @@ class InMemoryStoreTest {
 
     @Test
     void whenFullRejectsNewKeysUntilTheFirstStoredKeyExpires() {
-        InMemoryStore store = InMemoryStore.builder().maxKeys(2).build();
+        ManualClock clock = new ManualClock(T0);
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).clock(clock).build();
         Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/10s")));
-        store.decide(rule, "a", 1, T0);
-        store.decide(rule, "b", 1, T0 + 4 * S);
-        Decision full = store.decide(rule, "c", 1, T0 + 5 * S);
+        store.decide(rule, "a", 1, Store.STORE_CLOCK);
+        clock.set(T0 + 4 * S);
+        store.decide(rule, "b", 1, Store.STORE_CLOCK);
+        clock.set(T0 + 5 * S);
+        Decision full = store.decide(rule, "c", 1, Store.STORE_CLOCK);
         assertThat(full.allowed()).isFalse();
         assertThat(full.retryAfterNanos()).as("until a expires at T0 + 10s").isEqualTo(5 * S);
         assertThat(full.remaining()).isZero();
         // known keys are still decided exactly
-        assertThat(store.decide(rule, "a", 1, T0 + 5 * S).allowed()).isFalse();
+        assertThat(store.decide(rule, "a", 1, Store.STORE_CLOCK).allowed()).isFalse();
         assertThat(store.size()).isEqualTo(2);
         // once a has expired, it is swept to make room
-        assertThat(store.decide(rule, "c", 1, T0 + 10 * S).allowed()).isTrue();
+        clock.set(T0 + 10 * S);
+        assertThat(store.decide(rule, "c", 1, Store.STORE_CLOCK).allowed()).isTrue();
         assertThat(store.size()).isEqualTo(2);
-        assertThat(store.decide(rule, "a", 0, T0 + 10 * S).remaining()).isEqualTo(1);
+        assertThat(store.decide(rule, "a", 0, Store.STORE_CLOCK).remaining()).isEqualTo(1);
+    }
+
+    /**
+     * A bug pinned (a random trace, seed 202, found it): a sweep made by a request at a later time dropped a
+     * key that a request stamped earlier still counted, and that request found the key fresh. Here a sliding
+     * window 7/1s takes 5 in the window of T0; a new key at T0 + 2.1 s finds the store full, and the sweep
+     * then dropped "a" (untouched from T0 + 2 s). At T0 + 1.5 s, "a"'s previous window still weighs
+     * 5 × (1 − 0.5) = 2.5, so 7 − 1 − ceil(2.5) = 3 remain, not the 6 of a fresh key.
+     */
+    @Test
+    void aSweepAtALaterTimeDropsNoKeyThatAnEarlierStampedRequestStillCounts() {
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).build();
+        Rule rule = Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("7/1s")));
+        long ms = 1_000_000L;
+        assertThat(store.decide(rule, "a", 5, T0 + 100 * ms).remaining()).isEqualTo(2);
+        assertThat(store.decide(rule, "b", 1, T0 + 200 * ms).allowed()).isTrue();
+        Decision full = store.decide(rule, "c", 1, T0 + 2_100 * ms);
+        assertThat(full.allowed()).as("a is kept, so the store is still full").isFalse();
+        Decision earlier = store.decide(rule, "a", 1, T0 + 1_500 * ms);
+        assertThat(earlier.allowed()).isTrue();
+        assertThat(earlier.remaining()).isEqualTo(3);
+        // an hour after, by a decision's own time, the sweep drops it
+        assertThat(store.decide(rule, "c", 1, T0 + 3_600 * S + 3 * S).allowed()).isTrue();
+        assertThat(store.decide(rule, "a", 0, T0 + 3_600 * S + 3 * S).remaining()).isEqualTo(7);
     }
 
     @Test
@@ -77,12 +106,12 @@ class InMemoryStoreTest {
 
     @Test
     void sweepsExpiredKeysAsNewOnesArriveSoMemoryStaysBounded() {
-        InMemoryStore store = new InMemoryStore();
+        ManualClock clock = new ManualClock(T0);
+        InMemoryStore store = InMemoryStore.builder().clock(clock).build();
         Rule rule = Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("5/1ms")));
-        long t = T0;
         for (int i = 0; i < 200_000; i++) {
-            t += 1_000; // 1 µs: a key lives 2 ms, so about 2,000 are alive at any time
-            assertThat(store.decide(rule, "key-" + i, 1, t).allowed()).isTrue();
+            clock.advanceNanos(1_000); // 1 µs: a key lives 2 ms, so about 2,000 are alive at any time
+            assertThat(store.decide(rule, "key-" + i, 1, Store.STORE_CLOCK).allowed()).isTrue();
         }
         // the table for ~2,000 live keys has 4,096 slots, four times that while keys come and go; it is swept
         // before it grows past three quarters full

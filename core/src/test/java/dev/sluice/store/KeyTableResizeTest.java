@@ -27,7 +27,7 @@ class KeyTableResizeTest {
     void decidersGoOnWhileAResizeIsPausedHalfWay() throws Exception {
         KeyTable table = new KeyTable(1_000_000);
         for (int i = 0; i < OLD_KEYS; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0).remaining()).isEqualTo(2);
+            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0).remaining()).isEqualTo(2);
         }
         CountDownLatch paused = new CountDownLatch(1);
         CountDownLatch resume = new CountDownLatch(1);
@@ -42,7 +42,7 @@ class KeyTableResizeTest {
         CompletableFuture<Integer> resizer = CompletableFuture.supplyAsync(() -> {
             int inserted = 0;
             while (paused.getCount() > 0) {
-                table.decide(THREE_AN_HOUR, "new-" + inserted++, 1, T0);
+                table.decide(THREE_AN_HOUR, "new-" + inserted++, 1, T0, T0);
             }
             return inserted;
         });
@@ -51,12 +51,12 @@ class KeyTableResizeTest {
         // meanwhile: every old key (one of them moved already, the others not yet) and keys never seen
         CompletableFuture<Void> deciders = CompletableFuture.runAsync(() -> {
             for (int i = 0; i < OLD_KEYS; i++) {
-                Decision second = table.decide(THREE_AN_HOUR, "old-" + i, 1, T0);
+                Decision second = table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0);
                 assertThat(second.allowed()).isTrue();
                 assertThat(second.remaining()).as("old-" + i).isEqualTo(1);
             }
             for (int i = 0; i < 20; i++) {
-                assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, T0).remaining()).isEqualTo(2);
+                assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, T0, T0).remaining()).isEqualTo(2);
             }
         });
         try {
@@ -67,14 +67,14 @@ class KeyTableResizeTest {
         int inserted = resizer.get(30, TimeUnit.SECONDS);
 
         for (int i = 0; i < OLD_KEYS; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0).remaining()).as("old-" + i).isZero();
-            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0).allowed()).as("old-" + i).isFalse();
+            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0).remaining()).as("old-" + i).isZero();
+            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0).allowed()).as("old-" + i).isFalse();
         }
         for (int i = 0; i < 20; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, T0).remaining()).isEqualTo(1);
+            assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, T0, T0).remaining()).isEqualTo(1);
         }
         for (int i = 0; i < inserted; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "new-" + i, 0, T0).remaining()).as("new-" + i).isEqualTo(2);
+            assertThat(table.decide(THREE_AN_HOUR, "new-" + i, 0, T0, T0).remaining()).as("new-" + i).isEqualTo(2);
         }
         assertThat(table.size()).isEqualTo(OLD_KEYS + 20 + inserted);
     }
