@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Decisions a second on a loopback Redis (a redis-server the benchmark starts), 1,000 keys drawn at random,
  * 100 per second each: Sluice's Redis store, Bucket4j's Lettuce proxy manager, and Redisson's
- * {@code RRateLimiter}, each with its own connection, in the same run. The number of concurrent callers is
+ * {@code RRateLimiter}, each with its own connection, in the same run; and Sluice with each decision sent
+ * alone ({@code batch(1)}), to see what sending together brings. The number of concurrent callers is
  * JMH's thread count.
  *
  * <pre>java -jar bench/target/benchmarks.jar RedisBenchmark -t 16</pre>
@@ -52,6 +53,8 @@ public class RedisBenchmark {
     private RedisServer redis;
     private RedisStore store;
     private RateLimiter sluice;
+    private RedisStore unbatchedStore;
+    private RateLimiter sluiceUnbatched;
     private RedisClient lettuce;
     private ProxyManager<byte[]> bucket4j;
     private BucketConfiguration bucket4jConfiguration;
@@ -71,6 +74,8 @@ public class RedisBenchmark {
         }
         store = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(2)).build();
         sluice = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("100/1s").store(store).build();
+        unbatchedStore = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(2)).batch(1).build();
+        sluiceUnbatched = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("100/1s").store(unbatchedStore).build();
         lettuce = RedisClient.create(redis.uri());
         bucket4j = Bucket4jLettuce.casBasedBuilder(lettuce).build();
         bucket4jConfiguration = BucketConfiguration.builder()
@@ -90,6 +95,7 @@ public class RedisBenchmark {
         redisson.shutdown();
         lettuce.shutdown();
         store.close();
+        unbatchedStore.close();
         redis.close();
     }
 
@@ -100,6 +106,12 @@ public class RedisBenchmark {
     @Benchmark
     public boolean sluice() {
         return sluice.tryAcquire(keys[anyKey()]).allowed();
+    }
+
+    /** Each decision a call of its own ({@code batch(1)}), as before decisions were sent together. */
+    @Benchmark
+    public boolean sluiceUnbatched() {
+        return sluiceUnbatched.tryAcquire(keys[anyKey()]).allowed();
     }
 
     @Benchmark

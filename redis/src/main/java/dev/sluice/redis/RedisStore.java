@@ -21,7 +21,6 @@ import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisKeyCommands;
-import io.lettuce.core.api.sync.RedisScriptingCommands;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
@@ -39,8 +38,10 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -61,6 +62,11 @@ import java.util.function.Supplier;
  * key at once exactly as {@link Rule#decide} does, and, only when it admits, writes the new state with
  * {@code SET ... PX reset_after}: at most three commands, no lock, no retry, and hosts whose clocks disagree
  * still agree on every decision. An idle key expires by itself when it is back to untouched.
+ *
+ * <p>On a standalone Redis, the gcra decisions of one rule that wait on one connection go as one call of
+ * {@code gcra.lua} that decides their keys one after the other ({@link Batcher}): a decision never waits for a
+ * batch to fill, and a call's own costs (the call, the rule's constants, {@code TIME}) are paid once for all of
+ * them. Each decision stays atomic, at most one {@code EVALSHA} and three commands inside it.
  *
  * <h2>Keys</h2>
  * The state of a key lives at {@code sluice:{<key>}}: the braces are a Cluster hash tag, so every limit of a
@@ -107,14 +113,14 @@ public final class RedisStore implements Store, AutoCloseable {
     private final List<Lane> lanes;
 
     /** One connection to Redis (standalone or Cluster) and its commands. */
-    private record Lane(AutoCloseable connection, RedisScriptingCommands<String, String> scripting,
-                        RedisScriptingAsyncCommands<String, String> scriptingAsync, RedisKeyCommands<String, String> keys) {
+    private record Lane(AutoCloseable connection, RedisScriptingAsyncCommands<String, String> scriptingAsync,
+                        RedisKeyCommands<String, String> keys) {
         static Lane of(StatefulRedisConnection<String, String> connection) {
-            return new Lane(connection, connection.sync(), connection.async(), connection.sync());
+            return new Lane(connection, connection.async(), connection.sync());
         }
 
         static Lane of(StatefulRedisClusterConnection<String, String> connection) {
-            return new Lane(connection, connection.sync(), connection.async(), connection.sync());
+            return new Lane(connection, connection.async(), connection.sync());
         }
     }
     /** A script as sent: its text (for EVAL after a NOSCRIPT) and its SHA-1 (for EVALSHA). */
@@ -130,8 +136,28 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
-    /** What a rule is decided with: a script and its arguments that depend on the rule only. */
-    private record Call(Script script, String[] fixed) {
+    /**
+     * What a rule is decided with: a script, its arguments that depend on the rule only, and, where calls of
+     * several decisions are sent (gcra.lua on a standalone Redis), a batcher per connection.
+     */
+    private record Call(Script script, String[] fixed, Batcher[] batchers) {
+        /** The arguments of one decision's call: gcra.lua takes the decision's own three last, decide.lua first. */
+        String[] arguments(String nowMs, String nowNs, long cost) {
+            String[] arguments;
+            if (script == GCRA) {
+                arguments = Arrays.copyOf(fixed, fixed.length + 3);
+                arguments[fixed.length] = nowMs;
+                arguments[fixed.length + 1] = nowNs;
+                arguments[fixed.length + 2] = Long.toString(cost);
+            } else {
+                arguments = fixed.clone();
+                arguments[0] = nowMs;
+                arguments[1] = nowNs;
+                arguments[2] = Long.toString(cost);
+                arguments[5] = nowMs.isEmpty() ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
+            }
+            return arguments;
+        }
     }
 
     /** Every rule: one limit or several, any algorithm. */
@@ -152,6 +178,8 @@ public final class RedisStore implements Store, AutoCloseable {
     private final LongAdder localRejections = new LongAdder();
     private final boolean rememberRejections;
     private final boolean raiseFailures;
+    /** The most decisions in one call of gcra.lua: 1 in a Cluster, where the keys of one call must share a slot. */
+    private final int batchKeys;
     private final ConcurrentHashMap<Rule, ConcurrentHashMap<String, Rejection>> rejections = new ConcurrentHashMap<>();
     private static final int MAX_REMEMBERED = 100_000;
 
@@ -159,8 +187,9 @@ public final class RedisStore implements Store, AutoCloseable {
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
 
-    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes) {
+    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, boolean cluster) {
         this.client = client;
+        this.batchKeys = cluster ? 1 : settings.batchKeys;
         this.lanes = List.copyOf(lanes);
         this.onFailure = settings.onFailure;
         this.timeoutNanos = settings.timeout.toNanos();
@@ -226,14 +255,14 @@ public final class RedisStore implements Store, AutoCloseable {
                             .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
                     .build());
             List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect()));
-            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes);
+            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, true);
         }
         if (uri.startsWith("redis://")) {
             RedisClient client = RedisClient.create(resources, address(uri, uri, settings.timeout));
             client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
                     .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
             List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect()));
-            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes);
+            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, false);
         }
         resources.shutdown();
         throw new IllegalArgumentException("bad Redis address \"" + uri
@@ -258,9 +287,9 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
-    /** The calling thread's connection: always the same one, so one thread's commands stay in order. */
-    private Lane lane() {
-        return lanes.get((int) (Thread.currentThread().getId() % lanes.size()));
+    /** The calling thread's connection, by its index: always the same one, so one thread's commands stay in order. */
+    private int lane() {
+        return (int) (Thread.currentThread().getId() % lanes.size());
     }
 
     private static void shutDown(Runnable client, ClientResources resources) {
@@ -300,11 +329,50 @@ public final class RedisStore implements Store, AutoCloseable {
         return "sluice:{" + key + "}";
     }
 
+    /**
+     * Waits for Redis's answer and decides with it on the calling thread: the connection's event loop only
+     * hands the answer over, so its time goes to Redis's replies, not to parsing them. Every call is bounded
+     * by the timeout, so this never hangs.
+     */
     @Override
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
-        String[] keysArgument = {redisKey(check(key))};
+        String redisKey = redisKey(check(key));
         Call call = call(rule);
-        String[] arguments = arguments(call, cost, nowNanos);
+        checkCostAndTime(cost, nowNanos);
+        Decision local = answeredHere(rule, key, cost, nowNanos);
+        if (local != null) {
+            return local;
+        }
+        String answer;
+        try {
+            answer = send(call, redisKey, cost, nowNanos).join();
+        } catch (CompletionException e) {
+            return failed(e.getCause(), rule, cost, nowNanos);
+        }
+        return answered(rule, key, cost, nowNanos, answer);
+    }
+
+    @Override
+    public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
+        String redisKey;
+        Call call;
+        try {
+            redisKey = redisKey(check(key));
+            call = call(rule);
+            checkCostAndTime(cost, nowNanos);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        Decision local = answeredHere(rule, key, cost, nowNanos);
+        if (local != null) {
+            return CompletableFuture.completedFuture(local);
+        }
+        return send(call, redisKey, cost, nowNanos).handle((answer, failure) -> failure == null
+                ? answered(rule, key, cost, nowNanos, answer) : failed(failure, rule, cost, nowNanos));
+    }
+
+    /** The decision this process makes without Redis (a rejection remembered, the breaker open), or null. */
+    private Decision answeredHere(Rule rule, String key, long cost, long nowNanos) {
         Decision remembered = remembered(rule, key, cost, nowNanos);
         if (remembered != null) {
             return remembered;
@@ -313,62 +381,43 @@ public final class RedisStore implements Store, AutoCloseable {
             shortCircuited.increment();
             return fallback(rule, cost, nowNanos);
         }
-        try {
-            RedisScriptingCommands<String, String> scripting = lane().scripting();
-            String reply;
-            try {
-                reply = scripting.evalsha(call.script().sha(), ScriptOutputType.VALUE, keysArgument, arguments);
-            } catch (RedisNoScriptException restarted) {
-                scriptReloads.increment();
-                reply = scripting.eval(call.script().text(), ScriptOutputType.VALUE, keysArgument, arguments);
-            }
-            breaker.succeeded();
-            return remember(rule, key, cost, nowNanos, decision(rule, reply));
-        } catch (RuntimeException failure) {
-            return failed(failure, rule, cost, nowNanos);
-        }
+        return null;
     }
 
-    @Override
-    public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
-        String[] keysArgument;
-        String[] arguments;
-        Call call;
-        try {
-            keysArgument = new String[] {redisKey(check(key))};
-            call = call(rule);
-            arguments = arguments(call, cost, nowNanos);
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
+    /** Asks Redis: with the decisions waiting on the caller's connection (gcra.lua, standalone), or alone. */
+    private CompletableFuture<String> send(Call call, String redisKey, long cost, long nowNanos) {
+        boolean serverClock = nowNanos == STORE_CLOCK;
+        String nowMs = serverClock ? "" : Long.toString(nowNanos / NS);
+        String nowNs = serverClock ? "" : Long.toString(nowNanos % NS);
+        int lane = lane();
+        if (call.batchers() != null) {
+            return call.batchers()[lane].submit(redisKey, nowMs, nowNs, Long.toString(cost));
         }
-        Decision remembered = remembered(rule, key, cost, nowNanos);
-        if (remembered != null) {
-            return CompletableFuture.completedFuture(remembered);
-        }
-        if (!breaker.allows()) {
-            shortCircuited.increment();
-            return CompletableFuture.completedFuture(fallback(rule, cost, nowNanos));
-        }
-        RedisScriptingAsyncCommands<String, String> scriptingAsync = lane().scriptingAsync();
-        CompletionStage<String> reply = scriptingAsync.<String>evalsha(call.script().sha(), ScriptOutputType.VALUE,
-                keysArgument, arguments);
-        return reply.handle((answer, failure) -> {
-            if (failure == null) {
-                return CompletableFuture.completedFuture(answer);
-            }
-            if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
-                scriptReloads.increment();
-                return scriptingAsync.<String>eval(call.script().text(), ScriptOutputType.VALUE, keysArgument, arguments)
-                        .toCompletableFuture();
-            }
-            return CompletableFuture.<String>failedFuture(failure);
-        }).thenCompose(stage -> stage).handle((answer, failure) -> {
-            if (failure == null) {
-                breaker.succeeded();
-                return remember(rule, key, cost, nowNanos, decision(rule, answer));
-            }
-            return failed(failure, rule, cost, nowNanos);
-        });
+        return evaluate(lanes.get(lane), call.script(), new String[] {redisKey}, call.arguments(nowMs, nowNs, cost))
+                .toCompletableFuture();
+    }
+
+    /** The decision Redis answered. */
+    private Decision answered(Rule rule, String key, long cost, long nowNanos, String answer) {
+        breaker.succeeded();
+        return remember(rule, key, cost, nowNanos, decision(rule, answer));
+    }
+
+    /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */
+    private CompletionStage<String> evaluate(Lane lane, Script script, String[] keys, String[] arguments) {
+        RedisScriptingAsyncCommands<String, String> scripting = lane.scriptingAsync();
+        return scripting.<String>evalsha(script.sha(), ScriptOutputType.VALUE, keys, arguments)
+                .handle((answer, failure) -> {
+                    if (failure == null) {
+                        return CompletableFuture.completedFuture(answer);
+                    }
+                    if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
+                        scriptReloads.increment();
+                        return scripting.<String>eval(script.text(), ScriptOutputType.VALUE, keys, arguments)
+                                .toCompletableFuture();
+                    }
+                    return CompletableFuture.<String>failedFuture(failure);
+                }).thenCompose(stage -> stage);
     }
 
     private boolean remembers(Rule rule, long cost, long nowNanos) {
@@ -416,6 +465,9 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /** Counts a call Redis did not answer, and decides it by the failure policy. */
     private Decision failed(Throwable failure, Rule rule, long cost, long nowNanos) {
+        while (failure instanceof CompletionException && failure.getCause() != null) {
+            failure = failure.getCause();
+        }
         failures.increment();
         if (raiseFailures) {
             throw new StoreUnavailableException("Redis did not answer: " + failure.getMessage(), failure);
@@ -467,17 +519,18 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     private Call call(Rule rule) {
-        return calls.computeIfAbsent(rule, RedisStore::callOf);
+        Call call = calls.get(rule);
+        return call != null ? call : calls.computeIfAbsent(rule, this::callOf);
     }
 
     /**
-     * The script for {@code rule} and its arguments that depend on the rule only (the first three and the
-     * sixth are per call, the same in both scripts).
+     * The script for {@code rule} and its arguments that depend on the rule only: decide.lua's with the first
+     * three and the sixth left per call; gcra.lua's without the three per decision at their end.
      */
-    private static Call callOf(Rule rule) {
+    private Call callOf(Rule rule) {
         String[] general = ruleArguments(rule); // checks every bound, whichever script decides
         if (rule.limits().size() != 1 || code(rule.algorithm(), rule.limits().get(0)) != 4) {
-            return new Call(DECIDE, general);
+            return new Call(DECIDE, general, null);
         }
         Limit limit = rule.limits().get(0);
         long amount = limit.amount();
@@ -487,12 +540,22 @@ public final class RedisStore implements Store, AutoCloseable {
         long burstStep = limit.burst() * tr; // B·tr < B·L < 2^53 (checked)
         long dq = limit.burst() * tq + burstStep / amount;
         long dr = burstStep % amount;
-        return new Call(GCRA, new String[] {"", "", "", general[3], general[4], "",
+        String[] fixed = {general[3], general[4], Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS),
                 Long.toString(amount), Long.toString(limit.burst()), Long.toString(period),
-                Long.toString(tq), Long.toString(tr), Long.toString(dq), Long.toString(dr)});
+                Long.toString(tq), Long.toString(tr), Long.toString(dq), Long.toString(dr)};
+        if (batchKeys <= 1) {
+            return new Call(GCRA, fixed, null);
+        }
+        Batcher[] batchers = new Batcher[lanes.size()];
+        for (int i = 0; i < batchers.length; i++) {
+            Lane lane = lanes.get(i);
+            batchers[i] = new Batcher(fixed, (keys, arguments) -> evaluate(lane, GCRA, keys, arguments), batchKeys,
+                    timeoutNanos);
+        }
+        return new Call(GCRA, fixed, batchers);
     }
 
-    private String[] arguments(Call call, long cost, long nowNanos) {
+    private static void checkCostAndTime(long cost, long nowNanos) {
         if (cost < 0) {
             throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
         }
@@ -500,13 +563,6 @@ public final class RedisStore implements Store, AutoCloseable {
             throw new IllegalArgumentException("time must be between 0 and " + Rule.MAX_TIME_NANOS
                     + "ns since the epoch, got " + nowNanos + "ns");
         }
-        String[] arguments = call.fixed().clone();
-        boolean serverClock = nowNanos == STORE_CLOCK;
-        arguments[0] = serverClock ? "" : Long.toString(nowNanos / NS);
-        arguments[1] = serverClock ? "" : Long.toString(nowNanos % NS);
-        arguments[2] = Long.toString(cost);
-        arguments[5] = serverClock ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
-        return arguments;
     }
 
     /** The script's arguments that depend on the rule only; the first three and the sixth are per call. */
@@ -580,7 +636,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (byKey != null) {
             byKey.remove(key);
         }
-        lane().keys().del(redisKey(check(key)));
+        lanes.get(lane()).keys().del(redisKey(check(key)));
     }
 
     @Override
@@ -605,6 +661,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private Duration breakerOpenFor = Duration.ofSeconds(1);
         private boolean rememberRejections = true;
         private boolean raiseFailures;
+        private int batchKeys = 64;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -648,6 +705,20 @@ public final class RedisStore implements Store, AutoCloseable {
          */
         public Builder raiseFailures(boolean raise) {
             this.raiseFailures = raise;
+            return this;
+        }
+
+        /**
+         * The most decisions of one gcra rule (gcra, greedy token-bucket, leaky-bucket) that are sent to a
+         * standalone Redis in one call (default 64; 1 sends each alone). A decision never waits for others:
+         * those that arrive while a call is in flight on their connection leave together when it is answered.
+         * In a Cluster every call carries one key.
+         */
+        public Builder batch(int maxKeys) {
+            if (maxKeys < 1) {
+                throw new IllegalArgumentException("a batch holds at least 1 decision, got " + maxKeys);
+            }
+            this.batchKeys = maxKeys;
             return this;
         }
 

@@ -11,14 +11,17 @@ import dev.sluice.testkit.StoreConformance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Random traces, to the nanosecond, through the in-memory store and a real Redis: the same decisions, and
- * the reference model's.
+ * the reference model's; and the same again with a whole trace in flight at once, so that decisions leave
+ * for Redis many to a call.
  */
 class DifferentialTest {
     static Stream<StoreConformance.Scenario> scenarios() {
@@ -44,6 +47,34 @@ class DifferentialTest {
                 Decision onRedis = store.decide(rule, request.key(), request.cost(), request.nanos());
                 assertThat(inMemory).as("in memory, seed %d, request %d: %s", seed, i, request).isEqualTo(spec);
                 assertThat(onRedis).as("on Redis, seed %d, request %d: %s", seed, i, request).isEqualTo(inMemory);
+            }
+        }
+    }
+
+    /**
+     * A whole trace handed to the store at once, from one thread (so on one connection): gcra rules' decisions
+     * leave in calls of many keys, the others as a pipeline; either way each decision is what it would be alone,
+     * in the trace's order.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("scenarios")
+    void decisionsSentTogetherDecideAsOneAtATime(StoreConformance.Scenario scenario) {
+        Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
+        for (long seed = 200; seed < 205; seed++) {
+            SharedRedis.flush();
+            RedisStore store = SharedRedis.store();
+            Store memory = new InMemoryStore();
+            List<Request> trace = RandomTraces.generate(seed, 400, scenario.longestPeriod(), 12, true,
+                    1_763_800_000_000_000_000L);
+            List<CompletableFuture<Decision>> inFlight = new ArrayList<>();
+            for (Request request : trace) {
+                inFlight.add(store.decideAsync(rule, request.key(), request.cost(), request.nanos()).toCompletableFuture());
+            }
+            for (int i = 0; i < trace.size(); i++) {
+                Request request = trace.get(i);
+                Decision inMemory = memory.decide(rule, request.key(), request.cost(), request.nanos());
+                assertThat(inFlight.get(i).join()).as("on Redis, seed %d, request %d: %s", seed, i, request)
+                        .isEqualTo(inMemory);
             }
         }
     }

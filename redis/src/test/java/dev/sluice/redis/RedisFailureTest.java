@@ -7,6 +7,9 @@ import dev.sluice.store.FailurePolicy;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -20,6 +23,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * waits past the timeout for long, the breaker spares Redis while it is down, and decisions come from Redis
  * again once it is back, without a restart. Every event is counted.
  */
+@Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang is a failure, not a stuck build
 class RedisFailureTest {
     /** Short, and yet long enough that a busy machine never turns a call Redis answers into a timeout. */
     private static final Duration TIMEOUT = Duration.ofMillis(250);
@@ -30,7 +34,12 @@ class RedisFailureTest {
     }
 
     private static RateLimiter oneAnHour(RedisStore store) {
-        return RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
+        return oneAnHour(store, Algorithm.FIXED_WINDOW);
+    }
+
+    /** fixed-window is decided by decide.lua, one call a decision; gcra by gcra.lua, decisions sent together. */
+    private static RateLimiter oneAnHour(RedisStore store, Algorithm algorithm) {
+        return RateLimiter.builder().algorithm(algorithm).limit("1/1h").store(store).build();
     }
 
     /** Decides, and checks that the answer came within a bound far below any hang. */
@@ -54,10 +63,11 @@ class RedisFailureTest {
         }
     }
 
-    @Test
-    void failsOpenWhileRedisIsDownAndRecoversWhenItIsBack() throws Exception {
+    @ParameterizedTest
+    @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "GCRA"})
+    void failsOpenWhileRedisIsDownAndRecoversWhenItIsBack(Algorithm algorithm) throws Exception {
         try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.OPEN)) {
-            RateLimiter limiter = oneAnHour(store);
+            RateLimiter limiter = oneAnHour(store, algorithm);
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
             assertThat(limiter.tryAcquire("k").allowed()).isFalse();
             redis.kill();
@@ -79,10 +89,11 @@ class RedisFailureTest {
         }
     }
 
-    @Test
-    void failsClosedWhileRedisIsDownAndRecoversWhenItIsBack() throws Exception {
+    @ParameterizedTest
+    @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "GCRA"})
+    void failsClosedWhileRedisIsDownAndRecoversWhenItIsBack(Algorithm algorithm) throws Exception {
         try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.CLOSED)) {
-            RateLimiter limiter = oneAnHour(store);
+            RateLimiter limiter = oneAnHour(store, algorithm);
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
             redis.kill();
             for (int i = 0; i < 20; i++) {
@@ -119,6 +130,43 @@ class RedisFailureTest {
             sleeping.get(10, TimeUnit.SECONDS);
             awaitRedisDeciding(limiter);
             assertThat(limiter.tryAcquire("k").allowed()).as("the state survived the hang").isFalse();
+        }
+    }
+
+    /**
+     * A decision that waits behind a call in flight (to be sent with others when it is answered) waits for
+     * Redis no longer than the timeout in all: its deadline runs from its arrival, not from its sending.
+     */
+    @Test
+    void aDecisionWaitingBehindAHangingCallWaitsNoLongerThanTheTimeout() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(Duration.ofMillis(1000))
+                     .breaker(10, Duration.ofSeconds(1)).build()) {
+            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").store(store).build();
+            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
+            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
+                try (Resp resp = redis.connect()) {
+                    return resp.call("DEBUG", "SLEEP", "4");
+                } catch (Exception e) {
+                    return e;
+                }
+            });
+            Thread.sleep(200);
+            long start = System.nanoTime();
+            CompletableFuture<Long> first = limiter.tryAcquireAsync("a").toCompletableFuture()
+                    .thenApply(decision -> System.nanoTime() - start);
+            // the same thread, so the same connection: this one waits for the first call's answer
+            CompletableFuture<Long> second = limiter.tryAcquireAsync("b").toCompletableFuture()
+                    .thenApply(decision -> System.nanoTime() - start);
+            long firstTook = first.get(10, TimeUnit.SECONDS);
+            long secondTook = second.get(10, TimeUnit.SECONDS);
+            assertThat(firstTook).as("the first call's timeout").isBetween(TimeUnit.MILLISECONDS.toNanos(900),
+                    TimeUnit.MILLISECONDS.toNanos(1600));
+            // sent only after the first timed out, it would have waited a second timeout: about 2 s
+            assertThat(secondTook).as("one timeout, from its arrival").isLessThan(TimeUnit.MILLISECONDS.toNanos(1600));
+            assertThat(store.counts().timeouts()).isEqualTo(2);
+            assertThat(store.counts().failedOpen()).isEqualTo(2);
+            sleeping.get(10, TimeUnit.SECONDS);
         }
     }
 

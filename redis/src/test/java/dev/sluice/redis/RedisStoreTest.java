@@ -10,7 +10,11 @@ import dev.sluice.testkit.redis.Resp;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -188,6 +192,57 @@ class RedisStoreTest {
             assertThat(calls(resp, "get")).isEqualTo(100);
             assertThat(calls(resp, "set")).isEqualTo(100);
         }
+    }
+
+    /**
+     * 200 decisions on one key handed over at once from one thread: they leave many to a call of gcra.lua, and
+     * still exactly 10 are admitted, the first 10, each with the remaining a call of its own would answer.
+     */
+    @Test
+    void decisionsWaitingOnOneConnectionLeaveTogetherAndStayExact() throws Exception {
+        try (RedisServer fresh = RedisServer.start(); RedisStore own = SharedRedis.exacting(fresh.uri());
+             Resp resp = fresh.connect()) {
+            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1h").store(own).build();
+            limiter.tryAcquire("warm");
+            resp.call("CONFIG", "RESETSTAT");
+            List<CompletableFuture<Decision>> decisions = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                decisions.add(limiter.tryAcquireAsync("together").toCompletableFuture());
+            }
+            for (int i = 0; i < 200; i++) {
+                Decision decision = decisions.get(i).get(10, TimeUnit.SECONDS);
+                assertThat(decision.allowed()).as("decision %d", i).isEqualTo(i < 10);
+                assertThat(decision.remaining()).as("decision %d", i).isEqualTo(Math.max(0, 9 - i));
+            }
+            long calls = calls(resp, "evalsha");
+            assertThat(calls).as("calls for 200 decisions, at most 64 to a call").isBetween(4L, 50L);
+            assertThat(calls(resp, "get")).isEqualTo(200);
+            assertThat(calls(resp, "set")).as("only admissions write").isEqualTo(10);
+            assertThat(calls(resp, "time")).as("the clock read once a call").isEqualTo(calls);
+        }
+    }
+
+    /** {@code batch(1)} sends each decision alone: one call each, as a pipeline. */
+    @Test
+    void aBatchOfOneSendsEveryDecisionAlone() throws Exception {
+        try (RedisServer fresh = RedisServer.start();
+             RedisStore alone = RedisStore.builder(fresh.uri()).timeout(Duration.ofSeconds(10)).raiseFailures(true)
+                     .batch(1).build();
+             Resp resp = fresh.connect()) {
+            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1h").store(alone).build();
+            limiter.tryAcquire("warm");
+            resp.call("CONFIG", "RESETSTAT");
+            List<CompletableFuture<Decision>> decisions = new ArrayList<>();
+            for (int i = 0; i < 50; i++) {
+                decisions.add(limiter.tryAcquireAsync("alone").toCompletableFuture());
+            }
+            for (int i = 0; i < 50; i++) {
+                assertThat(decisions.get(i).get(10, TimeUnit.SECONDS).allowed()).as("decision %d", i).isEqualTo(i < 10);
+            }
+            assertThat(calls(resp, "evalsha")).isEqualTo(50);
+        }
+        assertThatThrownBy(() -> RedisStore.builder("redis://localhost:1").batch(0))
+                .hasMessage("a batch holds at least 1 decision, got 0");
     }
 
     @Test

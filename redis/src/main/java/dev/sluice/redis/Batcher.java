@@ -1,0 +1,201 @@
+package dev.sluice.redis;
+
+import io.lettuce.core.RedisCommandTimeoutException;
+
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The decisions of one rule waiting on one connection, sent to Redis together as one call of {@code gcra.lua}.
+ *
+ * <h2>Why</h2>
+ * A call of a script costs Redis more than the decision inside it: the call itself, parsing its arguments
+ * (the rule's ten constants), reading {@code TIME}; and it costs the client encoding a command, a timer for its
+ * timeout, and a turn of the event loop. With many callers on one connection those are paid once for all the
+ * decisions waiting, not once each.
+ *
+ * <h2>How (no added wait)</h2>
+ * At most one call is in flight per batcher. A decision that finds none in flight is sent at once, alone: a
+ * lone caller waits one round trip, as without batching. Decisions that arrive while a call is in flight wait
+ * for its answer, and then leave together, up to {@code maxKeys} in one call. So a batch is as large as the
+ * number of decisions that arrived during one round trip, and never waits for a batch to fill.
+ *
+ * <h2>Order and atomicity</h2>
+ * The script decides the keys of a call one after the other, in the order they arrived, each exactly as a
+ * call of its own would (a key twice in one call sees its first decision); Redis runs the script whole, so
+ * every decision is as atomic as alone. Every decision of a call is made at the same instant of the server's
+ * clock ({@code TIME} read once), unless a time is passed in.
+ *
+ * <h2>Timeouts</h2>
+ * Each decision has its own deadline, its arrival plus the store's timeout: one that waited behind a call
+ * in flight gets only what is left of it, so no decision waits for Redis longer than the timeout, whether
+ * it waited in line or on the wire. A decision whose deadline passes fails with
+ * {@link RedisCommandTimeoutException}, as a command of its own would.
+ */
+final class Batcher {
+    /** Sends one call of the script: its keys and its arguments. */
+    @FunctionalInterface
+    interface Sender {
+        CompletionStage<String> send(String[] keys, String[] arguments);
+    }
+
+    /** A decision waiting: its Redis key and the three arguments of its own, its deadline, and its answer. */
+    private record Waiting(String key, String nowMs, String nowNs, String cost, long deadline,
+                           CompletableFuture<String> answer) {
+    }
+
+    private final String[] fixed;
+    private final Sender sender;
+    private final int maxKeys;
+    private final long timeoutNanos;
+    private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
+    private boolean inFlight;
+
+    /**
+     * @param fixed    the script's arguments that depend on the rule only (each decision adds three)
+     * @param maxKeys  the most decisions in one call
+     */
+    Batcher(String[] fixed, Sender sender, int maxKeys, long timeoutNanos) {
+        this.fixed = fixed;
+        this.sender = sender;
+        this.maxKeys = maxKeys;
+        this.timeoutNanos = timeoutNanos;
+    }
+
+    /** Decides {@code key} in the next call: its answer, one decision as the script writes it. */
+    CompletableFuture<String> submit(String key, String nowMs, String nowNs, String cost) {
+        Waiting decision = new Waiting(key, nowMs, nowNs, cost, System.nanoTime() + timeoutNanos,
+                new CompletableFuture<>());
+        Waiting[] batch;
+        synchronized (this) {
+            waiting.add(decision);
+            if (inFlight) {
+                return decision.answer;
+            }
+            inFlight = true;
+            batch = take();
+        }
+        send(batch);
+        return decision.answer;
+    }
+
+    /** The next decisions to send, oldest first; the caller holds the lock. */
+    private Waiting[] take() {
+        Waiting[] batch = new Waiting[Math.min(waiting.size(), maxKeys)];
+        for (int i = 0; i < batch.length; i++) {
+            batch[i] = waiting.poll();
+        }
+        return batch;
+    }
+
+    /**
+     * Sends {@code batch}, then, once it is answered, whatever arrived meanwhile, until nothing waits. A bug
+     * pinned: a call failed before it left (a deadline passed in line, a connection refusing commands while
+     * Redis is down) threw out of here, and the batcher stayed "in flight" for good, so every later decision
+     * on it waited forever.
+     */
+    private void send(Waiting[] batch) {
+        while (batch != null) {
+            CompletableFuture<String> reply = call(batch);
+            if (!reply.isDone()) {
+                Waiting[] sent = batch;
+                reply.whenComplete((answer, failure) -> {
+                    answer(sent, reply);
+                    Waiting[] next = next();
+                    if (next != null) {
+                        send(next);
+                    }
+                });
+                return;
+            }
+            answer(batch, reply); // answered at once: go on in this thread
+            batch = next();
+        }
+    }
+
+    /** What arrived while a call was in flight, or null (and nothing in flight) when nothing did. */
+    private Waiting[] next() {
+        synchronized (this) {
+            if (waiting.isEmpty()) {
+                inFlight = false;
+                return null;
+            }
+            return take();
+        }
+    }
+
+    /** One call of the script for {@code batch}, failed with a timeout at the earliest deadline among them. */
+    private CompletableFuture<String> call(Waiting[] batch) {
+        String[] keys = new String[batch.length];
+        String[] arguments = Arrays.copyOf(fixed, fixed.length + 3 * batch.length);
+        long deadline = batch[0].deadline;
+        for (int i = 0; i < batch.length; i++) {
+            Waiting decision = batch[i];
+            keys[i] = decision.key;
+            arguments[fixed.length + 3 * i] = decision.nowMs;
+            arguments[fixed.length + 3 * i + 1] = decision.nowNs;
+            arguments[fixed.length + 3 * i + 2] = decision.cost;
+            deadline = Math.min(deadline, decision.deadline);
+        }
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+            return CompletableFuture.failedFuture(timedOut());
+        }
+        CompletableFuture<String> reply = new CompletableFuture<>();
+        try {
+            sender.send(keys, arguments).whenComplete((answer, failure) -> {
+                if (failure == null) {
+                    reply.complete(answer);
+                } else {
+                    reply.completeExceptionally(failure);
+                }
+            });
+        } catch (RuntimeException e) {
+            reply.completeExceptionally(e);
+        }
+        if (reply.isDone() || left >= timeoutNanos) {
+            return reply; // the connection's own timeout bounds a call sent at once
+        }
+        return reply.orTimeout(left, TimeUnit.NANOSECONDS).exceptionallyCompose(failure ->
+                failure instanceof TimeoutException ? CompletableFuture.failedFuture(timedOut())
+                        : CompletableFuture.failedFuture(failure));
+    }
+
+    private RedisCommandTimeoutException timedOut() {
+        return new RedisCommandTimeoutException("Redis did not answer within "
+                + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
+    }
+
+    /** Completes every decision of {@code batch} with its part of {@code done}'s answer, or with its failure. */
+    private static void answer(Waiting[] batch, CompletableFuture<String> done) {
+        String reply = null;
+        Throwable failure = null;
+        try {
+            reply = done.join();
+        } catch (RuntimeException e) { // CompletionException, CancellationException
+            failure = e.getCause() != null ? e.getCause() : e;
+        }
+        if (failure == null && batch.length == 1) {
+            batch[0].answer.complete(reply);
+            return;
+        }
+        if (failure == null) {
+            String[] answers = reply.split(",", -1);
+            if (answers.length == batch.length) {
+                for (int i = 0; i < batch.length; i++) {
+                    batch[i].answer.complete(answers[i]);
+                }
+                return;
+            }
+            failure = new IllegalStateException("gcra.lua answered " + answers.length + " decisions for "
+                    + batch.length + " keys: \"" + reply + "\"");
+        }
+        for (Waiting decision : batch) {
+            decision.answer.completeExceptionally(failure);
+        }
+    }
+}
