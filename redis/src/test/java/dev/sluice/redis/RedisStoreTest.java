@@ -35,9 +35,13 @@ class RedisStoreTest {
         try (Resp resp = redis.connect()) {
             long ttl = (Long) resp.call("PTTL", "sluice:{clock-user}");
             assertThat(ttl).isBetween(17_000L, 18_000L);
-            String state = (String) resp.call("GET", "sluice:{clock-user}");
-            // the key's clock is Redis's own TIME, in milliseconds and nanoseconds
-            long stateMillis = Long.parseLong(state.split(" ")[0]);
+            // the key's clock is Redis's own TIME, in milliseconds and nanoseconds: the first two of the binary
+            // state's doubles, after its tag 'g'
+            assertThat((String) resp.call("GET", "sluice:{clock-user}")).startsWith("g");
+            assertThat(resp.call("STRLEN", "sluice:{clock-user}")).isEqualTo(41L);
+            long stateMillis = Long.parseLong((String) resp.call("EVAL",
+                    "return string.format('%.0f', (struct.unpack('<d', redis.call('GET', KEYS[1]), 2)))", "1",
+                    "sluice:{clock-user}"));
             List<?> time = (List<?>) resp.call("TIME");
             long serverMillis = Long.parseLong((String) time.get(0)) * 1000 + Long.parseLong((String) time.get(1)) / 1000;
             assertThat(serverMillis - stateMillis).isBetween(0L, 5_000L);
@@ -54,12 +58,14 @@ class RedisStoreTest {
             assertThat(resp.call("SCRIPT", "EXISTS", gcra, general)).isEqualTo(List.of(1L, 0L));
             RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1s").limit("100/1m").store(own).build().tryAcquire("b");
             assertThat(resp.call("SCRIPT", "EXISTS", gcra, general)).isEqualTo(List.of(1L, 1L));
-            // the same stored value: what the lean script wrote, the general one reads, and the other way round
+            // the lean script reads the general one's text state (and an earlier Sluice's), then its own binary one
             Rule one = Rule.of(Algorithm.GCRA, List.of(Limit.parse("3/1s")));
             Rule same = Rule.of(Algorithm.GCRA, List.of(Limit.parse("3/1s"), Limit.parse("1000000/1s")));
             long t = 1_700_000_000L * S;
-            assertThat(own.decide(one, "shared", 2, t).remaining()).isEqualTo(1);
-            assertThat(own.decide(same, "shared", 1, t).remaining()).isZero();
+            assertThat(own.decide(same, "shared", 2, t).remaining()).isEqualTo(1);
+            assertThat(((String) resp.call("GET", "sluice:{shared}"))).startsWith("1700000000000 0|");
+            assertThat(own.decide(one, "shared", 1, t).remaining()).isZero();
+            assertThat(((String) resp.call("GET", "sluice:{shared}"))).startsWith("g");
             Decision third = own.decide(one, "shared", 1, t);
             assertThat(third.allowed()).isFalse();
             assertThat(third.retryAfterNanos()).isEqualTo(333_333_334L);
