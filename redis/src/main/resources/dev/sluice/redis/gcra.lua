@@ -7,7 +7,7 @@
 -- The stored state is binary: the byte 'g', then five little-endian doubles (struct.pack '<Bddddd'): the key's
 -- clock (ms, ns) and its TAT (ms, ns, and the fraction af/L). Lua 5.1 turns every number into text through
 -- sprintf, and the ten numbers of a text state and its parsing were a third of a decision's cost in Redis
--- (measured: bench/README.md); packed, a call of 8 decisions ran about 45% more often under redis-benchmark,
+-- (measured: bench/README.md); packed, a call of 8 decisions ran about 40% more often under redis-benchmark,
 -- and a key takes the same memory (41 bytes of value, as the text took about as many). Doubles hold every value
 -- exactly (each below 2^53, see below). The text state of
 -- decide.lua ("time_ms time_ns|tat_ms tat_ns frac", and what Sluice wrote before) is still read, so keys
