@@ -30,6 +30,7 @@ import dev.sluice.algorithm.Rule;
  * empty). So a sweep made by such a decision drops only keys that expired {@value #EXPLICIT_TIME_GRACE_MINUTES}
  * minutes before its time, as the Redis store keeps a key decided at a time passed in for as long after its
  * reset: both stores then give the spec's decisions on any trace that goes back less than that across keys.
+ * (A full store's {@code retry_after} for such a decision counts to when the first key can be dropped so.)
  *
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it

@@ -50,10 +50,19 @@ import java.util.concurrent.locks.ReentrantLock;
  *       the old slot after its copy), its key and state are put into the next table, and then the slot
  *       becomes {@link #MOVED}: a decider that meets {@code MOVED} finds its key in the next table, and one
  *       that meets {@code MOVING} waits for that one key's copy, never for the whole table's. Keys in slots
- *       not reached yet are decided, and new keys inserted, in the old table as usual (and copied later):
- *       a new key needs no room in a table being moved beyond seven eighths of it. So while a million keys
+ *       not reached yet are decided in the old table as usual (and copied later). So while a million keys
  *       move (tens of milliseconds) no decider waits for them; before, every thread that met a moved slot
  *       waited for the whole copy.</li>
+ *   <li><b>New keys during a resize</b> go where their probe ends, as any key: into an empty slot of the old
+ *       table not reached yet (and are copied later), or, past a {@code MOVED} slot, into the new table. But
+ *       only while the new table keeps room for everything still to be copied: each old slot not moved yet
+ *       can hand at most one key to the new table, so a new key goes in only if the new table's {@code used}
+ *       (counting its own slot, if it goes into the new table) plus the old slots not moved yet is at most
+ *       seven eighths of the new table; otherwise it waits for the resize. Once a key has gone in so, every
+ *       copy after it comes from a slot counted then, and the new table never fills. A bug pinned: new keys
+ *       went in with no such bound, the new table (sized for the keys live when the resize began) filled up,
+ *       and the copy of the next key looked for an empty slot forever, holding the lock every other inserter
+ *       waits on ({@code KeyTableResizeTest}).</li>
  * </ul>
  */
 final class KeyTable {
@@ -83,6 +92,10 @@ final class KeyTable {
         final AtomicLong used = new AtomicLong();
         /** The table a resize under way copies this one into; set before the first slot is frozen. */
         volatile Table next;
+        /** While a resize fills this table: the table it copies from; null once it is done. */
+        volatile Table source;
+        /** How many of this table's slots a resize has moved, published now and then (never ahead). */
+        volatile int moved;
 
         Table(int capacity) {
             this.slots = new Object[2 * capacity];
@@ -97,6 +110,11 @@ final class KeyTable {
         /** While a resize is under way new keys still go in, up to seven eighths of the slots. */
         long fullAt() {
             return (mask + 1L) / 8 * 7;
+        }
+
+        /** Slots a resize has not moved yet: each could still hold a key to copy into the next table. */
+        long notMoved() {
+            return mask + 1L - moved;
         }
     }
 
@@ -220,10 +238,20 @@ final class KeyTable {
 
     /** Puts a new key with its first state in, probing on from the empty slot {@code from}. */
     private int insert(Table tab, int from, String key, int hash, KeyState state, long sweepAt) {
+        Table next = tab.next;
+        if (next != null && next.used.get() + tab.notMoved() > next.fullAt()) {
+            return awaitResize(); // see "New keys during a resize"
+        }
         if (!reserve()) {
             return NO_ROOM;
         }
         long used = tab.used.incrementAndGet();
+        Table source = tab.source;
+        if (source != null && used + source.notMoved() > tab.fullAt()) {
+            tab.used.decrementAndGet();
+            size.decrementAndGet();
+            return awaitResize();
+        }
         // crowded: resize, unless a resize is under way already, which will copy this key too (it freezes
         // every slot, so a key cannot land in a table after its copy); nobody waits for it while there is room
         if (used > tab.crowdedAt() && (used > tab.fullAt() || !maintenance.isLocked())) {
@@ -251,6 +279,13 @@ final class KeyTable {
                 return RETRY;
             }
         }
+    }
+
+    /** Waits for the resize under way (it holds {@link #maintenance}), for a new key that found no room. */
+    private int awaitResize() {
+        maintenance.lock();
+        maintenance.unlock();
+        return RETRY;
     }
 
     private boolean reserve() {
@@ -300,8 +335,12 @@ final class KeyTable {
                 capacity = Math.max(capacity, Math.min(4 * capacity, CHURN_CAPACITY));
             }
             Table fresh = new Table(capacity);
+            fresh.source = full;
             full.next = fresh; // before any slot is frozen: whoever meets a frozen slot finds the next table
             for (int i = 0; i < slots.length; i += 2) {
+                if ((i & 127) == 0) {
+                    full.moved = i / 2; // the slots before i are done with: no key of them is copied again
+                }
                 Object key = SLOTS.getAcquire(slots, i);
                 while (key == null && !SLOTS.compareAndSet(slots, i, null, MOVED)) {
                     key = SLOTS.getAcquire(slots, i);
@@ -331,7 +370,9 @@ final class KeyTable {
                     afterEachCopy.run();
                 }
             }
+            full.moved = slots.length / 2;
             table = fresh;
+            fresh.source = null;
         } finally {
             maintenance.unlock();
         }
@@ -461,7 +502,7 @@ final class KeyTable {
      * The key's {@link String#hashCode()} with its high bits spread to the low ones, which pick the slot;
      * never {@link #NO_HASH}.
      */
-    private static int hashOf(String key) {
+    static int hashOf(String key) {
         return spread(key.hashCode());
     }
 

@@ -6,11 +6,13 @@ import dev.sluice.Limit;
 import dev.sluice.algorithm.Rule;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -77,6 +79,80 @@ class KeyTableResizeTest {
             assertThat(table.decide(THREE_AN_HOUR, "new-" + i, 0, T0, T0).remaining()).as("new-" + i).isEqualTo(2);
         }
         assertThat(table.size()).isEqualTo(OLD_KEYS + 20 + inserted);
+    }
+
+    /**
+     * A bug pinned: new keys went into a table being resized with no bound, filled the new table (sized for the
+     * keys live when the resize began), and the copy of the next old key looked for an empty slot forever,
+     * holding the lock every other new key then waited on. Here a table of 512 slots holds 200 keys, half of
+     * them clustered near its end, and 184 tombstones; a resize to 512 slots is paused once the 100 keys
+     * before the cluster are copied, and 400 new keys probe into slots already moved, so into the new table.
+     * Unbounded, 348 of them went in beside the 100 copies, and the 100 keys of the cluster found no room.
+     */
+    @Test
+    void newKeysDuringAResizeLeaveRoomForEveryKeyStillToBeCopied() throws Exception {
+        KeyTable table = new KeyTable(1_000_000);
+        List<String> front = keysAtHome("front-", 100, 0, 380);
+        List<String> tail = keysAtHome("tail-", 100, 400, 480);
+        for (String key : front) {
+            table.decide(THREE_AN_HOUR, key, 1, T0, T0);
+        }
+        for (String key : tail) {
+            table.decide(THREE_AN_HOUR, key, 1, T0, T0);
+        }
+        for (String filler : keysAtHome("filler-", 184, 0, 380)) {
+            table.decide(THREE_AN_HOUR, filler, 1, T0, T0);
+            table.remove(filler); // a tombstone: the table fills without more live keys
+        }
+        assertThat(table.size()).isEqualTo(200);
+
+        CountDownLatch paused = new CountDownLatch(1);
+        CountDownLatch resume = new CountDownLatch(1);
+        AtomicInteger copies = new AtomicInteger();
+        table.afterEachCopy = () -> {
+            if (copies.incrementAndGet() == front.size()) {
+                paused.countDown();
+                await(resume);
+            }
+        };
+        CompletableFuture<Decision> trigger = CompletableFuture.supplyAsync(
+                () -> table.decide(THREE_AN_HOUR, "trigger", 1, T0, T0));
+        assertThat(paused.await(30, TimeUnit.SECONDS)).as("the resize reached the cluster").isTrue();
+
+        List<String> flood = keysAtHome("flood-", 400, 0, 380);
+        AtomicInteger flooded = new AtomicInteger();
+        CompletableFuture<Void> newKeys = CompletableFuture.runAsync(() -> {
+            for (String key : flood) {
+                table.decide(THREE_AN_HOUR, key, 1, T0, T0);
+                flooded.incrementAndGet();
+            }
+        });
+        for (int last = -1; flooded.get() != last; ) { // until the new keys stop: waiting for the resize, or done
+            last = flooded.get();
+            Thread.sleep(300);
+        }
+        resume.countDown();
+        assertThat(trigger.get(30, TimeUnit.SECONDS).remaining()).as("the resize finished").isEqualTo(2);
+        newKeys.get(30, TimeUnit.SECONDS);
+
+        for (List<String> keys : List.of(front, tail, flood)) {
+            for (String key : keys) {
+                assertThat(table.decide(THREE_AN_HOUR, key, 0, T0, T0).remaining()).as(key).isEqualTo(2);
+            }
+        }
+        assertThat(table.size()).isEqualTo(200 + 1 + 400);
+    }
+
+    /** {@code count} keys whose probe starts, in a table of 512 slots, at a slot in {@code [from, to)}. */
+    private static List<String> keysAtHome(String prefix, int count, int from, int to) {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; keys.size() < count; i++) {
+            int home = KeyTable.hashOf(prefix + i) & 511;
+            if (home >= from && home < to) {
+                keys.add(prefix + i);
+            }
+        }
+        return keys;
     }
 
     private static void await(CountDownLatch latch) {

@@ -28,18 +28,27 @@ class DifferentialTest {
         return StoreConformance.scenarios();
     }
 
+    /** The shared store, on a server emptied of every key. */
+    private static RedisStore emptied() {
+        SharedRedis.flush();
+        return SharedRedis.store();
+    }
+
+    /** 400 requests on up to three keys, some stamped back in time, at the scale of the scenario's periods. */
+    private static List<Request> trace(long seed, StoreConformance.Scenario scenario) {
+        return RandomTraces.generate(seed, 400, scenario.longestPeriod(), 12, true, 1_763_800_000_000_000_000L);
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("scenarios")
     void inMemoryAndRedisDecideAlike(StoreConformance.Scenario scenario) {
         Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
         for (long seed = 100; seed < 110; seed++) {
-            SharedRedis.flush();
-            RedisStore store = SharedRedis.store();
+            RedisStore store = emptied();
             Store memory = new InMemoryStore();
             ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
                     scenario.maxDelayNanos());
-            List<Request> trace = RandomTraces.generate(seed, 400, scenario.longestPeriod(), 12, true,
-                    1_763_800_000_000_000_000L);
+            List<Request> trace = trace(seed, scenario);
             for (int i = 0; i < trace.size(); i++) {
                 Request request = trace.get(i);
                 Decision spec = reference.decide(request.key(), request.nanos(), request.cost());
@@ -61,11 +70,9 @@ class DifferentialTest {
     void decisionsSentTogetherDecideAsOneAtATime(StoreConformance.Scenario scenario) {
         Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
         for (long seed = 200; seed < 205; seed++) {
-            SharedRedis.flush();
-            RedisStore store = SharedRedis.store();
+            RedisStore store = emptied();
             Store memory = new InMemoryStore();
-            List<Request> trace = RandomTraces.generate(seed, 400, scenario.longestPeriod(), 12, true,
-                    1_763_800_000_000_000_000L);
+            List<Request> trace = trace(seed, scenario);
             List<CompletableFuture<Decision>> inFlight = new ArrayList<>();
             for (Request request : trace) {
                 inFlight.add(store.decideAsync(rule, request.key(), request.cost(), request.nanos()).toCompletableFuture());

@@ -50,6 +50,17 @@ class RedisFailureTest {
         return decision;
     }
 
+    /** Makes the server stop answering anyone for {@code seconds} (DEBUG SLEEP), from another thread. */
+    private static CompletableFuture<Object> sleep(RedisServer redis, int seconds) {
+        return CompletableFuture.supplyAsync(() -> {
+            try (Resp resp = redis.connect()) {
+                return resp.call("DEBUG", "SLEEP", Integer.toString(seconds));
+            } catch (Exception e) {
+                return e;
+            }
+        });
+    }
+
     /** Waits until Redis decides again: a second request on a fresh key is rejected by the 1/1h limit. */
     private static void awaitRedisDeciding(RateLimiter limiter) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
@@ -113,13 +124,7 @@ class RedisFailureTest {
             RateLimiter limiter = oneAnHour(store);
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
             // the server stops answering anyone for two seconds
-            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
-                try (Resp resp = redis.connect()) {
-                    return resp.call("DEBUG", "SLEEP", "2");
-                } catch (Exception e) {
-                    return e;
-                }
-            });
+            CompletableFuture<Object> sleeping = sleep(redis, 2);
             Thread.sleep(200);
             long start = System.nanoTime();
             Decision decision = limiter.tryAcquire("k");
@@ -144,13 +149,7 @@ class RedisFailureTest {
                      .breaker(10, Duration.ofSeconds(1)).build()) {
             RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").store(store).build();
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
-            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
-                try (Resp resp = redis.connect()) {
-                    return resp.call("DEBUG", "SLEEP", "4");
-                } catch (Exception e) {
-                    return e;
-                }
-            });
+            CompletableFuture<Object> sleeping = sleep(redis, 4);
             Thread.sleep(200);
             long start = System.nanoTime();
             CompletableFuture<Long> first = limiter.tryAcquireAsync("a").toCompletableFuture()
