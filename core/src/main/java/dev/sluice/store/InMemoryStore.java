@@ -69,14 +69,19 @@ public final class InMemoryStore implements Store {
         if (key == null || key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
         }
-        long now = nowNanos == STORE_CLOCK ? clock.nanos() : nowNanos;
-        // the time at which a sweep this decision makes judges keys expired (see "Dropping untouched keys")
-        long sweepAt = nowNanos == STORE_CLOCK ? now : now - EXPLICIT_TIME_GRACE_NANOS;
-        Decision decision = keys.decide(rule, key, cost, now, sweepAt);
-        if (decision == null && keys.makeRoom(sweepAt)) {
-            decision = keys.decide(rule, key, cost, now, sweepAt);
+        boolean ownClock = nowNanos == STORE_CLOCK;
+        Clock decidingClock = ownClock ? clock : null; // read by the table once it has found the key
+        // how long before its time a sweep this decision makes judges keys expired (see "Dropping untouched keys")
+        long grace = ownClock ? 0 : EXPLICIT_TIME_GRACE_NANOS;
+        Decision decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
+        if (decision == null && keys.makeRoom((ownClock ? clock.nanos() : nowNanos) - grace)) {
+            decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
         }
-        return decision != null ? decision : full(rule, cost, now, sweepAt);
+        if (decision != null) {
+            return decision;
+        }
+        long now = ownClock ? clock.nanos() : nowNanos;
+        return full(rule, cost, now, now - grace);
     }
 
     /** The answer for a new key when the store is full. */

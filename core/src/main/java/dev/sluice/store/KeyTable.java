@@ -1,5 +1,6 @@
 package dev.sluice.store;
 
+import dev.sluice.Clock;
 import dev.sluice.Decision;
 import dev.sluice.algorithm.KeyState;
 import dev.sluice.algorithm.Outcome;
@@ -132,13 +133,20 @@ final class KeyTable {
     }
 
     /**
-     * Decides a request on {@code key} at {@code now}: one compare-and-set on its state. If its insertion finds
-     * the table crowded, keys expired by {@code sweepAt} are dropped.
+     * Decides a request on {@code key}: one compare-and-set on its state. If its insertion finds the table
+     * crowded, keys expired {@code grace} before the decision's time are dropped.
      *
+     * <p>The time is {@code now}, or, when {@code clock} is given, the clock read after the key has been found
+     * (or found absent), on every attempt. A bug pinned: the time was read before the lookup, so a sweep by
+     * another thread at a later reading could drop the key in between, and the key was then decided as fresh
+     * at the earlier time, when its dropped state still counted (one request too many at a window's end).
+     * Read after, the time of a key found absent is no earlier than that of any sweep that removed it.
+     *
+     * @param clock the store's clock, or {@code null} to decide at {@code now}
      * @return the decision, or {@code null} when the key is new, must be stored, and the table holds
      *         {@code maxKeys} keys already
      */
-    Decision decide(Rule rule, String key, long cost, long now, long sweepAt) {
+    Decision decide(Rule rule, String key, long cost, Clock clock, long now, long grace) {
         int hash = hashOf(key);
         int collisions = 0;
         while (true) {
@@ -177,11 +185,12 @@ final class KeyTable {
                 break;
             }
             if (found == null) {
-                Outcome outcome = rule.decide(null, now, cost);
+                long t = clock == null ? now : clock.nanos();
+                Outcome outcome = rule.decide(null, t, cost);
                 if (outcome.next() == null) {
                     return outcome.decision();
                 }
-                int inserted = insert(tab, i, key, hash, outcome.next(), sweepAt);
+                int inserted = insert(tab, i, key, hash, outcome.next(), t - grace);
                 if (inserted == INSERTED) {
                     return outcome.decision();
                 }
@@ -195,7 +204,7 @@ final class KeyTable {
                 continue;
             }
             KeyState state = (KeyState) current;
-            Outcome outcome = rule.decide(state, now, cost);
+            Outcome outcome = rule.decide(state, clock == null ? now : clock.nanos(), cost);
             KeyState next = outcome.next();
             if (next == state) {
                 return outcome.decision();

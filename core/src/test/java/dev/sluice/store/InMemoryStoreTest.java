@@ -1,6 +1,7 @@
 package dev.sluice.store;
 
 import dev.sluice.Algorithm;
+import dev.sluice.Clock;
 import dev.sluice.Decision;
 import dev.sluice.Limit;
 import dev.sluice.ManualClock;
@@ -8,6 +9,7 @@ import dev.sluice.algorithm.Rule;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -89,6 +91,33 @@ class InMemoryStoreTest {
         // an hour after, by a decision's own time, the sweep drops it
         assertThat(store.decide(rule, "c", 1, T0 + 3_600 * S + 3 * S).allowed()).isTrue();
         assertThat(store.decide(rule, "a", 0, T0 + 3_600 * S + 3 * S).remaining()).isEqualTo(7);
+    }
+
+    /**
+     * A bug pinned: on the store's own clock the time was read before the key was looked up, so a sweep by
+     * another thread at a later reading could drop the key in between, and the key was then decided as fresh at
+     * the earlier time. Here reading the clock runs such a sweep, as another thread would just after this one
+     * read it: "k" took 1/1s at T0 + 0.5 s, and at T0 + 0.9 s its window is still used up, swept or not.
+     */
+    @Test
+    void aKeySweptBetweenReadingTheClockAndFindingTheKeyIsNotDecidedAsFresh() {
+        ManualClock manual = new ManualClock(T0 + S / 2);
+        AtomicReference<Runnable> onNextRead = new AtomicReference<>();
+        Clock clock = () -> {
+            long now = manual.nanos();
+            Runnable sweep = onNextRead.getAndSet(null);
+            if (sweep != null) {
+                sweep.run();
+            }
+            return now;
+        };
+        InMemoryStore store = InMemoryStore.builder().clock(clock).build();
+        assertThat(store.decide(ONE_PER_SECOND, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
+        manual.set(T0 + S / 10 * 9);
+        onNextRead.set(() -> store.cleanUp(T0 + S)); // "k" is untouched from T0 + 1 s
+        Decision late = store.decide(ONE_PER_SECOND, "k", 1, Store.STORE_CLOCK);
+        assertThat(late.allowed()).as("1/1s is used up until T0 + 1 s").isFalse();
+        assertThat(late.retryAfterNanos()).isEqualTo(S / 10);
     }
 
     @Test

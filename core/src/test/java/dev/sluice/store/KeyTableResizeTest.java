@@ -29,7 +29,7 @@ class KeyTableResizeTest {
     void decidersGoOnWhileAResizeIsPausedHalfWay() throws Exception {
         KeyTable table = new KeyTable(1_000_000);
         for (int i = 0; i < OLD_KEYS; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0).remaining()).isEqualTo(2);
+            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, null, T0, 0).remaining()).isEqualTo(2);
         }
         CountDownLatch paused = new CountDownLatch(1);
         CountDownLatch resume = new CountDownLatch(1);
@@ -44,7 +44,7 @@ class KeyTableResizeTest {
         CompletableFuture<Integer> resizer = CompletableFuture.supplyAsync(() -> {
             int inserted = 0;
             while (paused.getCount() > 0) {
-                table.decide(THREE_AN_HOUR, "new-" + inserted++, 1, T0, T0);
+                table.decide(THREE_AN_HOUR, "new-" + inserted++, 1, null, T0, 0);
             }
             return inserted;
         });
@@ -53,12 +53,12 @@ class KeyTableResizeTest {
         // meanwhile: every old key (one of them moved already, the others not yet) and keys never seen
         CompletableFuture<Void> deciders = CompletableFuture.runAsync(() -> {
             for (int i = 0; i < OLD_KEYS; i++) {
-                Decision second = table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0);
+                Decision second = table.decide(THREE_AN_HOUR, "old-" + i, 1, null, T0, 0);
                 assertThat(second.allowed()).isTrue();
                 assertThat(second.remaining()).as("old-" + i).isEqualTo(1);
             }
             for (int i = 0; i < 20; i++) {
-                assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, T0, T0).remaining()).isEqualTo(2);
+                assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, null, T0, 0).remaining()).isEqualTo(2);
             }
         });
         try {
@@ -69,14 +69,14 @@ class KeyTableResizeTest {
         int inserted = resizer.get(30, TimeUnit.SECONDS);
 
         for (int i = 0; i < OLD_KEYS; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0).remaining()).as("old-" + i).isZero();
-            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, T0, T0).allowed()).as("old-" + i).isFalse();
+            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, null, T0, 0).remaining()).as("old-" + i).isZero();
+            assertThat(table.decide(THREE_AN_HOUR, "old-" + i, 1, null, T0, 0).allowed()).as("old-" + i).isFalse();
         }
         for (int i = 0; i < 20; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, T0, T0).remaining()).isEqualTo(1);
+            assertThat(table.decide(THREE_AN_HOUR, "during-" + i, 1, null, T0, 0).remaining()).isEqualTo(1);
         }
         for (int i = 0; i < inserted; i++) {
-            assertThat(table.decide(THREE_AN_HOUR, "new-" + i, 0, T0, T0).remaining()).as("new-" + i).isEqualTo(2);
+            assertThat(table.decide(THREE_AN_HOUR, "new-" + i, 0, null, T0, 0).remaining()).as("new-" + i).isEqualTo(2);
         }
         assertThat(table.size()).isEqualTo(OLD_KEYS + 20 + inserted);
     }
@@ -95,13 +95,13 @@ class KeyTableResizeTest {
         List<String> front = keysAtHome("front-", 100, 0, 380);
         List<String> tail = keysAtHome("tail-", 100, 400, 480);
         for (String key : front) {
-            table.decide(THREE_AN_HOUR, key, 1, T0, T0);
+            table.decide(THREE_AN_HOUR, key, 1, null, T0, 0);
         }
         for (String key : tail) {
-            table.decide(THREE_AN_HOUR, key, 1, T0, T0);
+            table.decide(THREE_AN_HOUR, key, 1, null, T0, 0);
         }
         for (String filler : keysAtHome("filler-", 184, 0, 380)) {
-            table.decide(THREE_AN_HOUR, filler, 1, T0, T0);
+            table.decide(THREE_AN_HOUR, filler, 1, null, T0, 0);
             table.remove(filler); // a tombstone: the table fills without more live keys
         }
         assertThat(table.size()).isEqualTo(200);
@@ -116,14 +116,14 @@ class KeyTableResizeTest {
             }
         };
         CompletableFuture<Decision> trigger = CompletableFuture.supplyAsync(
-                () -> table.decide(THREE_AN_HOUR, "trigger", 1, T0, T0));
+                () -> table.decide(THREE_AN_HOUR, "trigger", 1, null, T0, 0));
         assertThat(paused.await(30, TimeUnit.SECONDS)).as("the resize reached the cluster").isTrue();
 
         List<String> flood = keysAtHome("flood-", 400, 0, 380);
         AtomicInteger flooded = new AtomicInteger();
         CompletableFuture<Void> newKeys = CompletableFuture.runAsync(() -> {
             for (String key : flood) {
-                table.decide(THREE_AN_HOUR, key, 1, T0, T0);
+                table.decide(THREE_AN_HOUR, key, 1, null, T0, 0);
                 flooded.incrementAndGet();
             }
         });
@@ -137,7 +137,7 @@ class KeyTableResizeTest {
 
         for (List<String> keys : List.of(front, tail, flood)) {
             for (String key : keys) {
-                assertThat(table.decide(THREE_AN_HOUR, key, 0, T0, T0).remaining()).as(key).isEqualTo(2);
+                assertThat(table.decide(THREE_AN_HOUR, key, 0, null, T0, 0).remaining()).as(key).isEqualTo(2);
             }
         }
         assertThat(table.size()).isEqualTo(200 + 1 + 400);
