@@ -5,6 +5,8 @@ import dev.sluice.Decision;
 import dev.sluice.algorithm.KeyState;
 import dev.sluice.algorithm.Rule;
 
+import java.time.Duration;
+
 /**
  * The built-in store: the state of every key in this JVM's heap.
  *
@@ -23,14 +25,14 @@ import dev.sluice.algorithm.Rule;
  * held stays within a constant factor of the live ones, and dropping costs O(1) per insertion.
  *
  * <p>"Expired" is judged at the time of the request that sweeps, which is not the time of the next request
- * on every other key. On the store's own clock that does not matter: it never runs back. But decisions at a
- * time passed in ({@code simulate}, tests, replays) may come stamped earlier than one already made on
- * another key, and a key dropped because it had expired by the later time would then be found fresh where
- * its state still counts (a bug, pinned by a test: a sliding window admitted as if its previous window were
- * empty). So a sweep made by such a decision drops only keys that expired {@value #EXPLICIT_TIME_GRACE_MINUTES}
- * minutes before its time, as the Redis store keeps a key decided at a time passed in for as long after its
- * reset: both stores then give the spec's decisions on any trace that goes back less than that across keys.
- * (A full store's {@code retry_after} for such a decision counts to when the first key can be dropped so.)
+ * on every other key. When times only go forward (the store's clock, a limiter's clock, {@code simulate}'s
+ * ordered traces) that does not matter. But a replay whose requests may come stamped earlier than one
+ * already decided on another key would find a key dropped because it had expired by the later time, fresh
+ * where its state still counts (a bug a random trace found: a sliding window admitted as if its previous
+ * window were empty). For such replays, {@link Builder#outOfOrder} keeps expired keys that much longer for
+ * decisions at a time passed in (the Redis store keeps such keys an hour past their reset); by default
+ * nothing is kept, so a store fed a monotonic clock's times frees its keys at once. (A full store's
+ * {@code retry_after} counts to when the first key can be dropped.)
  *
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it
@@ -40,15 +42,15 @@ import dev.sluice.algorithm.Rule;
  */
 public final class InMemoryStore implements Store {
     public static final long DEFAULT_MAX_KEYS = 1_000_000;
-    static final long EXPLICIT_TIME_GRACE_MINUTES = 60;
-    private static final long EXPLICIT_TIME_GRACE_NANOS = EXPLICIT_TIME_GRACE_MINUTES * 60_000_000_000L;
 
     private final KeyTable keys;
     private final long maxKeys;
     private final WhenFull whenFull;
     private final Clock clock;
+    private final long outOfOrderNanos;
 
     private InMemoryStore(Builder builder) {
+        this.outOfOrderNanos = builder.outOfOrderNanos;
         this.maxKeys = builder.maxKeys;
         this.whenFull = builder.whenFull;
         this.clock = builder.clock;
@@ -72,7 +74,7 @@ public final class InMemoryStore implements Store {
         boolean ownClock = nowNanos == STORE_CLOCK;
         Clock decidingClock = ownClock ? clock : null; // read by the table once it has found the key
         // how long before its time a sweep this decision makes judges keys expired (see "Dropping untouched keys")
-        long grace = ownClock ? 0 : EXPLICIT_TIME_GRACE_NANOS;
+        long grace = ownClock ? 0 : outOfOrderNanos;
         Decision decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
         if (decision == null && keys.makeRoom((ownClock ? clock.nanos() : nowNanos) - grace)) {
             decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
@@ -122,6 +124,7 @@ public final class InMemoryStore implements Store {
         private long maxKeys = DEFAULT_MAX_KEYS;
         private WhenFull whenFull = WhenFull.REJECT;
         private Clock clock = Clock.system();
+        private long outOfOrderNanos;
 
         private Builder() {
         }
@@ -132,6 +135,19 @@ public final class InMemoryStore implements Store {
                 throw new IllegalArgumentException("maxKeys must be >= 1, got " + maxKeys);
             }
             this.maxKeys = maxKeys;
+            return this;
+        }
+
+        /**
+         * For replays of traces whose requests may be stamped up to {@code skew} earlier than one already decided
+         * on another key: decisions at a time passed in keep an expired key that much longer, so such a request
+         * still finds the state that counts at its time (default zero: times only go forward).
+         */
+        public Builder outOfOrder(Duration skew) {
+            if (skew.isNegative()) {
+                throw new IllegalArgumentException("out-of-order skew must be >= 0, got " + skew);
+            }
+            this.outOfOrderNanos = skew.toNanos();
             return this;
         }
 

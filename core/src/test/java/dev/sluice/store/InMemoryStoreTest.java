@@ -8,6 +8,7 @@ import dev.sluice.ManualClock;
 import dev.sluice.algorithm.Rule;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -16,6 +17,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class InMemoryStoreTest {
     private static final long S = 1_000_000_000L;
+    private static final long MS = 1_000_000L;
     private static final long T0 = 1_700_000_000L * S; // a multiple of every window below
     private static final Rule ONE_PER_SECOND = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1s")));
 
@@ -78,19 +80,35 @@ class InMemoryStoreTest {
      */
     @Test
     void aSweepAtALaterTimeDropsNoKeyThatAnEarlierStampedRequestStillCounts() {
-        InMemoryStore store = InMemoryStore.builder().maxKeys(2).build();
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).outOfOrder(Duration.ofHours(1)).build();
         Rule rule = Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("7/1s")));
-        long ms = 1_000_000L;
-        assertThat(store.decide(rule, "a", 5, T0 + 100 * ms).remaining()).isEqualTo(2);
-        assertThat(store.decide(rule, "b", 1, T0 + 200 * ms).allowed()).isTrue();
-        Decision full = store.decide(rule, "c", 1, T0 + 2_100 * ms);
+        assertThat(store.decide(rule, "a", 5, T0 + 100 * MS).remaining()).isEqualTo(2);
+        assertThat(store.decide(rule, "b", 1, T0 + 200 * MS).allowed()).isTrue();
+        Decision full = store.decide(rule, "c", 1, T0 + 2_100 * MS);
         assertThat(full.allowed()).as("a is kept, so the store is still full").isFalse();
-        Decision earlier = store.decide(rule, "a", 1, T0 + 1_500 * ms);
+        Decision earlier = store.decide(rule, "a", 1, T0 + 1_500 * MS);
         assertThat(earlier.allowed()).isTrue();
         assertThat(earlier.remaining()).isEqualTo(3);
         // an hour after, by a decision's own time, the sweep drops it
         assertThat(store.decide(rule, "c", 1, T0 + 3_600 * S + 3 * S).allowed()).isTrue();
         assertThat(store.decide(rule, "a", 0, T0 + 3_600 * S + 3 * S).remaining()).isEqualTo(7);
+    }
+
+    /**
+     * By default times only go forward (a limiter's clock passes its times in): a full store drops an expired
+     * key at once, and an earlier stamp is not looked after. Keeping keys an hour for every limiter with a
+     * clock of its own would fill a store under churn and reject new keys for an hour (a review found it).
+     */
+    @Test
+    void byDefaultASweepDropsWhatHasExpiredByItsTime() {
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).build();
+        Rule rule = Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("7/1s")));
+        store.decide(rule, "a", 5, T0 + 100 * MS);
+        store.decide(rule, "b", 1, T0 + 200 * MS);
+        assertThat(store.decide(rule, "c", 1, T0 + 2_100 * MS).allowed()).as("a and b swept").isTrue();
+        assertThat(store.size()).isEqualTo(1);
+        assertThatThrownBy(() -> InMemoryStore.builder().outOfOrder(Duration.ofSeconds(-1)))
+                .hasMessage("out-of-order skew must be >= 0, got PT-1S");
     }
 
     /**

@@ -6,8 +6,12 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The decisions of one rule waiting on one connection, sent to Redis together as one call of {@code gcra.lua}.
@@ -46,6 +50,24 @@ final class Batcher {
     /** A decision waiting: its Redis key and the three arguments of its own, its deadline, and its answer. */
     private record Waiting(String key, String nowMs, String nowNs, String cost, long deadline,
                            CompletableFuture<String> answer) {
+    }
+
+    /** Times calls out; it only hands the failing over to {@link #TIMED_OUT}. */
+    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1,
+            daemon("sluice-redis-timer"));
+    /** Where a timed-out call's decisions fail, and so where their callers' continuations run. */
+    private static final ExecutorService TIMED_OUT = Executors.newCachedThreadPool(daemon("sluice-redis-timeout"));
+
+    static {
+        TIMER.setRemoveOnCancelPolicy(true); // most calls are answered: their timers leave the queue at once
+    }
+
+    private static ThreadFactory daemon(String name) {
+        return runnable -> {
+            Thread thread = new Thread(runnable, name);
+            thread.setDaemon(true);
+            return thread;
+        };
     }
 
     private final String[] fixed;
@@ -93,28 +115,27 @@ final class Batcher {
     }
 
     /**
-     * Sends {@code batch}, then, once it is answered, whatever arrived meanwhile, until nothing waits. A bug
-     * pinned: a call failed before it left (a deadline passed in line, a connection refusing commands while
-     * Redis is down) threw out of here, and the batcher stayed "in flight" for good, so every later decision
-     * on it waited forever.
+     * Sends {@code batch}; once it is answered (at once, when it failed before it left), {@link #handOver}.
+     * A bug pinned: a call failed before it left (a deadline passed in line, a connection refusing commands
+     * while Redis is down) threw out of here, and the batcher stayed "in flight" for good, so every later
+     * decision on it waited forever.
      */
     private void send(Waiting[] batch) {
-        while (batch != null) {
-            CompletableFuture<String> reply = call(batch);
-            if (!reply.isDone()) {
-                Waiting[] sent = batch;
-                reply.whenComplete((answer, failure) -> {
-                    answer(sent, reply);
-                    Waiting[] next = next();
-                    if (next != null) {
-                        send(next);
-                    }
-                });
-                return;
-            }
-            answer(batch, reply); // answered at once: go on in this thread
-            batch = next();
+        CompletableFuture<String> reply = call(batch);
+        reply.whenComplete((answer, failure) -> handOver(batch, reply));
+    }
+
+    /**
+     * Sends what arrived while {@code sent} was in flight, and only then answers {@code sent}. Answering runs the
+     * callers' continuations on this thread, and one may decide again, on this very batcher, and wait: were this
+     * thread still the one to send what waits, it would wait for itself for good (a review found it).
+     */
+    private void handOver(Waiting[] sent, CompletableFuture<String> reply) {
+        Waiting[] next = next();
+        if (next != null) {
+            send(next);
         }
+        answer(sent, reply);
     }
 
     /** What arrived while a call was in flight, or null (and nothing in flight) when nothing did. */
@@ -160,9 +181,12 @@ final class Batcher {
         if (reply.isDone() || left >= timeoutNanos) {
             return reply; // the connection's own timeout bounds a call sent at once
         }
-        return reply.orTimeout(left, TimeUnit.NANOSECONDS).exceptionallyCompose(failure ->
-                failure instanceof TimeoutException ? CompletableFuture.failedFuture(timedOut())
-                        : CompletableFuture.failedFuture(failure));
+        // failed on a thread of TIMED_OUT, never on the timer's: a caller's continuation that blocks there would
+        // hold up every timeout after it
+        ScheduledFuture<?> timer = TIMER.schedule(() -> TIMED_OUT.execute(() -> reply.completeExceptionally(timedOut())),
+                left, TimeUnit.NANOSECONDS);
+        reply.whenComplete((answer, failure) -> timer.cancel(false));
+        return reply;
     }
 
     private RedisCommandTimeoutException timedOut() {

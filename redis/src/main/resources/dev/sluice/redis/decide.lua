@@ -353,6 +353,12 @@ end
 
 -- the stored value: "time_ms time_ns|fields of limit 1|fields of limit 2..." ("" for an untouched limit)
 local stored = redis.call('GET', KEYS[1])
+if stored and string.byte(stored, 1) == 103 then
+  -- gcra.lua's binary state ('g', then five doubles: the key's clock, one gcra limit's TAT and fraction), read
+  -- as the text it stands for: a policy edited from one gcra limit to several still finds its keys
+  local cm, cn, am, an, af = struct.unpack('<ddddd', stored, 2)
+  stored = num(cm) .. ' ' .. num(cn) .. '|' .. num(am) .. ' ' .. num(an) .. ' ' .. num(af)
+end
 local t = now
 local states = {}
 if stored then

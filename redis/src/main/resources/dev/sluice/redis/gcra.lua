@@ -11,7 +11,8 @@
 -- and a key takes the same memory (41 bytes of value, as the text took about as many). Doubles hold every value
 -- exactly (each below 2^53, see below). The text state of
 -- decide.lua ("time_ms time_ns|tat_ms tat_ns frac", and what Sluice wrote before) is still read, so keys
--- written by an earlier version are decided on; decide.lua does not read the binary state.
+-- written by an earlier version are decided on; decide.lua reads the binary state too (a policy edited from one
+-- gcra limit to several keeps its keys). An earlier Sluice cannot read it: upgrade every process together.
 --
 -- One call decides one key or several, one after the other in the order given, exactly as that many calls
 -- in a row would (a key given twice sees its first decision). Decisions waiting on one connection for the

@@ -58,14 +58,14 @@ class RedisStoreTest {
             assertThat(resp.call("SCRIPT", "EXISTS", gcra, general)).isEqualTo(List.of(1L, 0L));
             RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1s").limit("100/1m").store(own).build().tryAcquire("b");
             assertThat(resp.call("SCRIPT", "EXISTS", gcra, general)).isEqualTo(List.of(1L, 1L));
-            // the lean script reads the general one's text state (and an earlier Sluice's), then its own binary one
+            // each reads what the other wrote: the lean script's binary state, the general one's text
             Rule one = Rule.of(Algorithm.GCRA, List.of(Limit.parse("3/1s")));
             Rule same = Rule.of(Algorithm.GCRA, List.of(Limit.parse("3/1s"), Limit.parse("1000000/1s")));
             long t = 1_700_000_000L * S;
-            assertThat(own.decide(same, "shared", 2, t).remaining()).isEqualTo(1);
-            assertThat(((String) resp.call("GET", "sluice:{shared}"))).startsWith("1700000000000 0|");
-            assertThat(own.decide(one, "shared", 1, t).remaining()).isZero();
+            assertThat(own.decide(one, "shared", 2, t).remaining()).isEqualTo(1);
             assertThat(((String) resp.call("GET", "sluice:{shared}"))).startsWith("g");
+            assertThat(own.decide(same, "shared", 1, t).remaining()).isZero();
+            assertThat(((String) resp.call("GET", "sluice:{shared}"))).startsWith("1700000000000 0|");
             Decision third = own.decide(one, "shared", 1, t);
             assertThat(third.allowed()).isFalse();
             assertThat(third.retryAfterNanos()).isEqualTo(333_333_334L);
