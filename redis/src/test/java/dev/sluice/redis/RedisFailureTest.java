@@ -172,7 +172,7 @@ class RedisFailureTest {
     /**
      * A caller's continuation may decide again on the same rule, and wait. (A review found that it could wait
      * for good when the batcher's thread answered before sending what waited, and the continuation's thread used
-     * the same connection; {@code Batcher.handOver} now sends first. Which connection a thread uses depends on
+     * the same connection; such a decision now goes alone, at once. Which connection a thread uses depends on
      * its id, so that case is not reproduced here.) Here Redis is down and calls fail at once; the nested
      * decision must be answered.
      */
