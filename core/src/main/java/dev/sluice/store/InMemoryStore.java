@@ -76,13 +76,16 @@ public final class InMemoryStore implements Store {
         // how long before its time a sweep this decision makes judges keys expired (see "Dropping untouched keys")
         long grace = ownClock ? 0 : outOfOrderNanos;
         Decision decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
-        if (decision == null && keys.makeRoom((ownClock ? clock.nanos() : nowNanos) - grace)) {
-            decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
-        }
         if (decision != null) {
             return decision;
         }
-        long now = ownClock ? clock.nanos() : nowNanos;
+        long now = ownClock ? clock.nanos() : nowNanos; // a new key found the store full
+        if (keys.makeRoom(now - grace)) {
+            decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
+            if (decision != null) {
+                return decision;
+            }
+        }
         return full(rule, cost, now, now - grace);
     }
 

@@ -181,23 +181,17 @@ final class Batcher {
         if (left <= 0) {
             return CompletableFuture.failedFuture(timedOut());
         }
-        CompletableFuture<String> reply = new CompletableFuture<>();
+        CompletableFuture<String> reply; // a copy: the timer fails it, not the connection's command
         try {
-            sender.send(keys, arguments).whenComplete((answer, failure) -> {
-                if (failure == null) {
-                    reply.complete(answer);
-                } else {
-                    reply.completeExceptionally(failure);
-                }
-            });
+            reply = sender.send(keys, arguments).toCompletableFuture().copy();
         } catch (RuntimeException e) {
-            reply.completeExceptionally(e);
+            return CompletableFuture.failedFuture(e);
         }
-        if (reply.isDone() || left >= timeoutNanos) {
-            return reply; // the connection's own timeout bounds a call sent at once
+        if (reply.isDone()) {
+            return reply;
         }
         // failed on a thread of TIMED_OUT, never on the timer's: a caller's continuation that blocks there would
-        // hold up every timeout after it
+        // hold up every timeout after it (the connection's own timeout stays the outer bound)
         ScheduledFuture<?> timer = TIMER.schedule(() -> TIMED_OUT.execute(() -> reply.completeExceptionally(timedOut())),
                 left, TimeUnit.NANOSECONDS);
         reply.whenComplete((answer, failure) -> timer.cancel(false));

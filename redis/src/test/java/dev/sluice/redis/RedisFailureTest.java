@@ -169,30 +169,6 @@ class RedisFailureTest {
         }
     }
 
-    /**
-     * A caller's continuation may decide again on the same rule, and wait. (A review found that it could wait
-     * for good when the batcher's thread answered before sending what waited, and the continuation's thread used
-     * the same connection; such a decision now goes alone, at once. Which connection a thread uses depends on
-     * its id, so that case is not reproduced here.) Here Redis is down and calls fail at once; the nested
-     * decision must be answered.
-     */
-    @Test
-    void aContinuationThatDecidesAgainAndWaitsIsAnswered() throws Exception {
-        try (RedisServer redis = RedisServer.start();
-             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).breaker(1_000, Duration.ofSeconds(1))
-                     .build()) {
-            RateLimiter limiter = oneAnHour(store, Algorithm.GCRA);
-            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
-            redis.kill();
-            for (int i = 0; i < 3; i++) {
-                quickly(limiter, "down-" + i); // until the connection knows Redis is gone and refuses at once
-            }
-            CompletableFuture<Decision> nested = limiter.tryAcquireAsync("first").toCompletableFuture()
-                    .thenApply(first -> limiter.tryAcquire("second"));
-            assertThat(nested.get(10, TimeUnit.SECONDS).allowed()).as("failed open").isTrue();
-        }
-    }
-
     @Test
     void theAsyncFaceFollowsThePolicyToo() throws Exception {
         try (RedisServer redis = RedisServer.start(); RedisStore store = store(redis, FailurePolicy.CLOSED)) {

@@ -208,15 +208,9 @@ class RedisStoreTest {
     void decisionsWaitingOnOneConnectionLeaveTogetherAndStayExact() throws Exception {
         try (RedisServer fresh = RedisServer.start(); RedisStore own = SharedRedis.exacting(fresh.uri());
              Resp resp = fresh.connect()) {
-            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1h").store(own).build();
-            limiter.tryAcquire("warm");
-            resp.call("CONFIG", "RESETSTAT");
-            List<CompletableFuture<Decision>> decisions = new ArrayList<>();
+            List<Decision> decisions = allAtOnce(own, resp, "together", 200);
             for (int i = 0; i < 200; i++) {
-                decisions.add(limiter.tryAcquireAsync("together").toCompletableFuture());
-            }
-            for (int i = 0; i < 200; i++) {
-                Decision decision = decisions.get(i).get(10, TimeUnit.SECONDS);
+                Decision decision = decisions.get(i);
                 assertThat(decision.allowed()).as("decision %d", i).isEqualTo(i < 10);
                 assertThat(decision.remaining()).as("decision %d", i).isEqualTo(Math.max(0, 9 - i));
             }
@@ -228,6 +222,25 @@ class RedisStoreTest {
         }
     }
 
+    /**
+     * {@code count} decisions on {@code key} under gcra 10/1h, handed to {@code store} at once from this thread
+     * (so on one connection), after a first decision and a reset of Redis's command counts; in order.
+     */
+    private static List<Decision> allAtOnce(RedisStore store, Resp resp, String key, int count) throws Exception {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1h").store(store).build();
+        limiter.tryAcquire("warm");
+        resp.call("CONFIG", "RESETSTAT");
+        List<CompletableFuture<Decision>> inFlight = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            inFlight.add(limiter.tryAcquireAsync(key).toCompletableFuture());
+        }
+        List<Decision> decisions = new ArrayList<>();
+        for (CompletableFuture<Decision> decision : inFlight) {
+            decisions.add(decision.get(10, TimeUnit.SECONDS));
+        }
+        return decisions;
+    }
+
     /** {@code batch(1)} sends each decision alone: one call each, as a pipeline. */
     @Test
     void aBatchOfOneSendsEveryDecisionAlone() throws Exception {
@@ -235,15 +248,9 @@ class RedisStoreTest {
              RedisStore alone = RedisStore.builder(fresh.uri()).timeout(Duration.ofSeconds(10)).raiseFailures(true)
                      .batch(1).build();
              Resp resp = fresh.connect()) {
-            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1h").store(alone).build();
-            limiter.tryAcquire("warm");
-            resp.call("CONFIG", "RESETSTAT");
-            List<CompletableFuture<Decision>> decisions = new ArrayList<>();
+            List<Decision> decisions = allAtOnce(alone, resp, "alone", 50);
             for (int i = 0; i < 50; i++) {
-                decisions.add(limiter.tryAcquireAsync("alone").toCompletableFuture());
-            }
-            for (int i = 0; i < 50; i++) {
-                assertThat(decisions.get(i).get(10, TimeUnit.SECONDS).allowed()).as("decision %d", i).isEqualTo(i < 10);
+                assertThat(decisions.get(i).allowed()).as("decision %d", i).isEqualTo(i < 10);
             }
             assertThat(calls(resp, "evalsha")).isEqualTo(50);
         }
