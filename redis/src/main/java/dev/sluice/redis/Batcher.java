@@ -38,7 +38,11 @@ import java.util.concurrent.TimeUnit;
  * Each decision has its own deadline, its arrival plus the store's timeout: one that waited behind a call
  * in flight gets only what is left of it, so no decision waits for Redis longer than the timeout, whether
  * it waited in line or on the wire. A decision whose deadline passes fails with
- * {@link RedisCommandTimeoutException}, as a command of its own would.
+ * {@link RedisCommandTimeoutException}, as a command of its own would, and only it: one already past its
+ * deadline when its call leaves stays out of the call, and a call's timer fails its decisions one deadline
+ * after the other, so a late joiner keeps the rest of its time. The call counts as over (the next one may
+ * leave) once it is answered or its last decision has failed. The decisions failed at one instant share one
+ * exception, so that the circuit breaker counts them as the one failure of Redis they are.
  */
 final class Batcher {
     /** Sends one call of the script: its keys and its arguments. */
@@ -123,14 +127,37 @@ final class Batcher {
     }
 
     /**
-     * Sends {@code batch}; once it is answered (at once, when it failed before it left), {@link #handOver}.
-     * A bug pinned: a call failed before it left (a deadline passed in line, a connection refusing commands
-     * while Redis is down) threw out of here, and the batcher stayed "in flight" for good, so every later
-     * decision on it waited forever.
+     * Sends {@code batch}, less what is past its deadline already (failed here); once it is answered,
+     * {@link #handOver}. When nothing of it is left, the next batch goes instead. A bug pinned: a call failed
+     * before it left (a connection refusing commands while Redis is down) threw out of here, and the batcher
+     * stayed "in flight" for good, so every later decision on it waited forever.
      */
     private void send(Waiting[] batch) {
-        CompletableFuture<String> reply = call(batch);
-        reply.whenComplete((answer, failure) -> handOver(batch, reply));
+        while (batch != null) {
+            Waiting[] live = unexpired(batch);
+            if (live.length > 0) {
+                CompletableFuture<String> reply = call(live);
+                reply.whenComplete((answer, failure) -> handOver(live, reply));
+                return;
+            }
+            batch = next();
+        }
+    }
+
+    /** The decisions of {@code batch} still within their deadline; the others are failed. */
+    private Waiting[] unexpired(Waiting[] batch) {
+        long now = System.nanoTime();
+        int live = 0;
+        RedisCommandTimeoutException timedOut = null;
+        for (Waiting decision : batch) {
+            if (decision.deadline - now > 0) {
+                batch[live++] = decision;
+            } else {
+                timedOut = timedOut == null ? timedOut() : timedOut;
+                decision.answer.completeExceptionally(timedOut);
+            }
+        }
+        return live == batch.length ? batch : Arrays.copyOf(batch, live);
     }
 
     /**
@@ -164,22 +191,19 @@ final class Batcher {
         }
     }
 
-    /** One call of the script for {@code batch}, failed with a timeout at the earliest deadline among them. */
+    /**
+     * One call of the script for {@code batch}: its decisions fail one by one as their deadlines pass, and the
+     * call itself, so that the next may leave, when the last of them has.
+     */
     private CompletableFuture<String> call(Waiting[] batch) {
         String[] keys = new String[batch.length];
         String[] arguments = Arrays.copyOf(fixed, fixed.length + 3 * batch.length);
-        long deadline = batch[0].deadline;
         for (int i = 0; i < batch.length; i++) {
             Waiting decision = batch[i];
             keys[i] = decision.key;
             arguments[fixed.length + 3 * i] = decision.nowMs;
             arguments[fixed.length + 3 * i + 1] = decision.nowNs;
             arguments[fixed.length + 3 * i + 2] = decision.cost;
-            deadline = Math.min(deadline, decision.deadline);
-        }
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-            return CompletableFuture.failedFuture(timedOut());
         }
         CompletableFuture<String> reply; // a copy: the timer fails it, not the connection's command
         try {
@@ -187,15 +211,68 @@ final class Batcher {
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
-        if (reply.isDone()) {
-            return reply;
+        if (!reply.isDone()) {
+            new Deadlines(batch, reply).arm();
         }
-        // failed on a thread of TIMED_OUT, never on the timer's: a caller's continuation that blocks there would
-        // hold up every timeout after it (the connection's own timeout stays the outer bound)
-        ScheduledFuture<?> timer = TIMER.schedule(() -> TIMED_OUT.execute(() -> reply.completeExceptionally(timedOut())),
-                left, TimeUnit.NANOSECONDS);
-        reply.whenComplete((answer, failure) -> timer.cancel(false));
         return reply;
+    }
+
+    /**
+     * The timer of a call in flight: armed for the earliest deadline among its decisions not yet answered, it
+     * fails those whose deadline has passed and arms itself again for the next, until the call is answered.
+     * Most calls are answered before their first deadline: one timer each, cancelled.
+     */
+    private final class Deadlines implements Runnable {
+        private final Waiting[] batch;
+        private final CompletableFuture<String> reply;
+        private volatile ScheduledFuture<?> timer;
+
+        Deadlines(Waiting[] batch, CompletableFuture<String> reply) {
+            this.batch = batch;
+            this.reply = reply;
+        }
+
+        void arm() {
+            long first = batch[0].deadline;
+            for (Waiting decision : batch) {
+                first = decision.deadline - first < 0 ? decision.deadline : first;
+            }
+            arm(first);
+            reply.whenComplete((answer, failure) -> timer.cancel(false));
+        }
+
+        private void arm(long deadline) {
+            // failed on a thread of TIMED_OUT, never on the timer's: a caller's continuation that blocks there
+            // would hold up every timeout after it (the connection's own timeout stays the outer bound)
+            timer = TIMER.schedule(() -> TIMED_OUT.execute(this), deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+        }
+
+        @Override
+        public void run() {
+            if (reply.isDone()) {
+                return;
+            }
+            long now = System.nanoTime();
+            RedisCommandTimeoutException timedOut = timedOut();
+            long next = 0;
+            boolean waiting = false;
+            for (Waiting decision : batch) {
+                if (decision.answer.isDone()) {
+                    continue;
+                }
+                if (decision.deadline - now <= 0) {
+                    decision.answer.completeExceptionally(timedOut);
+                } else if (!waiting || decision.deadline - next < 0) {
+                    next = decision.deadline;
+                    waiting = true;
+                }
+            }
+            if (waiting) {
+                arm(next);
+            } else {
+                reply.completeExceptionally(timedOut);
+            }
+        }
     }
 
     private RedisCommandTimeoutException timedOut() {

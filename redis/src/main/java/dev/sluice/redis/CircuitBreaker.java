@@ -2,11 +2,14 @@ package dev.sluice.redis;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Stops calling a store that keeps failing, so that while it is down each decision costs microseconds, not a
  * timeout: after {@code threshold} failures in a row the breaker opens for {@code openNanos}; then one call
- * (the probe) goes through, and its success closes the breaker, its failure opens it again.
+ * (the probe) goes through, and its success closes the breaker, its failure opens it again. A failure is
+ * one call of the store that failed: the decisions that failed with one call (a batch of them, or those that
+ * timed out at one instant) share its exception, and count once.
  */
 final class CircuitBreaker {
     private final int threshold;
@@ -15,6 +18,7 @@ final class CircuitBreaker {
     private final AtomicBoolean probing = new AtomicBoolean();
     private volatile boolean open;
     private volatile long openUntil;
+    private final AtomicReference<Throwable> lastFailure = new AtomicReference<>();
 
     CircuitBreaker(int threshold, long openNanos) {
         this.threshold = threshold;
@@ -50,8 +54,11 @@ final class CircuitBreaker {
         }
     }
 
-    /** Records a failure; whether it opened the breaker. */
-    boolean failed() {
+    /** Records a decision that failed with {@code failure}; whether it opened the breaker. */
+    boolean failed(Throwable failure) {
+        if (lastFailure.getAndSet(failure) == failure) {
+            return false; // another decision of the same failed call, counted already
+        }
         boolean probe = probing.getAndSet(false);
         if (probe || (failures.incrementAndGet() >= threshold && !open)) {
             openUntil = System.nanoTime() + openNanos;

@@ -397,10 +397,21 @@ public final class RedisStore implements Store, AutoCloseable {
                 .toCompletableFuture();
     }
 
-    /** The decision Redis answered. */
+    /**
+     * The decision Redis answered. An answer that is not one (a script of another version under the same key
+     * prefix, say) is a failure of the store, decided by the failure policy like any other: it never reaches
+     * the caller as an exception of the parser.
+     */
     private Decision answered(Rule rule, String key, long cost, long nowNanos, String answer) {
+        Decision decision;
+        try {
+            decision = decision(rule, answer);
+        } catch (RuntimeException e) {
+            return failed(new IllegalStateException("a Sluice script answered \"" + answer
+                    + "\": expected six whole numbers", e), rule, cost, nowNanos);
+        }
         breaker.succeeded();
-        return remember(rule, key, cost, nowNanos, decision(rule, answer));
+        return remember(rule, key, cost, nowNanos, decision);
     }
 
     /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */
@@ -477,7 +488,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (failure instanceof RedisCommandTimeoutException || cause instanceof RedisCommandTimeoutException) {
             timeouts.increment();
         }
-        if (breaker.failed()) {
+        if (breaker.failed(failure)) {
             breakerOpenings.increment();
         }
         return fallback(rule, cost, nowNanos);

@@ -1,13 +1,16 @@
 package dev.sluice.redis;
 
+import io.lettuce.core.RedisCommandTimeoutException;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The batcher's hand-over, with calls the test answers by hand (the Redis tests cannot choose which thread
@@ -15,11 +18,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class BatcherTest {
     private final List<CompletableFuture<String>> calls = new CopyOnWriteArrayList<>();
-    private final Batcher batcher = new Batcher(new String[10], (keys, arguments) -> {
-        CompletableFuture<String> reply = new CompletableFuture<>();
-        calls.add(reply);
-        return reply;
-    }, 64, TimeUnit.SECONDS.toNanos(30));
+    /** The keys of each call, in the order of {@link #calls}. */
+    private final List<List<String>> keysSent = new CopyOnWriteArrayList<>();
+    private final Batcher batcher = timingOutAfter(TimeUnit.SECONDS.toMillis(30));
+
+    private Batcher timingOutAfter(long timeoutMs) {
+        return new Batcher(new String[10], (keys, arguments) -> {
+            CompletableFuture<String> reply = new CompletableFuture<>();
+            keysSent.add(List.of(keys));
+            calls.add(reply);
+            return reply;
+        }, 64, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+    }
 
     /**
      * A bug a review found: a caller's continuation, run by the thread answering a call, decided again on the
@@ -54,5 +64,62 @@ class BatcherTest {
         calls.get(1).complete("1 8 0 2 0 0,0 0 7 7 0 0");
         assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo("1 8 0 2 0 0");
         assertThat(third.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 7 7 0 0");
+    }
+
+    /**
+     * A bug a review found: a call was failed whole at the earliest deadline among its decisions, so one that
+     * joined late lost the rest of its time. Now each fails at its own deadline, and the answer, when it comes,
+     * still answers those left.
+     */
+    @Test
+    void aLateJoinerKeepsTheRestOfItsTime() throws Exception {
+        Batcher batcher = timingOutAfter(1_000);
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        CompletableFuture<String> early = batcher.submit("sluice:{b}", "", "", "1");
+        Thread.sleep(500);
+        CompletableFuture<String> late = batcher.submit("sluice:{c}", "", "", "1");
+        calls.get(0).complete("1 9 0 1 0 0");
+        assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        assertThat(keysSent).containsExactly(List.of("sluice:{a}"), List.of("sluice:{b}", "sluice:{c}"));
+        assertThatThrownBy(() -> early.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .hasCauseInstanceOf(RedisCommandTimeoutException.class);
+        assertThat(late).as("about 500 ms left to it").isNotDone();
+        calls.get(1).complete("1 8 0 2 0 0,1 7 0 3 0 0");
+        assertThat(late.get(10, TimeUnit.SECONDS)).isEqualTo("1 7 0 3 0 0");
+    }
+
+    /**
+     * A decision whose deadline passed while it waited in line fails alone, and the others of its batch still
+     * go (before, the whole call failed without leaving). Here the line is held up by a continuation that
+     * takes long on the thread answering the call ahead of it.
+     */
+    @Test
+    void aDecisionPastItsDeadlineStaysOutOfItsCall() throws Exception {
+        Batcher batcher = timingOutAfter(500);
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        first.thenRun(() -> sleep(800));
+        CompletableFuture<String> expired = batcher.submit("sluice:{b}", "", "", "1");
+        Thread.sleep(100);
+        CompletableFuture.runAsync(() -> calls.get(0).complete("1 9 0 1 0 0"));
+        Thread.sleep(500);
+        CompletableFuture<String> live = batcher.submit("sluice:{c}", "", "", "1");
+        assertThatThrownBy(() -> expired.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .hasCauseInstanceOf(RedisCommandTimeoutException.class);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (calls.size() < 2) {
+            assertThat(System.nanoTime()).as("the live decision was sent").isLessThan(deadline);
+            Thread.sleep(10);
+        }
+        assertThat(keysSent.get(1)).containsExactly("sluice:{c}");
+        calls.get(1).complete("0 0 5 5 0 0");
+        assertThat(live.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }
