@@ -1,11 +1,13 @@
 package dev.sluice.redis;
 
 import io.lettuce.core.RedisCommandTimeoutException;
+import io.netty.util.concurrent.DefaultEventExecutor;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -120,6 +122,46 @@ class BatcherTest {
             Thread.sleep(ms);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Once a call has been answered on the connection's event loop, a call that finds none in flight is handed
+     * to that loop, and what arrives before the loop runs it leaves with it: three decisions started together
+     * go in one call (before, the first went alone and the other two a round trip later).
+     */
+    @Test
+    void decisionsStartedTogetherLeaveTogetherOnTheConnectionsLoop() throws Exception {
+        DefaultEventExecutor loop = new DefaultEventExecutor();
+        try {
+            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+            loop.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
+            assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+            loop.submit(() -> { }).get(10, TimeUnit.SECONDS); // the hand-over after that answer is over
+            CountDownLatch busy = new CountDownLatch(1);
+            loop.execute(() -> {
+                try {
+                    busy.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            CompletableFuture<String> b = batcher.submit("sluice:{b}", "", "", "1");
+            CompletableFuture<String> c = batcher.submit("sluice:{c}", "", "", "1");
+            CompletableFuture<String> d = batcher.submit("sluice:{d}", "", "", "1");
+            assertThat(calls).as("handed to the loop, not sent on this thread").hasSize(1);
+            busy.countDown();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (calls.size() < 2) {
+                assertThat(System.nanoTime()).as("the loop sent them").isLessThan(deadline);
+                Thread.sleep(10);
+            }
+            assertThat(keysSent.get(1)).containsExactly("sluice:{b}", "sluice:{c}", "sluice:{d}");
+            calls.get(1).complete("1 9 0 1 0 0,1 9 0 1 0 0,0 0 5 5 0 0");
+            assertThat(d.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
+            assertThat(b.get(10, TimeUnit.SECONDS)).isEqualTo(c.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        } finally {
+            loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         }
     }
 }
