@@ -182,6 +182,12 @@ public final class RedisStore implements Store, AutoCloseable {
     private final int batchKeys;
     private final ConcurrentHashMap<Rule, ConcurrentHashMap<String, Rejection>> rejections = new ConcurrentHashMap<>();
     private static final int MAX_REMEMBERED = 100_000;
+    /**
+     * The most rules whose calls and remembered rejections are kept. A server reloading its configuration makes
+     * new rules and never uses the old ones again; past this many, what is kept is dropped and made again as the
+     * rules in use ask (a batcher with a call in flight finishes it on its own).
+     */
+    static final int MAX_RULES = 1_024;
 
     /** A rejection remembered: of {@code cost} or more, until {@code until} on {@link System#nanoTime()}. */
     private record Rejection(long cost, long until, long at, Decision decision) {
@@ -466,7 +472,13 @@ public final class RedisStore implements Store, AutoCloseable {
         if (decision.allowed() || decision.never() || !remembers(rule, cost, nowNanos)) {
             return decision;
         }
-        ConcurrentHashMap<String, Rejection> byKey = rejections.computeIfAbsent(rule, r -> new ConcurrentHashMap<>());
+        ConcurrentHashMap<String, Rejection> byKey = rejections.get(rule);
+        if (byKey == null) {
+            if (rejections.size() >= MAX_RULES) {
+                rejections.clear();
+            }
+            byKey = rejections.computeIfAbsent(rule, r -> new ConcurrentHashMap<>());
+        }
         if (byKey.size() < MAX_REMEMBERED) {
             long now = System.nanoTime();
             byKey.put(key, new Rejection(cost, now + decision.retryAfterNanos(), now, decision));
@@ -531,7 +543,18 @@ public final class RedisStore implements Store, AutoCloseable {
 
     private Call call(Rule rule) {
         Call call = calls.get(rule);
-        return call != null ? call : calls.computeIfAbsent(rule, this::callOf);
+        if (call != null) {
+            return call;
+        }
+        if (calls.size() >= MAX_RULES) {
+            calls.clear();
+        }
+        return calls.computeIfAbsent(rule, this::callOf);
+    }
+
+    /** The number of rules whose calls are kept (at most {@link #MAX_RULES}). */
+    int rulesKept() {
+        return Math.max(calls.size(), rejections.size());
     }
 
     /**

@@ -298,4 +298,30 @@ class RedisStoreTest {
             assertThat(calls(resp, "evalsha")).isEqualTo(10);
         }
     }
+
+    /**
+     * A weakness a review found: the store kept what it made for each rule (its script's arguments, its
+     * batchers, its remembered rejections) for good, and a server that reloads its configuration makes new
+     * rules each time. Past {@link RedisStore#MAX_RULES} rules it starts again, and decides as before.
+     */
+    @Test
+    void rulesPastTheBoundAreDroppedAndDecidedAsBefore() {
+        int rules = RedisStore.MAX_RULES + 100;
+        for (int i = 1; i <= rules; i++) {
+            Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse(i + "/1h")));
+            String key = "rules-" + i;
+            for (int n = 0; n < i && n < 3; n++) {
+                assertThat(store.decide(rule, key, 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+            }
+            if (i < 3) {
+                Decision rejected = store.decide(rule, key, 1, RedisStore.STORE_CLOCK);
+                assertThat(rejected.allowed()).as("rule %d, request %d", i, i + 1).isFalse();
+                assertThat(rejected.limit().amount()).isEqualTo(i);
+            }
+            assertThat(store.rulesKept()).isLessThanOrEqualTo(RedisStore.MAX_RULES);
+        }
+        Rule first = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1h")));
+        assertThat(store.decide(first, "rules-1", 1, RedisStore.STORE_CLOCK).allowed())
+                .as("the window of rule 1 is still in Redis").isFalse();
+    }
 }
