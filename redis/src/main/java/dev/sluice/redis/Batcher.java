@@ -15,6 +15,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The decisions of one rule waiting on one connection, sent to Redis together as one call of {@code gcra.lua}.
@@ -130,25 +131,50 @@ final class Batcher {
             }
         }
         if (handed) {
-            try {
-                loop.execute(this::sendWaiting);
-                return decision.answer;
-            } catch (RejectedExecutionException e) { // the loop is shutting down: the call fails on its own
-                sendWaiting();
-                return decision.answer;
-            }
+            new Handed().handTo(loop);
+        } else {
+            send(batch);
         }
-        send(batch);
         return decision.answer;
     }
 
-    /** Sends what waits, on the connection's event loop: what arrived since the call was handed to it goes too. */
-    private void sendWaiting() {
-        Waiting[] batch;
-        synchronized (this) {
-            batch = take();
+    /**
+     * A call handed to the connection's event loop: the loop sends what waits when it runs this. Should the
+     * loop not run it in time (a loop blocked by a caller that waits on it, a loop shutting down), a timer sends
+     * at the deadline instead, where what waits fails as timed out: a decision handed over waits no longer than
+     * one sent at once. Whichever comes first sends; the other does nothing.
+     */
+    private final class Handed extends AtomicBoolean implements Runnable {
+        private volatile ScheduledFuture<?> timer;
+
+        void handTo(EventExecutor loop) {
+            try {
+                loop.execute(this);
+            } catch (RejectedExecutionException e) {
+                run();
+                return;
+            }
+            timer = TIMER.schedule(() -> TIMED_OUT.execute(this), timeoutNanos, TimeUnit.NANOSECONDS);
+            if (get()) {
+                timer.cancel(false); // sent already, before the timer was set
+            }
         }
-        send(batch);
+
+        @Override
+        public void run() {
+            if (!compareAndSet(false, true)) {
+                return;
+            }
+            ScheduledFuture<?> armed = timer;
+            if (armed != null) {
+                armed.cancel(false);
+            }
+            Waiting[] batch;
+            synchronized (Batcher.this) {
+                batch = take();
+            }
+            send(batch);
+        }
     }
 
     /** The next decisions to send, oldest first; the caller holds the lock. */
@@ -178,20 +204,41 @@ final class Batcher {
         }
     }
 
-    /** The decisions of {@code batch} still within their deadline; the others are failed. */
+    /**
+     * The decisions of {@code batch} still within their deadline; the others are failed, on a thread of
+     * {@link #TIMED_OUT}: failed here, a caller's continuation that decided again and waited would wait for the
+     * send this very thread is to make.
+     */
     private Waiting[] unexpired(Waiting[] batch) {
         long now = System.nanoTime();
         int live = 0;
-        RedisCommandTimeoutException timedOut = null;
         for (Waiting decision : batch) {
             if (decision.deadline - now > 0) {
-                batch[live++] = decision;
-            } else {
-                timedOut = timedOut == null ? timedOut() : timedOut;
-                decision.answer.completeExceptionally(timedOut);
+                live++;
             }
         }
-        return live == batch.length ? batch : Arrays.copyOf(batch, live);
+        if (live == batch.length) {
+            return batch;
+        }
+        Waiting[] kept = new Waiting[live];
+        Waiting[] expired = new Waiting[batch.length - live];
+        int k = 0;
+        int e = 0;
+        for (Waiting decision : batch) {
+            if (k < live && decision.deadline - now > 0) {
+                kept[k++] = decision;
+            } else {
+                expired[e++] = decision;
+            }
+        }
+        TIMED_OUT.execute(() -> fail(expired, timedOut()));
+        return kept;
+    }
+
+    private static void fail(Waiting[] decisions, Throwable failure) {
+        for (Waiting decision : decisions) {
+            decision.answer.completeExceptionally(failure);
+        }
     }
 
     /**
@@ -264,6 +311,11 @@ final class Batcher {
         private final Waiting[] batch;
         private final CompletableFuture<String> reply;
         private volatile ScheduledFuture<?> timer;
+        /**
+         * One exception for every decision of the call that times out, so the breaker counts the call once; made
+         * at the first firing (most calls never fire), before the timer is set again.
+         */
+        private RedisCommandTimeoutException timedOut;
 
         Deadlines(Waiting[] batch, CompletableFuture<String> reply) {
             this.batch = batch;
@@ -285,31 +337,47 @@ final class Batcher {
             timer = TIMER.schedule(() -> TIMED_OUT.execute(this), deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
         }
 
+        /**
+         * Fails what is past its deadline. The timer is set again (or the call failed whole, which hands over under
+         * the guard of {@link #handOver}) before any decision fails here: a continuation that then decides again
+         * and waits holds up this thread, never the deadlines of the others.
+         */
         @Override
         public void run() {
             if (reply.isDone()) {
                 return;
             }
+            if (timedOut == null) {
+                timedOut = timedOut();
+            }
             long now = System.nanoTime();
-            RedisCommandTimeoutException timedOut = timedOut();
             long next = 0;
             boolean waiting = false;
+            int expired = 0;
             for (Waiting decision : batch) {
                 if (decision.answer.isDone()) {
                     continue;
                 }
                 if (decision.deadline - now <= 0) {
-                    decision.answer.completeExceptionally(timedOut);
+                    expired++;
                 } else if (!waiting || decision.deadline - next < 0) {
                     next = decision.deadline;
                     waiting = true;
                 }
             }
-            if (waiting) {
-                arm(next);
-            } else {
-                reply.completeExceptionally(timedOut);
+            if (!waiting) {
+                reply.completeExceptionally(timedOut); // every decision answered with it by handOver
+                return;
             }
+            arm(next);
+            Waiting[] failing = new Waiting[expired];
+            int at = 0;
+            for (Waiting decision : batch) {
+                if (at < expired && !decision.answer.isDone() && decision.deadline - now <= 0) {
+                    failing[at++] = decision;
+                }
+            }
+            fail(Arrays.copyOf(failing, at), timedOut);
         }
     }
 

@@ -1,8 +1,10 @@
 package dev.sluice.redis;
 
+import java.util.Collections;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Stops calling a store that keeps failing, so that while it is down each decision costs microseconds, not a
@@ -18,7 +20,8 @@ final class CircuitBreaker {
     private final AtomicBoolean probing = new AtomicBoolean();
     private volatile boolean open;
     private volatile long openUntil;
-    private final AtomicReference<Throwable> lastFailure = new AtomicReference<>();
+    /** The failures counted, by identity (a Throwable's equals), while anything still holds them. */
+    private final Set<Throwable> counted = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     CircuitBreaker(int threshold, long openNanos) {
         this.threshold = threshold;
@@ -56,7 +59,7 @@ final class CircuitBreaker {
 
     /** Records a decision that failed with {@code failure}; whether it opened the breaker. */
     boolean failed(Throwable failure) {
-        if (lastFailure.getAndSet(failure) == failure) {
+        if (!counted.add(failure)) {
             return false; // another decision of the same failed call, counted already
         }
         boolean probe = probing.getAndSet(false);

@@ -546,10 +546,12 @@ public final class RedisStore implements Store, AutoCloseable {
         if (call != null) {
             return call;
         }
+        Call made = callOf(rule); // a rule refused here clears nothing
         if (calls.size() >= MAX_RULES) {
             calls.clear();
         }
-        return calls.computeIfAbsent(rule, this::callOf);
+        Call first = calls.putIfAbsent(rule, made);
+        return first != null ? first : made;
     }
 
     /** The number of rules whose calls are kept (at most {@link #MAX_RULES}). */

@@ -101,6 +101,8 @@ class BatcherTest {
         CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
         first.thenRun(() -> sleep(800));
         CompletableFuture<String> expired = batcher.submit("sluice:{b}", "", "", "1");
+        // its caller then decides again, and waits: that must hold up neither the others nor itself
+        CompletableFuture<String> again = expired.handle((answer, failure) -> batcher.submit("sluice:{e}", "", "", "1").join());
         Thread.sleep(100);
         CompletableFuture.runAsync(() -> calls.get(0).complete("1 9 0 1 0 0"));
         Thread.sleep(500);
@@ -115,6 +117,55 @@ class BatcherTest {
         assertThat(keysSent.get(1)).containsExactly("sluice:{c}");
         calls.get(1).complete("0 0 5 5 0 0");
         assertThat(live.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
+        while (calls.size() < 3) {
+            assertThat(System.nanoTime()).as("the decision made again was sent").isLessThan(deadline);
+            Thread.sleep(10);
+        }
+        assertThat(keysSent.get(2)).containsExactly("sluice:{e}");
+        calls.get(2).complete("1 9 0 1 0 0");
+        assertThat(again.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+    }
+
+    /**
+     * A review found: a call handed to the connection's loop had no timer until the loop ran it, so with the loop
+     * held up (a caller blocking on it) the decision waited for good. Now it fails at its deadline all the same.
+     */
+    @Test
+    void aCallHandedToALoopThatDoesNotRunItFailsAtItsDeadline() throws Exception {
+        Batcher batcher = timingOutAfter(300);
+        DefaultEventExecutor loop = new DefaultEventExecutor();
+        CountDownLatch busy = new CountDownLatch(1);
+        try {
+            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+            loop.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
+            assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+            loop.submit(() -> { }).get(10, TimeUnit.SECONDS);
+            loop.execute(() -> {
+                try {
+                    busy.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            long start = System.nanoTime();
+            CompletableFuture<String> held = batcher.submit("sluice:{b}", "", "", "1");
+            assertThatThrownBy(() -> held.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(RedisCommandTimeoutException.class);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isBetween(250L, 5_000L);
+            assertThat(calls).as("never sent: its time was up when the timer took it").hasSize(1);
+            busy.countDown();
+            CompletableFuture<String> after = batcher.submit("sluice:{c}", "", "", "1");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (calls.size() < 2) {
+                assertThat(System.nanoTime()).as("the batcher goes on").isLessThan(deadline);
+                Thread.sleep(10);
+            }
+            calls.get(1).complete("1 9 0 1 0 0");
+            assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        } finally {
+            busy.countDown();
+            loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        }
     }
 
     private static void sleep(long ms) {

@@ -42,6 +42,19 @@ class CircuitBreakerTest {
         assertThat(breaker.failed(new IllegalStateException("3"))).isTrue();
     }
 
+    /** Two calls failing at once on two connections: their decisions interleave, and still count two. */
+    @Test
+    void theDecisionsOfTwoCallsFailingTogetherCountTwice() {
+        IllegalStateException one = new IllegalStateException("one call");
+        IllegalStateException other = new IllegalStateException("another call");
+        for (int i = 0; i < 32; i++) {
+            breaker.failed(one);
+            breaker.failed(other);
+        }
+        assertThat(breaker.isOpen()).isFalse();
+        assertThat(breaker.failed(new IllegalStateException("a third"))).isTrue();
+    }
+
     @Test
     void aFailedProbeOpensItAgainAndASuccessfulOneClosesIt() throws Exception {
         CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.MILLISECONDS.toNanos(50));
