@@ -17,6 +17,7 @@ import org.openjdk.jmh.annotations.Warmup;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import static dev.sluice.bench.RedisPeers.anyKey;
 
@@ -54,41 +55,31 @@ public class RedisAsyncBenchmark {
 
     @Benchmark
     public void sluice(RedisPeers peers, Decisions made) {
-        CompletableFuture<?>[] round = new CompletableFuture<?>[callers];
-        for (int i = 0; i < callers; i++) {
-            round[i] = peers.sluice.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture();
-        }
-        CompletableFuture.allOf(round).join();
-        made.decisions += callers;
+        round(made, () -> peers.sluice.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture());
     }
 
     @Benchmark
     public void sluiceUnbatched(RedisPeers peers, Decisions made) {
-        CompletableFuture<?>[] round = new CompletableFuture<?>[callers];
-        for (int i = 0; i < callers; i++) {
-            round[i] = peers.sluiceUnbatched.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture();
-        }
-        CompletableFuture.allOf(round).join();
-        made.decisions += callers;
+        round(made, () -> peers.sluiceUnbatched.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture());
     }
 
     @Benchmark
     public void bucket4jLettuce(RedisPeers peers, Decisions made) {
-        CompletableFuture<?>[] round = new CompletableFuture<?>[callers];
-        for (int i = 0; i < callers; i++) {
-            round[i] = peers.bucket4j.asAsync().builder()
-                    .build(peers.keyBytes[anyKey()], () -> CompletableFuture.completedFuture(peers.bucket4jConfiguration))
-                    .tryConsume(1);
-        }
-        CompletableFuture.allOf(round).join();
-        made.decisions += callers;
+        round(made, () -> peers.bucket4j.asAsync().builder()
+                .build(peers.keyBytes[anyKey()], () -> CompletableFuture.completedFuture(peers.bucket4jConfiguration))
+                .tryConsume(1));
     }
 
     @Benchmark
     public void redisson(RedisPeers peers, Decisions made) {
+        round(made, () -> peers.redissonLimiters[anyKey()].tryAcquireAsync().toCompletableFuture());
+    }
+
+    /** Starts {@link #callers} decisions, waits for them all, and counts them. */
+    private void round(Decisions made, Supplier<CompletableFuture<?>> decision) {
         CompletableFuture<?>[] round = new CompletableFuture<?>[callers];
         for (int i = 0; i < callers; i++) {
-            round[i] = peers.redissonLimiters[anyKey()].tryAcquireAsync().toCompletableFuture();
+            round[i] = decision.get();
         }
         CompletableFuture.allOf(round).join();
         made.decisions += callers;
