@@ -114,7 +114,7 @@ final class Batcher {
         if (answering == Thread.currentThread()) { // see handOver
             Waiting[] alone = {decision};
             CompletableFuture<String> reply = call(alone);
-            reply.whenComplete((answer, failure) -> answer(alone, reply));
+            reply.whenComplete((answer, failure) -> answerGuarded(alone, reply));
             return decision.answer;
         }
         EventExecutor loop = this.loop;
@@ -197,8 +197,14 @@ final class Batcher {
             Waiting[] live = unexpired(batch);
             if (live.length > 0) {
                 CompletableFuture<String> reply = call(live);
-                reply.whenComplete((answer, failure) -> handOver(live, reply));
-                return;
+                if (!reply.isDone()) {
+                    reply.whenComplete((answer, failure) -> handOver(live, reply));
+                    return;
+                }
+                // failed before it left (a connection refusing commands while Redis is down): answered here, and
+                // the next batch sent by this loop, not by a hand-over nested one level deeper per batch (a
+                // review found that a long line could overflow the stack, and the batcher stay in flight)
+                answerGuarded(live, reply);
             }
             batch = next();
         }
@@ -253,15 +259,27 @@ final class Batcher {
         if (current != null && current != loop) {
             loop = current;
         }
-        answering = Thread.currentThread();
-        try {
-            answer(sent, reply);
-        } finally {
-            answering = null;
-        }
+        answerGuarded(sent, reply);
         Waiting[] next = next();
         if (next != null) {
             send(next);
+        }
+    }
+
+    /**
+     * Answers {@code sent} with this thread marked as answering (see {@link #handOver}), a call sent alone too
+     * (its continuations may decide again and wait as well). Whatever answering throws, {@code sent} is
+     * answered and the caller goes on to the next batch: a batcher must never stay in flight.
+     */
+    private void answerGuarded(Waiting[] sent, CompletableFuture<String> reply) {
+        Thread previous = answering;
+        answering = Thread.currentThread();
+        try {
+            answer(sent, reply);
+        } catch (RuntimeException | Error e) {
+            fail(sent, e);
+        } finally {
+            answering = previous;
         }
     }
 
@@ -394,6 +412,9 @@ final class Batcher {
             reply = done.join();
         } catch (RuntimeException e) { // CompletionException, CancellationException
             failure = e.getCause() != null ? e.getCause() : e;
+        }
+        if (failure == null && reply == null) {
+            failure = new IllegalStateException("gcra.lua answered nil for " + batch.length + " keys");
         }
         if (failure == null && batch.length == 1) {
             batch[0].answer.complete(reply);

@@ -10,6 +10,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -214,5 +215,59 @@ class BatcherTest {
         } finally {
             loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         }
+    }
+
+    /**
+     * A review found: calls that fail before they leave (a connection refusing commands while Redis is down)
+     * were handed over one level deeper each, so a long line overflowed the stack, the error was swallowed by
+     * the future, and the batcher stayed in flight for good. Now they are answered in a loop.
+     */
+    @Test
+    void aLongLineOfCallsFailingAtOnceIsAnsweredAndTheBatcherGoesOn() throws Exception {
+        AtomicBoolean refusing = new AtomicBoolean();
+        List<CompletableFuture<String>> held = new CopyOnWriteArrayList<>();
+        Batcher batcher = new Batcher(new String[10], (keys, arguments) -> {
+            if (refusing.get()) {
+                return CompletableFuture.failedFuture(new IllegalStateException("refused: Redis is down"));
+            }
+            CompletableFuture<String> reply = new CompletableFuture<>();
+            held.add(reply);
+            return reply;
+        }, 64, TimeUnit.SECONDS.toNanos(60));
+        CompletableFuture<String> first = batcher.submit("sluice:{first}", "", "", "1");
+        int line = 200_000;
+        List<CompletableFuture<String>> waiting = new java.util.ArrayList<>(line);
+        for (int i = 0; i < line; i++) {
+            waiting.add(batcher.submit("sluice:{k" + i + "}", "", "", "1"));
+        }
+        refusing.set(true);
+        held.get(0).complete("1 9 0 1 0 0");
+        assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        for (CompletableFuture<String> decision : waiting) {
+            assertThatThrownBy(() -> decision.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasMessageContaining("refused");
+        }
+        refusing.set(false);
+        CompletableFuture<String> after = batcher.submit("sluice:{after}", "", "", "1");
+        assertThat(held).as("the batcher sends again").hasSize(2);
+        held.get(1).complete("0 0 5 5 0 0");
+        assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
+    }
+
+    /** A nil answer for a batch fails its decisions (it threw out of the hand-over, and the batcher stayed in flight). */
+    @Test
+    void aNilAnswerForABatchFailsItsDecisions() throws Exception {
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        CompletableFuture<String> b = batcher.submit("sluice:{b}", "", "", "1");
+        CompletableFuture<String> c = batcher.submit("sluice:{c}", "", "", "1");
+        calls.get(0).complete("1 9 0 1 0 0");
+        assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        calls.get(1).complete(null);
+        assertThatThrownBy(() -> b.get(10, TimeUnit.SECONDS)).hasMessageContaining("nil");
+        assertThatThrownBy(() -> c.get(10, TimeUnit.SECONDS)).hasMessageContaining("nil");
+        CompletableFuture<String> after = batcher.submit("sluice:{d}", "", "", "1");
+        assertThat(calls).as("the batcher sends again").hasSize(3);
+        calls.get(2).complete("1 8 0 2 0 0");
+        assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("1 8 0 2 0 0");
     }
 }
