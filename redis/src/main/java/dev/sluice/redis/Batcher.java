@@ -9,8 +9,8 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
@@ -224,14 +224,14 @@ final class Batcher {
             }
         }
         if (live == batch.length) {
-            return batch;
+            return batch; // the common case: nothing made
         }
         Waiting[] kept = new Waiting[live];
         Waiting[] expired = new Waiting[batch.length - live];
         int k = 0;
         int e = 0;
         for (Waiting decision : batch) {
-            if (k < live && decision.deadline - now > 0) {
+            if (decision.deadline - now > 0) {
                 kept[k++] = decision;
             } else {
                 expired[e++] = decision;
@@ -371,13 +371,14 @@ final class Batcher {
             long now = System.nanoTime();
             long next = 0;
             boolean waiting = false;
-            int expired = 0;
+            Waiting[] expired = new Waiting[batch.length];
+            int count = 0;
             for (Waiting decision : batch) {
                 if (decision.answer.isDone()) {
                     continue;
                 }
                 if (decision.deadline - now <= 0) {
-                    expired++;
+                    expired[count++] = decision;
                 } else if (!waiting || decision.deadline - next < 0) {
                     next = decision.deadline;
                     waiting = true;
@@ -388,14 +389,7 @@ final class Batcher {
                 return;
             }
             arm(next);
-            Waiting[] failing = new Waiting[expired];
-            int at = 0;
-            for (Waiting decision : batch) {
-                if (at < expired && !decision.answer.isDone() && decision.deadline - now <= 0) {
-                    failing[at++] = decision;
-                }
-            }
-            fail(Arrays.copyOf(failing, at), timedOut);
+            fail(Arrays.copyOf(expired, count), timedOut);
         }
     }
 

@@ -4,6 +4,7 @@ import io.lettuce.core.RedisCommandTimeoutException;
 import io.netty.util.concurrent.DefaultEventExecutor;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -45,11 +46,7 @@ class BatcherTest {
         CompletableFuture<String> nested = first.thenApply(answer -> batcher.submit("sluice:{b}", "", "", "1").join());
         assertThat(calls).hasSize(1);
         CompletableFuture.runAsync(() -> calls.get(0).complete("1 0 0 0 0 0"));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (calls.size() < 2) {
-            assertThat(System.nanoTime()).as("the nested decision was sent").isLessThan(deadline);
-            Thread.sleep(10);
-        }
+        awaitCalls(2, "the nested decision was sent");
         calls.get(1).complete("0 0 5 5 0 0");
         assertThat(nested.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
     }
@@ -110,18 +107,11 @@ class BatcherTest {
         CompletableFuture<String> live = batcher.submit("sluice:{c}", "", "", "1");
         assertThatThrownBy(() -> expired.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .hasCauseInstanceOf(RedisCommandTimeoutException.class);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (calls.size() < 2) {
-            assertThat(System.nanoTime()).as("the live decision was sent").isLessThan(deadline);
-            Thread.sleep(10);
-        }
+        awaitCalls(2, "the live decision was sent");
         assertThat(keysSent.get(1)).containsExactly("sluice:{c}");
         calls.get(1).complete("0 0 5 5 0 0");
         assertThat(live.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
-        while (calls.size() < 3) {
-            assertThat(System.nanoTime()).as("the decision made again was sent").isLessThan(deadline);
-            Thread.sleep(10);
-        }
+        awaitCalls(3, "the decision made again was sent");
         assertThat(keysSent.get(2)).containsExactly("sluice:{e}");
         calls.get(2).complete("1 9 0 1 0 0");
         assertThat(again.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
@@ -137,17 +127,8 @@ class BatcherTest {
         DefaultEventExecutor loop = new DefaultEventExecutor();
         CountDownLatch busy = new CountDownLatch(1);
         try {
-            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
-            loop.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
-            assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
-            loop.submit(() -> { }).get(10, TimeUnit.SECONDS);
-            loop.execute(() -> {
-                try {
-                    busy.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            answerTheFirstCallOn(loop, batcher);
+            busy = hold(loop);
             long start = System.nanoTime();
             CompletableFuture<String> held = batcher.submit("sluice:{b}", "", "", "1");
             assertThatThrownBy(() -> held.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
@@ -156,11 +137,7 @@ class BatcherTest {
             assertThat(calls).as("never sent: its time was up when the timer took it").hasSize(1);
             busy.countDown();
             CompletableFuture<String> after = batcher.submit("sluice:{c}", "", "", "1");
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (calls.size() < 2) {
-                assertThat(System.nanoTime()).as("the batcher goes on").isLessThan(deadline);
-                Thread.sleep(10);
-            }
+            awaitCalls(2, "the batcher goes on");
             calls.get(1).complete("1 9 0 1 0 0");
             assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
         } finally {
@@ -186,28 +163,14 @@ class BatcherTest {
     void decisionsStartedTogetherLeaveTogetherOnTheConnectionsLoop() throws Exception {
         DefaultEventExecutor loop = new DefaultEventExecutor();
         try {
-            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
-            loop.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
-            assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
-            loop.submit(() -> { }).get(10, TimeUnit.SECONDS); // the hand-over after that answer is over
-            CountDownLatch busy = new CountDownLatch(1);
-            loop.execute(() -> {
-                try {
-                    busy.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            answerTheFirstCallOn(loop, batcher);
+            CountDownLatch busy = hold(loop);
             CompletableFuture<String> b = batcher.submit("sluice:{b}", "", "", "1");
             CompletableFuture<String> c = batcher.submit("sluice:{c}", "", "", "1");
             CompletableFuture<String> d = batcher.submit("sluice:{d}", "", "", "1");
             assertThat(calls).as("handed to the loop, not sent on this thread").hasSize(1);
             busy.countDown();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (calls.size() < 2) {
-                assertThat(System.nanoTime()).as("the loop sent them").isLessThan(deadline);
-                Thread.sleep(10);
-            }
+            awaitCalls(2, "the loop sent them");
             assertThat(keysSent.get(1)).containsExactly("sluice:{b}", "sluice:{c}", "sluice:{d}");
             calls.get(1).complete("1 9 0 1 0 0,1 9 0 1 0 0,0 0 5 5 0 0");
             assertThat(d.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
@@ -236,7 +199,7 @@ class BatcherTest {
         }, 64, TimeUnit.SECONDS.toNanos(60));
         CompletableFuture<String> first = batcher.submit("sluice:{first}", "", "", "1");
         int line = 200_000;
-        List<CompletableFuture<String>> waiting = new java.util.ArrayList<>(line);
+        List<CompletableFuture<String>> waiting = new ArrayList<>(line);
         for (int i = 0; i < line; i++) {
             waiting.add(batcher.submit("sluice:{k" + i + "}", "", "", "1"));
         }
@@ -269,5 +232,35 @@ class BatcherTest {
         assertThat(calls).as("the batcher sends again").hasSize(3);
         calls.get(2).complete("1 8 0 2 0 0");
         assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("1 8 0 2 0 0");
+    }
+
+    /** Waits (10 s at most) until {@code n} calls have been sent. */
+    private void awaitCalls(int n, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (calls.size() < n) {
+            assertThat(System.nanoTime()).as(what).isLessThan(deadline);
+            Thread.sleep(10);
+        }
+    }
+
+    /** Sends a first decision and answers its call on {@code loop}, so that the batcher learns the loop. */
+    private void answerTheFirstCallOn(DefaultEventExecutor loop, Batcher batcher) throws Exception {
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        loop.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
+        assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        loop.submit(() -> { }).get(10, TimeUnit.SECONDS); // the hand-over after that answer is over
+    }
+
+    /** Keeps {@code loop} busy until the latch returned is counted down. */
+    private static CountDownLatch hold(DefaultEventExecutor loop) {
+        CountDownLatch busy = new CountDownLatch(1);
+        loop.execute(() -> {
+            try {
+                busy.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return busy;
     }
 }
