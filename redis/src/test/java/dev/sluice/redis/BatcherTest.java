@@ -122,6 +122,40 @@ class BatcherTest {
     }
 
     /**
+     * Calls answered long before their deadlines share the one timer set for the first (it cost a wake of the
+     * timer thread a call, two for a call handed to the loop: 8,000 wakes a second at 4,700 calls a second).
+     */
+    @Test
+    void callsThatComeAndGoShareOneTimer() throws Exception {
+        for (int i = 0; i < 100; i++) {
+            CompletableFuture<String> decision = batcher.submit("sluice:{k" + i + "}", "", "", "1");
+            calls.get(i).complete("1 9 0 1 0 0");
+            assertThat(decision.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        }
+        assertThat(batcher.timersSet()).isEqualTo(1);
+    }
+
+    /**
+     * The timer set for an answered call's deadline, when it fires, sets itself for the deadline of the call in
+     * flight then: that call fails at its own deadline, neither at the earlier one nor never.
+     */
+    @Test
+    void theTimerOfAnAnsweredCallWatchesTheNextCall() throws Exception {
+        Batcher batcher = timingOutAfter(1_000);
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        calls.get(0).complete("1 9 0 1 0 0");
+        assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+        Thread.sleep(500); // the first call's deadline falls in the second's time
+        long start = System.nanoTime();
+        CompletableFuture<String> unanswered = batcher.submit("sluice:{b}", "", "", "1");
+        assertThatThrownBy(() -> unanswered.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .hasCauseInstanceOf(RedisCommandTimeoutException.class);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("not at the first call's deadline")
+                .isBetween(1_000L, 5_000L);
+        assertThat(batcher.timersSet()).isEqualTo(2);
+    }
+
+    /**
      * A review found: a call handed to the connection's loop had no timer until the loop ran it, so with the loop
      * held up (a caller blocking on it) the decision waited for good. Now it fails at its deadline all the same.
      */
