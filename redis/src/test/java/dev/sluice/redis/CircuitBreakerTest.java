@@ -57,15 +57,16 @@ class CircuitBreakerTest {
 
     @Test
     void aFailedProbeOpensItAgainAndASuccessfulOneClosesIt() throws Exception {
-        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.MILLISECONDS.toNanos(50));
+        // open for a second: a pause of the test between a failed probe and the next ask must not outlast it
+        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.SECONDS.toNanos(1));
         assertThat(quick.failed(new IllegalStateException("1"))).isTrue();
-        Thread.sleep(60);
+        Thread.sleep(1_050);
         assertThat(quick.allows()).as("the probe").isTrue();
         assertThat(quick.allows()).as("one probe at a time").isFalse();
         quick.failed(new IllegalStateException("probe failed"));
         assertThat(quick.isOpen()).isTrue();
         assertThat(quick.allows()).isFalse();
-        Thread.sleep(60);
+        Thread.sleep(1_050);
         assertThat(quick.allows()).isTrue();
         quick.succeeded();
         assertThat(quick.isOpen()).isFalse();

@@ -117,7 +117,7 @@ class MetricsTest {
     void storeFailuresAreCountedAndHealthSaysSo() throws Exception {
         for (String policy : new String[] {"open", "closed"}) {
             try (RedisServer redis = RedisServer.start()) {
-                String config = "store: " + redis.uri() + "\non_store_failure: " + policy + "\nstore_timeout: 500ms\n"
+                String config = "store: " + redis.uri() + "\non_store_failure: " + policy + "\nstore_timeout: 2s\n"
                         + "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [100/1s]\n";
                 try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
                      ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {

@@ -17,7 +17,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * The dashboard ({@code GET /}): one page that polls {@code GET /v1/stats} every two seconds and draws, per
  * policy, the requests admitted and rejected each second over the last five minutes, the busiest keys of the
- * current minute, and the store's health and failure counts.
+ * current minute and the one before, and the store's health and failure counts.
  */
 final class Dashboard {
     private static final int SECONDS = 300;

@@ -63,7 +63,7 @@ class DashboardTest {
             assertThat(small.getTextContent()).contains("admitted 3", "rejected 2");
             List<DomElement> rows = small.getByXPath(".//tr");
             assertThat(rows).extracting(DomElement::getTextContent)
-                    .containsExactly("busiest keys this minuterequestsrejected", "alice52");
+                    .containsExactly("busiest keys, this minute and the lastrequestsrejected", "alice52");
             DomElement quiet = boxes.get(1);
             assertThat(quiet.getFirstElementChild().getTextContent()).isEqualTo("quiet (shadow)");
             assertThat(quiet.getTextContent()).contains("admitted 0", "rejected 0");
