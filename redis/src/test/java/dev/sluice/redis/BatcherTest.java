@@ -156,6 +156,77 @@ class BatcherTest {
     }
 
     /**
+     * The watch under load: eight threads decide on one batcher whose calls are answered after up to 3 ms, or
+     * never (one call in ten); every decision ends, with its call's answer or timed out, and none times out
+     * before its deadline nor long after it, however the timer and the answers interleave.
+     */
+    @Test
+    void underLoadEveryDecisionEndsByItsDeadlineAndNoneBefore() throws Exception {
+        java.util.concurrent.ScheduledExecutorService answers = java.util.concurrent.Executors.newScheduledThreadPool(2);
+        java.util.Random random = new java.util.Random(11);
+        long timeoutMs = 50;
+        Batcher batcher = new Batcher(new String[10], (keys, arguments) -> {
+            CompletableFuture<String> reply = new CompletableFuture<>();
+            int roll;
+            synchronized (random) {
+                roll = random.nextInt(30);
+            }
+            if (roll >= 3) { // else never answered
+                String answer = String.join(",", java.util.Collections.nCopies(keys.length, "1 9 0 1 0 0"));
+                answers.schedule(() -> reply.complete(answer), roll / 10, TimeUnit.MILLISECONDS);
+            }
+            return reply;
+        }, 64, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+        int threads = 8;
+        int each = 500;
+        List<String> wrong = new CopyOnWriteArrayList<>();
+        java.util.concurrent.atomic.AtomicInteger answered = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger timedOut = new java.util.concurrent.atomic.AtomicInteger();
+        List<Thread> deciders = new ArrayList<>();
+        try {
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                Thread decider = new Thread(() -> {
+                    for (int i = 0; i < each; i++) {
+                        long start = System.nanoTime();
+                        CompletableFuture<String> decision = batcher.submit("sluice:{" + thread + "-" + i + "}", "", "", "1");
+                        try {
+                            String answer = decision.get(10, TimeUnit.SECONDS);
+                            if (!answer.equals("1 9 0 1 0 0")) {
+                                wrong.add("answer " + answer);
+                            }
+                            answered.incrementAndGet();
+                        } catch (ExecutionException e) {
+                            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                            if (!(e.getCause() instanceof RedisCommandTimeoutException)) {
+                                wrong.add("failure " + e.getCause());
+                            } else if (tookMs < timeoutMs - 1) {
+                                wrong.add("timed out after " + tookMs + " ms");
+                            }
+                            timedOut.incrementAndGet();
+                        } catch (Exception e) {
+                            wrong.add("no end within 10 s: " + e);
+                            return;
+                        }
+                    }
+                });
+                deciders.add(decider);
+                decider.start();
+            }
+            for (Thread decider : deciders) {
+                decider.join(TimeUnit.MINUTES.toMillis(2));
+                assertThat(decider.isAlive()).as("a decider is stuck").isFalse();
+            }
+        } finally {
+            answers.shutdownNow();
+        }
+        assertThat(wrong).isEmpty();
+        assertThat(answered.get() + timedOut.get()).isEqualTo(threads * each);
+        assertThat(timedOut.get()).as("some calls went unanswered").isPositive();
+        assertThat(answered.get()).isPositive();
+    }
+
+    /**
      * A review found: a call handed to the connection's loop had no timer until the loop ran it, so with the loop
      * held up (a caller blocking on it) the decision waited for good. Now it fails at its deadline all the same.
      */
