@@ -201,4 +201,27 @@ class CheckApiTest {
         assertThat(get("/v1/check").statusCode()).isEqualTo(405);
         assertThat(get("/nowhere").statusCode()).isEqualTo(404);
     }
+
+    /**
+     * A bug pinned: {@code close} among other connection options ({@code TE, close}, as some clients send) kept the
+     * connection open, where RFC 9112 §9.6 has the server close it after its answer.
+     */
+    @Test
+    void closeAmongOtherConnectionOptionsClosesTheConnection() throws Exception {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: TE, close\r\nTE: trailers\r\n\r\n"
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            java.io.ByteArrayOutputStream read = new java.io.ByteArrayOutputStream();
+            try {
+                socket.getInputStream().transferTo(read);
+            } catch (java.net.SocketTimeoutException e) {
+                throw new AssertionError("not closed; read " + read, e);
+            }
+            String answer = read.toString(java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(answer).startsWith("HTTP/1.1 200 ");
+            assertThat(answer.substring(0, answer.indexOf("\r\n\r\n")).toLowerCase(java.util.Locale.ROOT))
+                    .contains("\r\nconnection: close");
+        }
+    }
 }

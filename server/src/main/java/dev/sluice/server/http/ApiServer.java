@@ -60,7 +60,7 @@ public final class ApiServer implements AutoCloseable {
             ApiServer api = new ApiServer(vertx, live);
             // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
             api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(
-                    new HttpServerOptions().setHttp2ClearTextEnabled(false)).requestHandler(api::answer)).actualPort();
+                    new HttpServerOptions().setHttp2ClearTextEnabled(false)).requestHandler(CloseOption.honoured(api::answer))).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();

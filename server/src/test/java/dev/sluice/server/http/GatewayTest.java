@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 
@@ -356,6 +357,35 @@ class GatewayTest {
         }
         Thread.sleep(2_500); // past its turn
         assertThat(upstream.requests.get()).isEqualTo(2);
+    }
+
+    /**
+     * Hop-by-hop headers (RFC 9110 §7.6.1), the standard ones and those a Connection header names, stay on their
+     * own hop both ways; the others pass, Host unchanged.
+     */
+    @Test
+    void hopByHopHeadersStayOnTheirHop() throws Exception {
+        String answer;
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gateway.port())) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write(("GET /hop HTTP/1.1\r\nHost: example.test\r\nConnection: close, X-Secret-Hop\r\n"
+                    + "X-Secret-Hop: 1\r\nKeep-Alive: timeout=9\r\nTE: trailers\r\nProxy-Authorization: Basic eDp5\r\n"
+                    + "X-Kept: yes\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            java.io.ByteArrayOutputStream read = new java.io.ByteArrayOutputStream();
+            try {
+                socket.getInputStream().transferTo(read);
+            } catch (java.net.SocketTimeoutException e) {
+                throw new AssertionError("not closed after Connection: close; read " + read, e);
+            }
+            answer = read.toString(java.nio.charset.StandardCharsets.UTF_8);
+        }
+        Map<String, String> seen = upstream.seen.get(0);
+        assertThat(seen).containsEntry("x-kept", "yes").containsEntry("host", "example.test")
+                .doesNotContainKeys("x-secret-hop", "keep-alive", "te", "proxy-authorization");
+        assertThat(answer).startsWith("HTTP/1.1 200 ").endsWith("hop");
+        String head = answer.substring(0, answer.indexOf("\r\n\r\n")).toLowerCase(java.util.Locale.ROOT);
+        assertThat(head).contains("\r\nx-upstream-kept: yes", "\r\nconnection: close")
+                .doesNotContain("x-up-hop", "proxy-authenticate", "keep-alive");
     }
 
     @Test

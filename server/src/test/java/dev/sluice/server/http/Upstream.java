@@ -96,6 +96,14 @@ final class Upstream implements AutoCloseable {
             } else if (path.equals("/hold")) {
                 Thread.sleep(Long.parseLong(exchange.getRequestURI().getQuery().substring("ms=".length())));
                 send(exchange, 200, "held".getBytes());
+            } else if (path.equals("/hop")) {
+                // hop-by-hop headers of its own: the standard ones, and one its Connection header names
+                exchange.getResponseHeaders().add("Connection", "X-Up-Hop");
+                exchange.getResponseHeaders().add("X-Up-Hop", "1");
+                exchange.getResponseHeaders().add("Proxy-Authenticate", "Basic realm=\"up\"");
+                exchange.getResponseHeaders().add("Keep-Alive", "timeout=5");
+                exchange.getResponseHeaders().add("X-Upstream-Kept", "yes");
+                send(exchange, 200, "hop".getBytes());
             } else if (path.equals("/empty")) {
                 exchange.getResponseHeaders().add("X-Upstream", "yes");
                 exchange.sendResponseHeaders(204, -1);
