@@ -10,9 +10,7 @@ import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.RequestOptions;
 
-import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Forwards one admitted request to the upstream and its answer back, streaming both bodies with
@@ -24,8 +22,9 @@ import java.util.Set;
  * through its answer has the client's connection closed, since a status already sent cannot be taken back.
  */
 final class Forwarder {
-    private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
-            "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect");
+    private static final String[] HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate",
+            "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect"};
+    private static final String[] NONE = {};
 
     /** Answers up to this size are read whole and sent in one write; longer ones stream. */
     private static final long WHOLE = 64 * 1024;
@@ -119,20 +118,29 @@ final class Forwarder {
         }
     }
 
+    /**
+     * Copies the end-to-end headers. Names are compared ignoring case without making lower-case copies, and the
+     * {@code Connection} header's options are read once a message, not once a header: a profile of the gateway
+     * at peak found this method making 7% of its garbage.
+     */
     private static void copy(MultiMap from, MultiMap to) {
         String connection = from.get(HttpHeaders.CONNECTION);
+        String[] named = connection == null ? NONE : connection.split(",");
+        for (int i = 0; i < named.length; i++) {
+            named[i] = named[i].trim();
+        }
         for (Map.Entry<String, String> header : from) {
-            String name = header.getKey().toLowerCase(Locale.ROOT);
-            if (!HOP_BY_HOP.contains(name) && (connection == null || !listed(connection, name))) {
-                to.add(header.getKey(), header.getValue());
+            String name = header.getKey();
+            if (!among(HOP_BY_HOP, name) && !among(named, name)) {
+                to.add(name, header.getValue());
             }
         }
     }
 
-    /** Whether {@code name} is one of the headers a {@code Connection} header names as hop-by-hop. */
-    private static boolean listed(String connection, String name) {
-        for (String token : connection.split(",")) {
-            if (token.trim().equalsIgnoreCase(name)) {
+    /** Whether {@code name} is one of {@code names}, in any case. */
+    private static boolean among(String[] names, String name) {
+        for (String one : names) {
+            if (one.equalsIgnoreCase(name)) {
                 return true;
             }
         }
