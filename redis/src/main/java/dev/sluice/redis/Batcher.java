@@ -157,9 +157,6 @@ final class Batcher {
                 return;
             }
             watch.handed(this, System.nanoTime() + timeoutNanos);
-            if (get()) {
-                watch.sent(this); // sent already, before the watch knew of it
-            }
         }
 
         @Override
@@ -366,7 +363,7 @@ final class Batcher {
      * of its own: a caller's continuation that decides again and waits there holds up neither the watch nor
      * the other calls' deadlines.
      */
-    private final class Watch implements Runnable {
+    private final class Watch {
         private final ArrayList<Call> calls = new ArrayList<>(4);
         private Handed handed;
         private long handedDeadline;
@@ -383,7 +380,17 @@ final class Batcher {
             calls.remove(call);
         }
 
+        /**
+         * Watches a call handed to the loop, unless the loop has run it already. A bug a review found: a call the
+         * loop ran before its caller got here was registered all the same, over the next call handed (whose
+         * caller came first), and then cleared, so that one went unwatched: on a loop that never ran it, its
+         * decisions waited for good. At most one call handed is not yet run (the next is handed only once the
+         * call before it is over), so one place is enough.
+         */
         synchronized void handed(Handed call, long deadline) {
+            if (call.get()) {
+                return; // run already: sent() took this lock after it was marked
+            }
             handed = call;
             handedDeadline = deadline;
             cover(deadline);
@@ -404,15 +411,18 @@ final class Batcher {
                 timer.cancel(false);
             }
             timerAt = deadline;
-            timersSet++;
-            timer = TIMER.schedule(() -> TIMED_OUT.execute(this), deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            int set = ++timersSet;
+            timer = TIMER.schedule(() -> TIMED_OUT.execute(() -> fire(set)), deadline - System.nanoTime(),
+                    TimeUnit.NANOSECONDS);
         }
 
-        @Override
-        public void run() {
+        /** The timer set {@code set}-th fires (an earlier one, cancelled too late, may still fire: it does no harm). */
+        private void fire(int set) {
             List<Runnable> due = new ArrayList<>();
             synchronized (this) {
-                timer = null;
+                if (set == timersSet) {
+                    timer = null; // else a later timer is set, and stays known
+                }
                 long now = System.nanoTime();
                 long next = 0;
                 boolean waiting = false;

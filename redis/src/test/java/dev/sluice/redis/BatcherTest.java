@@ -2,6 +2,9 @@ package dev.sluice.redis;
 
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.netty.util.concurrent.DefaultEventExecutor;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -12,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -255,6 +259,71 @@ class BatcherTest {
         }
     }
 
+    /**
+     * A bug a review found: a call the loop ran (and whose answer came) before its caller registered it with the
+     * watch was registered all the same, over the next call handed, and then cleared: that next call went
+     * unwatched, and on a loop that never ran it, its decision waited for good. Here the loop runs the first
+     * call on the spot, its answer comes at once, the next decision is handed meanwhile, and the loop never
+     * runs it: it must fail at its deadline.
+     */
+    @Test
+    void aCallHandedWhileTheOneBeforeIsStillRegisteringIsWatched() throws Exception {
+        Batcher batcher = timingOutAfter(300);
+        List<CompletableFuture<String>> next = new CopyOnWriteArrayList<>();
+        TakenOverLoop loop = new TakenOverLoop();
+        try {
+            answerTheFirstCallOn(loop, batcher);
+            AtomicInteger handedOver = new AtomicInteger();
+            loop.takeOver = task -> switch (handedOver.incrementAndGet()) {
+                case 1 -> {
+                    task.run(); // the loop runs the first call before its caller goes on
+                    calls.get(1).complete("1 9 0 1 0 0"); // answered at once: nothing in flight
+                    next.add(batcher.submit("sluice:{b}", "", "", "1")); // handed to this loop...
+                    yield true;
+                }
+                default -> true; // ...which never runs it
+            };
+            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+            assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
+            assertThat(next).hasSize(1);
+            assertThatThrownBy(() -> next.get(0).get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(RedisCommandTimeoutException.class);
+            assertThat(calls).as("its time was up when the watch sent it").hasSize(2);
+        } finally {
+            loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        }
+    }
+
+    /** An event loop as Netty's own, whose {@code execute} a test may take over (a task it takes is not queued). */
+    private static final class TakenOverLoop extends SingleThreadEventExecutor {
+        volatile java.util.function.Predicate<Runnable> takeOver = task -> false;
+
+        TakenOverLoop() {
+            super(null, new DefaultThreadFactory("taken-over-loop"), true);
+        }
+
+        @Override
+        public void execute(Runnable task) {
+            if (!takeOver.test(task)) {
+                super.execute(task);
+            }
+        }
+
+        @Override
+        protected void run() { // as DefaultEventExecutor's
+            while (true) {
+                Runnable task = takeTask();
+                if (task != null) {
+                    runTask(task);
+                    updateLastExecutionTime();
+                }
+                if (confirmShutdown()) {
+                    break;
+                }
+            }
+        }
+    }
+
     private static void awaitQuietly(CountDownLatch latch) {
         try {
             latch.await();
@@ -353,7 +422,7 @@ class BatcherTest {
     }
 
     /** Sends a first decision and answers its call on {@code loop}, so that the batcher learns the loop. */
-    private void answerTheFirstCallOn(DefaultEventExecutor loop, Batcher batcher) throws Exception {
+    private void answerTheFirstCallOn(EventExecutor loop, Batcher batcher) throws Exception {
         CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
         loop.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
         assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
