@@ -204,13 +204,17 @@ class CheckApiTest {
 
     /**
      * A bug pinned: {@code close} among other connection options ({@code TE, close}, as some clients send) kept the
-     * connection open, where RFC 9112 §9.6 has the server close it after its answer.
+     * connection open, where RFC 9112 §9.6 has the server close it after its answer, and handle no request
+     * pipelined behind it.
      */
+    private static final String PIPELINED = "{\"policy\":\"per-user\",\"key\":\"pipelined\"}";
+
     @Test
     void closeAmongOtherConnectionOptionsClosesTheConnection() throws Exception {
         try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
             socket.setSoTimeout(10_000);
-            socket.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: TE, close\r\nTE: trailers\r\n\r\n"
+            socket.getOutputStream().write(("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: TE, close\r\nTE: trailers\r\n\r\n"
+                    + "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + PIPELINED.length() + "\r\n\r\n" + PIPELINED)
                     .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             java.io.ByteArrayOutputStream read = new java.io.ByteArrayOutputStream();
             try {
@@ -222,6 +226,9 @@ class CheckApiTest {
             assertThat(answer).startsWith("HTTP/1.1 200 ");
             assertThat(answer.substring(0, answer.indexOf("\r\n\r\n")).toLowerCase(java.util.Locale.ROOT))
                     .contains("\r\nconnection: close");
+            assertThat(answer.split("HTTP/1.1 ", -1)).as("one answer, none for the request behind it: %s", answer).hasSize(2);
         }
+        HttpResponse<String> peek = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"pipelined\",\"cost\":0}");
+        assertThat(JSON.readTree(peek.body()).get("remaining").asLong()).as("the request behind was never decided").isEqualTo(3);
     }
 }

@@ -10,6 +10,7 @@ import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.http.RequestOptions;
 
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -124,8 +125,8 @@ final class Forwarder {
      * at peak found this method making 7% of its garbage.
      */
     private static void copy(MultiMap from, MultiMap to) {
-        String connection = from.get(HttpHeaders.CONNECTION);
-        String[] named = connection == null ? NONE : connection.split(",");
+        List<String> lines = from.getAll(HttpHeaders.CONNECTION); // every line of it: a review found the second ignored
+        String[] named = lines.isEmpty() ? NONE : String.join(",", lines).split(",");
         for (int i = 0; i < named.length; i++) {
             named[i] = named[i].trim();
         }
