@@ -51,12 +51,12 @@ final class CloseOption {
 
     /** Whether an HTTP/1.1 request names {@code close} among several connection options, on any of its lines. */
     private static boolean asked(HttpServerRequest request) {
-        if (request.version() != HttpVersion.HTTP_1_1) {
-            return false;
+        if (request.version() != HttpVersion.HTTP_1_1 || request.getHeader(HttpHeaders.CONNECTION) == null) {
+            return false; // the common case, answered without making a list
         }
         var lines = request.headers().getAll(HttpHeaders.CONNECTION);
-        if (lines.isEmpty() || lines.size() == 1 && lines.get(0).indexOf(',') < 0) {
-            return false; // none, or one option alone: Vert.x's
+        if (lines.size() == 1 && lines.get(0).indexOf(',') < 0) {
+            return false; // one option alone: Vert.x's
         }
         for (String line : lines) {
             for (String option : line.split(",")) {
