@@ -8,14 +8,19 @@ import io.netty.util.concurrent.SingleThreadEventExecutor;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -166,8 +171,8 @@ class BatcherTest {
      */
     @Test
     void underLoadEveryDecisionEndsByItsDeadlineAndNoneBefore() throws Exception {
-        java.util.concurrent.ScheduledExecutorService answers = java.util.concurrent.Executors.newScheduledThreadPool(2);
-        java.util.Random random = new java.util.Random(11);
+        ScheduledExecutorService answers = Executors.newScheduledThreadPool(2);
+        Random random = new Random(11);
         long timeoutMs = 50;
         Batcher batcher = new Batcher(new String[10], (keys, arguments) -> {
             CompletableFuture<String> reply = new CompletableFuture<>();
@@ -176,7 +181,7 @@ class BatcherTest {
                 roll = random.nextInt(30);
             }
             if (roll >= 3) { // else never answered
-                String answer = String.join(",", java.util.Collections.nCopies(keys.length, "1 9 0 1 0 0"));
+                String answer = String.join(",", Collections.nCopies(keys.length, "1 9 0 1 0 0"));
                 answers.schedule(() -> reply.complete(answer), roll / 10, TimeUnit.MILLISECONDS);
             }
             return reply;
@@ -184,8 +189,8 @@ class BatcherTest {
         int threads = 8;
         int each = 500;
         List<String> wrong = new CopyOnWriteArrayList<>();
-        java.util.concurrent.atomic.AtomicInteger answered = new java.util.concurrent.atomic.AtomicInteger();
-        java.util.concurrent.atomic.AtomicInteger timedOut = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicInteger answered = new AtomicInteger();
+        AtomicInteger timedOut = new AtomicInteger();
         List<Thread> deciders = new ArrayList<>();
         try {
             for (int t = 0; t < threads; t++) {
@@ -296,7 +301,7 @@ class BatcherTest {
 
     /** An event loop as Netty's own, whose {@code execute} a test may take over (a task it takes is not queued). */
     private static final class TakenOverLoop extends SingleThreadEventExecutor {
-        volatile java.util.function.Predicate<Runnable> takeOver = task -> false;
+        volatile Predicate<Runnable> takeOver = task -> false;
 
         TakenOverLoop() {
             super(null, new DefaultThreadFactory("taken-over-loop"), true);
