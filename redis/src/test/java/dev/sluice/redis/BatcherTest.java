@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -58,6 +59,53 @@ class BatcherTest {
         awaitCalls(2, "the nested decision was sent");
         calls.get(1).complete("0 0 5 5 0 0");
         assertThat(nested.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
+    }
+
+    /**
+     * A bug a review found: which thread was answering was one field a batcher, saved and put back around each
+     * answer, so two threads answering at once (a call answered while another, sent alone, failed on a thread of
+     * the timeouts) could put back a thread that had finished. That thread then passed for answering for good,
+     * and every decision it made later went alone instead of in line. Here thread A answers the first call, whose
+     * continuation sends a decision alone; thread B answers that one while A is still answering; A finishes
+     * first, B last.
+     */
+    @Test
+    void aThreadThatHasFinishedAnsweringDecidesInLine() throws Exception {
+        ExecutorService a = Executors.newSingleThreadExecutor();
+        ExecutorService b = Executors.newSingleThreadExecutor();
+        try {
+            CountDownLatch bAnswering = new CountDownLatch(1);
+            CountDownLatch aDone = new CountDownLatch(1);
+            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+            CompletableFuture<CompletableFuture<String>> alone = first.thenApply(answer -> {
+                CompletableFuture<String> sent = batcher.submit("sluice:{b}", "", "", "1"); // alone: A answers
+                sent.thenRun(() -> { // on B, answering it
+                    bAnswering.countDown();
+                    awaitQuietly(aDone);
+                });
+                awaitQuietly(bAnswering);
+                return sent;
+            });
+            a.execute(() -> calls.get(0).complete("1 9 0 1 0 0"));
+            awaitCalls(2, "the decision of A's continuation was sent alone");
+            b.execute(() -> calls.get(1).complete("1 8 0 2 0 0"));
+            a.submit(() -> { }).get(10, TimeUnit.SECONDS); // A is done answering
+            aDone.countDown();
+            b.submit(() -> { }).get(10, TimeUnit.SECONDS); // and B is
+            assertThat(alone.get().get()).isEqualTo("1 8 0 2 0 0");
+
+            CompletableFuture<String> inFlight = batcher.submit("sluice:{c}", "", "", "1");
+            CompletableFuture<String> fromA = a.submit(() -> batcher.submit("sluice:{d}", "", "", "1")).get(10, TimeUnit.SECONDS);
+            assertThat(keysSent).as("A's decision waits for the call in flight").hasSize(3);
+            calls.get(2).complete("1 7 0 3 0 0");
+            assertThat(inFlight.get(10, TimeUnit.SECONDS)).isEqualTo("1 7 0 3 0 0");
+            assertThat(keysSent.get(3)).containsExactly("sluice:{d}");
+            calls.get(3).complete("1 6 0 4 0 0");
+            assertThat(fromA.get(10, TimeUnit.SECONDS)).isEqualTo("1 6 0 4 0 0");
+        } finally {
+            a.shutdownNow();
+            b.shutdownNow();
+        }
     }
 
     /** What arrives while a call is in flight leaves together once it is answered, each with its own answer. */
