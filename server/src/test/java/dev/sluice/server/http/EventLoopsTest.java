@@ -2,6 +2,8 @@ package dev.sluice.server.http;
 
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.PoolOptions;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -39,6 +41,27 @@ class EventLoopsTest {
         }
 
         assertThat(answeredBy).hasSize(2).allSatisfy(thread -> assertThat(thread).startsWith("vert.x-eventloop-thread-"));
+    }
+
+    /**
+     * A bug found by {@code pidstat -t} under wrk: the gateway's servers, which each make an HTTP client to the
+     * upstream as they start, all ran on one loop of two. Each deployment took the next loop in turn, and the
+     * client made in between took one too, so with two loops both servers got the first.
+     */
+    @Test
+    void serversThatMakeAClientAsTheyStartAreSharedOutToo() throws Exception {
+        int port = EventLoops.listen(vertx, 2, "127.0.0.1", 0, () -> {
+            vertx.createHttpClient(new HttpClientOptions(), new PoolOptions()); // as the gateway's do
+            return vertx.createHttpServer()
+                    .requestHandler(request -> request.response().end(Thread.currentThread().getName()));
+        }).actualPort();
+
+        Set<String> answeredBy = new HashSet<>();
+        for (int connection = 0; connection < 4; connection++) {
+            answeredBy.add(bodyOfOneRequest(port));
+        }
+
+        assertThat(answeredBy).hasSize(2);
     }
 
     @Test
