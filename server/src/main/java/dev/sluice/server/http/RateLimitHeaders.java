@@ -2,6 +2,7 @@ package dev.sluice.server.http;
 
 import dev.sluice.Decision;
 import dev.sluice.DurationFormat;
+import dev.sluice.Limit;
 import dev.sluice.server.Checked;
 import dev.sluice.server.config.ServerConfig;
 
@@ -9,7 +10,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Collectors;
 
 /**
  * The response headers of a decision (spec/server.md): the IETF draft's {@code RateLimit-Policy} (one item
@@ -30,10 +30,7 @@ public final class RateLimitHeaders {
         Decision decision = reported.decision();
         long reset = DurationFormat.toSecondsCeil(decision.resetAfterNanos());
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {
-            headers.put("RateLimit-Policy", checked.stream().flatMap(one -> one.policy().limits().stream()
-                            .map(limit -> quoted(one) + ";q=" + limit.amount() + ";w="
-                                    + DurationFormat.toSecondsCeil(limit.periodNanos())))
-                    .collect(Collectors.joining(", ")));
+            headers.put("RateLimit-Policy", policyItems(checked));
             headers.put("RateLimit", quoted(reported) + ";r=" + decision.remaining() + ";t=" + reset);
         }
         if (sets.contains(ServerConfig.HeaderSet.LEGACY)) {
@@ -45,6 +42,24 @@ public final class RateLimitHeaders {
             headers.put("Retry-After", Long.toString(Math.max(0, DurationFormat.toSecondsCeil(decision.retryAfterNanos()))));
         }
         return headers;
+    }
+
+    /**
+     * One item per limit of every policy that decided, in one builder: a JFR allocation profile of the gateway at
+     * half load found this header, made with a stream and a string per item, making a tenth of Sluice's garbage.
+     */
+    private static String policyItems(List<Checked> checked) {
+        StringBuilder items = new StringBuilder(64);
+        for (Checked one : checked) {
+            for (Limit limit : one.policy().limits()) {
+                if (!items.isEmpty()) {
+                    items.append(", ");
+                }
+                items.append('"').append(one.policy().name()).append("\";q=").append(limit.amount())
+                        .append(";w=").append(DurationFormat.toSecondsCeil(limit.periodNanos()));
+            }
+        }
+        return items.toString();
     }
 
     private static String quoted(Checked checked) {
