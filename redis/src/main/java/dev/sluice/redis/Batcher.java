@@ -19,6 +19,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 
 /**
  * The decisions of one rule waiting on one connection, sent to Redis together as one call of {@code gcra.lua}.
@@ -96,6 +97,7 @@ final class Batcher {
 
     private final String[] fixed;
     private final Sender sender;
+    private final Function<String, String[]> split;
     private final int maxKeys;
     private final long timeoutNanos;
     private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
@@ -106,11 +108,13 @@ final class Batcher {
 
     /**
      * @param fixed    the script's arguments that depend on the rule only (each decision adds three)
+     * @param split    a call's answer split into its decisions', in the order of its keys (throws if it cannot)
      * @param maxKeys  the most decisions in one call
      */
-    Batcher(String[] fixed, Sender sender, int maxKeys, long timeoutNanos) {
+    Batcher(String[] fixed, Sender sender, Function<String, String[]> split, int maxKeys, long timeoutNanos) {
         this.fixed = fixed;
         this.sender = sender;
+        this.split = split;
         this.maxKeys = maxKeys;
         this.timeoutNanos = timeoutNanos;
     }
@@ -494,7 +498,7 @@ final class Batcher {
     }
 
     /** Completes every decision of {@code batch} with its part of {@code done}'s answer, or with its failure. */
-    private static void answer(Waiting[] batch, CompletableFuture<String> done) {
+    private void answer(Waiting[] batch, CompletableFuture<String> done) {
         String reply = null;
         Throwable failure = null;
         try {
@@ -510,15 +514,19 @@ final class Batcher {
             return;
         }
         if (failure == null) {
-            String[] answers = reply.split(",", -1);
-            if (answers.length == batch.length) {
-                for (int i = 0; i < batch.length; i++) {
-                    batch[i].answer.complete(answers[i]);
+            try {
+                String[] answers = split.apply(reply);
+                if (answers.length == batch.length) {
+                    for (int i = 0; i < batch.length; i++) {
+                        batch[i].answer.complete(answers[i]);
+                    }
+                    return;
                 }
-                return;
+                failure = new IllegalStateException("gcra.lua answered " + answers.length + " decisions for "
+                        + batch.length + " keys");
+            } catch (RuntimeException e) {
+                failure = e;
             }
-            failure = new IllegalStateException("gcra.lua answered " + answers.length + " decisions for "
-                    + batch.length + " keys: \"" + reply + "\"");
         }
         for (Waiting decision : batch) {
             decision.answer.completeExceptionally(failure);

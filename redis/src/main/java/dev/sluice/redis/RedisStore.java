@@ -77,6 +77,9 @@ import java.util.function.Supplier;
  * calling thread always uses the same one. Each connection flushes the commands of its callers together,
  * once per turn of its event loop, so Redis reads them as from a pipeline; with one connection only, its
  * event loop and Redis took turns, each idle while the other worked (measured: bench/README.md).
+ * {@code gcra.lua} answers binary, a decision in 33 bytes (Lua makes numbers text through {@code sprintf},
+ * which cost Redis a fifth of a call: the script says more), so the connections read what Redis answers one
+ * char per byte ({@link ReplyCodec}) and keys still go out as UTF-8.
  *
  * <h2>When Redis does not answer</h2>
  * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down
@@ -260,14 +263,14 @@ public final class RedisStore implements Store, AutoCloseable {
                     .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                             .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
                     .build());
-            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect()));
+            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
             return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, true);
         }
         if (uri.startsWith("redis://")) {
             RedisClient client = RedisClient.create(resources, address(uri, uri, settings.timeout));
             client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
                     .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
-            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect()));
+            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
             return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, false);
         }
         resources.shutdown();
@@ -413,11 +416,25 @@ public final class RedisStore implements Store, AutoCloseable {
         try {
             decision = decision(rule, answer);
         } catch (RuntimeException e) {
-            return failed(new IllegalStateException("a Sluice script answered \"" + answer
-                    + "\": expected six whole numbers", e), rule, cost, nowNanos);
+            return failed(new IllegalStateException("a Sluice script answered \"" + printable(answer)
+                    + "\": " + e.getMessage(), e), rule, cost, nowNanos);
         }
         breaker.succeeded();
         return remember(rule, key, cost, nowNanos, decision);
+    }
+
+    /** {@code answer} with each char outside printable ASCII as {@code \xNN}, for a message. */
+    private static String printable(String answer) {
+        StringBuilder shown = new StringBuilder(answer.length());
+        for (int i = 0; i < answer.length(); i++) {
+            char c = answer.charAt(i);
+            if (c >= ' ' && c < 127) {
+                shown.append(c);
+            } else {
+                shown.append(String.format("\\x%02x", (int) c));
+            }
+        }
+        return shown.toString();
     }
 
     /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */
@@ -525,20 +542,65 @@ public final class RedisStore implements Store, AutoCloseable {
         return key;
     }
 
-    /** The decision a script answered: six whole numbers, separated by single spaces (see decide.lua). */
+    /** The length of one decision answered by {@code gcra.lua}: the byte allowed, then four doubles. */
+    static final int BINARY_ANSWER = 33;
+
+    /**
+     * The decision a script answered: {@code gcra.lua}'s {@value #BINARY_ANSWER} bytes (its first, allowed, is
+     * the byte 0 or 1), or {@code decide.lua}'s six whole numbers separated by single spaces (its first is the
+     * digit 0 or 1). The scripts say why each answers as it does.
+     */
     static Decision decision(Rule rule, String reply) {
+        if (!reply.isEmpty() && reply.charAt(0) <= 1) {
+            return binaryDecision(rule, reply);
+        }
         long[] fields = new long[6];
         int at = 0;
         for (int i = 0; i < fields.length; i++) {
             int end = i == fields.length - 1 ? reply.length() : reply.indexOf(' ', at);
             if (end < 0) {
-                throw new IllegalStateException("a Sluice script answered \"" + reply + "\": expected six numbers");
+                throw new IllegalStateException("expected six numbers");
             }
             fields[i] = Long.parseLong(reply, at, end, 10);
             at = end + 1;
         }
         return new Decision(fields[0] == 1, fields[1], fields[2], fields[3], fields[4],
                 rule.limits().get((int) fields[5]));
+    }
+
+    private static Decision binaryDecision(Rule rule, String reply) {
+        if (reply.length() != BINARY_ANSWER) {
+            throw new IllegalStateException("expected " + BINARY_ANSWER + " bytes, got " + reply.length());
+        }
+        return new Decision(reply.charAt(0) == 1, wholeNumber(reply, 1), wholeNumber(reply, 9),
+                wholeNumber(reply, 17), wholeNumber(reply, 25), rule.limits().get(0));
+    }
+
+    /** The little-endian double at {@code at} of a reply read one char per byte, as the whole number it holds. */
+    private static long wholeNumber(String reply, int at) {
+        long bits = 0;
+        for (int i = 7; i >= 0; i--) {
+            bits = bits << 8 | (reply.charAt(at + i) & 0xFF);
+        }
+        double value = Double.longBitsToDouble(bits);
+        long whole = (long) value;
+        if (whole != value) {
+            throw new IllegalStateException("expected whole numbers, got " + value);
+        }
+        return whole;
+    }
+
+    /** The answers of one call of {@code gcra.lua}, one a decision, in the order of its keys. */
+    static String[] gcraAnswers(String reply) {
+        if (reply.length() % BINARY_ANSWER != 0) {
+            throw new IllegalStateException("gcra.lua answered " + reply.length() + " bytes, not a multiple of "
+                    + BINARY_ANSWER);
+        }
+        String[] answers = new String[reply.length() / BINARY_ANSWER];
+        for (int i = 0; i < answers.length; i++) {
+            answers[i] = reply.substring(i * BINARY_ANSWER, (i + 1) * BINARY_ANSWER);
+        }
+        return answers;
     }
 
     private Call call(Rule rule) {
@@ -585,8 +647,8 @@ public final class RedisStore implements Store, AutoCloseable {
         Batcher[] batchers = new Batcher[lanes.size()];
         for (int i = 0; i < batchers.length; i++) {
             Lane lane = lanes.get(i);
-            batchers[i] = new Batcher(fixed, (keys, arguments) -> evaluate(lane, GCRA, keys, arguments), batchKeys,
-                    timeoutNanos);
+            batchers[i] = new Batcher(fixed, (keys, arguments) -> evaluate(lane, GCRA, keys, arguments),
+                    RedisStore::gcraAnswers, batchKeys, timeoutNanos);
         }
         return new Call(GCRA, fixed, batchers);
     }

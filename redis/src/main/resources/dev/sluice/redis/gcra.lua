@@ -23,8 +23,13 @@
 -- ARGV     mode (0 reject, 1 delay, 2 shaping), max_delay_ns, ttl_margin_ms (for decisions at a time passed
 --          in), L, B, P (ns), T = P/L as tq + tr/L, B·T as dq + dr/L; then for each key: now_ms now_ns
 --          (empty: the server's TIME, read once a call), cost
--- returns  for each key 'allowed(0|1) remaining retry_after_ns reset_after_ns delay_ns 0', as decide.lua,
---          joined by ',' into one string
+-- returns  for each key 33 bytes, struct.pack '<Bdddd': allowed (the byte 0 or 1), then remaining,
+--          retry_after_ns, reset_after_ns and delay_ns as little-endian doubles (whole numbers below 2^53, so
+--          exact); the keys' answers one after the other in one string. decide.lua answers the same fields as
+--          text ('allowed remaining retry reset delay limit'); here the limit is the one there is. Binary for
+--          the reason the state is: four numbers made text through sprintf cost a call of 8 keys about a fifth
+--          of its time (redis-benchmark, the same server, text and binary alternating: 26,300-26,600 against
+--          30,700-33,400 calls a second; one key a call 80,000-91,000 against 96,000-105,000).
 --
 -- Exactness is decide.lua's (see there): every quantity below 2^53, divisions corrected by their remainder.
 
@@ -84,7 +89,7 @@ local function reset()
 end
 
 local function answer(allowed, retry, delay)
-  return string.format('%d %.0f %.0f %.0f %.0f 0', allowed and 1 or 0, remaining(), retry, reset(), delay)
+  return struct.pack('<Bdddd', allowed and 1 or 0, remaining(), retry, reset(), delay)
 end
 
 local function decide(key, nm, nn, cost, ttl_margin)
@@ -165,4 +170,4 @@ for i = 1, #KEYS do
   answers[i] = decide(KEYS[i], nm, nn, tonumber(ARGV[at + 2]), ttl_margin)
 end
 if #answers == 1 then return answers[1] end
-return table.concat(answers, ',')
+return table.concat(answers)

@@ -36,13 +36,18 @@ class BatcherTest {
     private final List<List<String>> keysSent = new CopyOnWriteArrayList<>();
     private final Batcher batcher = timingOutAfter(TimeUnit.SECONDS.toMillis(30));
 
+    /** The answers of the calls here are text, a decision's answer after another's, separated by commas. */
+    private static String[] decisions(String reply) {
+        return reply.split(",", -1);
+    }
+
     private Batcher timingOutAfter(long timeoutMs) {
         return new Batcher(new String[10], (keys, arguments) -> {
             CompletableFuture<String> reply = new CompletableFuture<>();
             keysSent.add(List.of(keys));
             calls.add(reply);
             return reply;
-        }, 64, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+        }, BatcherTest::decisions, 64, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
     }
 
     /**
@@ -233,7 +238,7 @@ class BatcherTest {
                 answers.schedule(() -> reply.complete(answer), roll / 10, TimeUnit.MILLISECONDS);
             }
             return reply;
-        }, 64, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+        }, BatcherTest::decisions, 64, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
         int threads = 8;
         int each = 500;
         List<String> wrong = new CopyOnWriteArrayList<>();
@@ -427,7 +432,7 @@ class BatcherTest {
             CompletableFuture<String> reply = new CompletableFuture<>();
             held.add(reply);
             return reply;
-        }, 64, TimeUnit.SECONDS.toNanos(60));
+        }, BatcherTest::decisions, 64, TimeUnit.SECONDS.toNanos(60));
         CompletableFuture<String> first = batcher.submit("sluice:{first}", "", "", "1");
         int line = 200_000;
         List<CompletableFuture<String>> waiting = new ArrayList<>(line);

@@ -326,4 +326,63 @@ class RedisStoreTest {
         assertThat(store.decide(early, "rules-early", 1, RedisStore.STORE_CLOCK).allowed())
                 .as("the early rule's call was dropped and made again; its window is still full in Redis").isFalse();
     }
+
+    /**
+     * gcra.lua answers binary (the byte allowed, then four little-endian doubles); the connections read every
+     * value one char per byte so it arrives whole. Keys still go out as UTF-8: a key beyond ASCII is stored
+     * under its UTF-8 bytes and decided alike by both scripts.
+     */
+    @Test
+    void keysBeyondAsciiAreStoredAsUtf8AndDecidedByBothScripts() throws IOException {
+        RateLimiter lean = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("2/1h").store(store).build();
+        RateLimiter general = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("2/1h").limit("5/1d")
+                .store(store).build();
+        for (RateLimiter limiter : List.of(lean, general)) {
+            String key = limiter == lean ? "clé-ключ-鍵" : "ünïcode-🔑";
+            assertThat(limiter.tryAcquire(key).remaining()).isEqualTo(1);
+            assertThat(limiter.tryAcquire(key).remaining()).isZero();
+            Decision third = limiter.tryAcquire(key);
+            assertThat(third.allowed()).isFalse();
+            assertThat(third.retryAfterNanos()).isBetween(1_700 * S, 1_800 * S);
+            try (Resp resp = redis.connect()) {
+                assertThat(resp.call("EXISTS", RedisStore.redisKey(key))).isEqualTo(1L);
+            }
+        }
+    }
+
+    @Test
+    void aBinaryAnswerIsReadExactlyAndAMalformedOneNamesWhatIsWrong() {
+        Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("100/1s")));
+        // the largest whole numbers the scripts may answer (below 2^53) and NEVER (-1) come back exact
+        String answer = binary(0, 99, (1L << 53) - 1, 1_000_000_000L, -1);
+        Decision decision = RedisStore.decision(rule, answer);
+        assertThat(decision.allowed()).isFalse();
+        assertThat(decision.remaining()).isEqualTo(99);
+        assertThat(decision.retryAfterNanos()).isEqualTo((1L << 53) - 1);
+        assertThat(decision.resetAfterNanos()).isEqualTo(1_000_000_000L);
+        assertThat(decision.delayNanos()).isEqualTo(-1);
+        assertThat(RedisStore.decision(rule, binary(1, 0, 0, 0, 0)).allowed()).isTrue();
+        assertThat(RedisStore.decision(rule, "1 7 0 3 0 0").remaining()).as("decide.lua's text").isEqualTo(7);
+
+        assertThatThrownBy(() -> RedisStore.decision(rule, answer.substring(0, 20)))
+                .hasMessage("expected 33 bytes, got 20");
+        String half = answer.substring(0, 1) + doubleBytes(0.5) + answer.substring(9);
+        assertThatThrownBy(() -> RedisStore.decision(rule, half)).hasMessage("expected whole numbers, got 0.5");
+
+        String[] two = RedisStore.gcraAnswers(answer + binary(1, 3, 0, 4, 0));
+        assertThat(two).hasSize(2);
+        assertThat(RedisStore.decision(rule, two[1]).remaining()).isEqualTo(3);
+        assertThatThrownBy(() -> RedisStore.gcraAnswers(answer + "1 2 3"))
+                .hasMessage("gcra.lua answered 38 bytes, not a multiple of 33");
+    }
+
+    /** A decision as gcra.lua packs it ('<Bdddd'), read one char per byte as the store's connections read it. */
+    private static String binary(int allowed, long remaining, long retry, long reset, long delay) {
+        return (char) allowed + doubleBytes(remaining) + doubleBytes(retry) + doubleBytes(reset) + doubleBytes(delay);
+    }
+
+    private static String doubleBytes(double value) {
+        byte[] bytes = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putDouble(value).array();
+        return new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+    }
 }
