@@ -416,7 +416,7 @@ public final class RedisStore implements Store, AutoCloseable {
         try {
             decision = decision(rule, answer);
         } catch (RuntimeException e) {
-            return failed(new IllegalStateException("a Sluice script answered \"" + printable(answer)
+            return failed(new IllegalStateException("a Sluice script answered \"" + printable(String.valueOf(answer))
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos);
         }
         breaker.succeeded();
@@ -551,6 +551,9 @@ public final class RedisStore implements Store, AutoCloseable {
      * digit 0 or 1). The scripts say why each answers as it does.
      */
     static Decision decision(Rule rule, String reply) {
+        if (reply == null) {
+            throw new IllegalStateException("expected a decision, got nil");
+        }
         if (!reply.isEmpty() && reply.charAt(0) <= 1) {
             return binaryDecision(rule, reply);
         }

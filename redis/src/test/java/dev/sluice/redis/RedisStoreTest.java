@@ -364,6 +364,7 @@ class RedisStoreTest {
         assertThat(RedisStore.decision(rule, binary(1, 0, 0, 0, 0)).allowed()).isTrue();
         assertThat(RedisStore.decision(rule, "1 7 0 3 0 0").remaining()).as("decide.lua's text").isEqualTo(7);
 
+        assertThatThrownBy(() -> RedisStore.decision(rule, null)).hasMessage("expected a decision, got nil");
         assertThatThrownBy(() -> RedisStore.decision(rule, answer.substring(0, 20)))
                 .hasMessage("expected 33 bytes, got 20");
         String half = answer.substring(0, 1) + doubleBytes(0.5) + answer.substring(9);
