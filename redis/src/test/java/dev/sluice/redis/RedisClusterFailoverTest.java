@@ -22,11 +22,11 @@ class RedisClusterFailoverTest {
         try (RedisCluster cluster = RedisCluster.start(3, 1);
              RedisStore store = RedisStore.builder(cluster.uri()).timeout(Duration.ofMillis(200))
                      .breaker(3, Duration.ofMillis(200)).build()) {
-            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
+            RateLimiter limiter = oneAnHour(store);
             String key = "failover-key";
             // written through a store that never fails open, so a slow machine cannot leave the key untouched
             try (RedisStore exacting = SharedRedis.exacting(cluster.uri())) {
-                RateLimiter before = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(exacting).build();
+                RateLimiter before = oneAnHour(exacting);
                 assertThat(before.tryAcquire(key).allowed()).isTrue();
                 assertThat(before.tryAcquire(key, 0).remaining()).isZero();
             }
@@ -62,11 +62,15 @@ class RedisClusterFailoverTest {
             // that never fails open: the first run of this test on a loaded machine had the limiter's 200 ms
             // call time out right after the failover and answer as for an untouched key)
             try (RedisStore exacting = SharedRedis.exacting(cluster.uri())) {
-                RateLimiter after = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(exacting).build();
-                assertThat(after.tryAcquire(key, 0).remaining()).isZero();
+                assertThat(oneAnHour(exacting).tryAcquire(key, 0).remaining()).isZero();
             }
             assertThat(store.counts().failures()).isPositive();
         }
+    }
+
+    /** The limit of this test, on {@code store}: one request an hour in fixed windows. */
+    private static RateLimiter oneAnHour(RedisStore store) {
+        return RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
     }
 
     /** Waits until the key's write has reached the master's replica (replication is asynchronous). */
