@@ -31,7 +31,8 @@ public final class RateLimitHeaders {
         long reset = DurationFormat.toSecondsCeil(decision.resetAfterNanos());
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {
             headers.put("RateLimit-Policy", policyItems(checked));
-            headers.put("RateLimit", quoted(reported) + ";r=" + decision.remaining() + ";t=" + reset);
+            headers.put("RateLimit", quote(new StringBuilder(), reported).append(";r=").append(decision.remaining())
+                    .append(";t=").append(reset).toString());
         }
         if (sets.contains(ServerConfig.HeaderSet.LEGACY)) {
             headers.put("X-RateLimit-Limit", Long.toString(decision.limit().amount()));
@@ -55,14 +56,15 @@ public final class RateLimitHeaders {
                 if (!items.isEmpty()) {
                     items.append(", ");
                 }
-                items.append('"').append(one.policy().name()).append("\";q=").append(limit.amount())
+                quote(items, one).append(";q=").append(limit.amount())
                         .append(";w=").append(DurationFormat.toSecondsCeil(limit.periodNanos()));
             }
         }
         return items.toString();
     }
 
-    private static String quoted(Checked checked) {
-        return "\"" + checked.policy().name() + "\"";
+    /** Appends the policy's name as a structured-field string: {@code "name"}. */
+    private static StringBuilder quote(StringBuilder to, Checked checked) {
+        return to.append('"').append(checked.policy().name()).append('"');
     }
 }
