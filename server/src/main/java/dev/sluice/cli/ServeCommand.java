@@ -4,7 +4,9 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.http.ApiServer;
 import picocli.CommandLine.Command;
+import dev.sluice.server.envoy.EnvoyRateLimitServer;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 import java.io.PrintWriter;
 import java.util.List;
@@ -16,10 +18,15 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Run the rate limit service: POST /v1/check, POST /v1/check-request, GET /v1/policies,",
-                "GET /healthz, GET /metrics, and the dashboard on GET /."})
+                "GET /healthz, GET /metrics, and the dashboard on GET /; with --grpc-port, Envoy's rate limit",
+                "service (envoy.service.ratelimit.v3) too."})
 final class ServeCommand implements Callable<Integer> {
     @Mixin
     ServiceOptions options;
+
+    @Option(names = "--grpc-port", paramLabel = "N",
+            description = "also answer Envoy's rate limit service (gRPC) on this port; 0 picks a free port (default: off)")
+    Integer grpcPort;
 
     private final PrintWriter out;
 
@@ -29,6 +36,9 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (grpcPort != null) {
+            ServiceOptions.checkPort("--grpc-port", grpcPort);
+        }
         LiveConfig live = options.load();
         ApiServer server;
         try {
@@ -37,6 +47,16 @@ final class ServeCommand implements Callable<Integer> {
             live.close();
             throw options.cannotListen("--port", options.port, e);
         }
+        EnvoyRateLimitServer envoy = null;
+        if (grpcPort != null) {
+            try {
+                envoy = EnvoyRateLimitServer.start(live, options.host, grpcPort);
+            } catch (Exception e) {
+                server.close();
+                live.close();
+                throw options.cannotListen("--grpc-port", grpcPort, e);
+            }
+        }
         ServerConfig settings = live.policies().config();
         String first = settings.policies().get(0).name();
         String at = ServiceOptions.reachableAt(options.host) + ":" + server.port();
@@ -44,8 +64,12 @@ final class ServeCommand implements Callable<Integer> {
                 settings.policies().size() == 1 ? "policy" : "policies", options.file(), at, settings.store());
         out.printf("try:    curl -si -X POST %s/v1/check -d '{\"policy\":\"%s\",\"key\":\"alice\"}'%n", at, first);
         out.printf("        dashboard http://%s/   metrics http://%s/metrics%n", at, at);
+        if (envoy != null) {
+            out.printf("sluice: Envoy's rate limit service (gRPC) on %s:%d%n", ServiceOptions.reachableAt(options.host),
+                    envoy.port());
+        }
         out.flush();
-        ServiceOptions.runUntilStopped(List.of(server, live));
+        ServiceOptions.runUntilStopped(envoy == null ? List.of(server, live) : List.of(envoy, server, live));
         return 0;
     }
 }

@@ -9,6 +9,7 @@ import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.TrustedProxies;
 import dev.sluice.store.Store;
@@ -131,20 +132,47 @@ public final class Policies {
      * refused before any policy is charged.
      */
     public CompletionStage<Verdict> decide(ClientRequest request) {
+        return decide(charges(request));
+    }
+
+    /**
+     * What {@code request} is charged, policy by policy, in file order: every policy that matches an HTTP
+     * request; for an Envoy {@link Descriptor}, the policies of the most specific pattern that fits it (a value
+     * given beats any value, as in Envoy's own service), so that a limit for one value can stand in for the
+     * limit of the rest. A malformed cost is a {@link BadRequest}.
+     */
+    public List<Charge> charges(ClientRequest request) {
         List<Charge> charges = new ArrayList<>();
+        List<Descriptor.Entry> best = null;
         for (PolicyConfig policy : config.policies()) {
             if (!policy.match().matches(request)) {
                 continue;
+            }
+            if (request instanceof Descriptor) {
+                int specificity = best == null ? 1 : Descriptor.compareSpecificity(policy.match().descriptor(), best);
+                if (specificity < 0) {
+                    continue;
+                }
+                if (specificity > 0) {
+                    charges.clear();
+                    best = policy.match().descriptor();
+                }
             }
             String key = KeyPart.keyOf(policy.key(), request, policy.skipIfMissing());
             if (key != null) {
                 charges.add(new Charge(policy, key, cost(policy, request)));
             }
         }
-        return next(charges, 0, new ArrayList<>(charges.size()));
+        return charges;
     }
 
-    private record Charge(PolicyConfig policy, String key, long cost) {
+    /** One policy to charge: under which key, at what cost. */
+    public record Charge(PolicyConfig policy, String key, long cost) {
+    }
+
+    /** Charges {@code charges} in order, stopping at the first policy that rejects. */
+    public CompletionStage<Verdict> decide(List<Charge> charges) {
+        return next(charges, 0, new ArrayList<>(charges.size()));
     }
 
     private CompletionStage<Verdict> next(List<Charge> charges, int index, List<Checked> done) {
@@ -174,6 +202,14 @@ public final class Policies {
     }
 
     private static long cost(PolicyConfig policy, ClientRequest request) {
+        if (request instanceof Descriptor descriptor) {
+            try {
+                return Math.multiplyExact(policy.cost(), descriptor.hits());
+            } catch (ArithmeticException e) {
+                throw new BadRequest("hits_addend " + descriptor.hits() + " times the cost " + policy.cost()
+                        + " of policy " + policy.name() + " is more than a cost can be");
+            }
+        }
         if (policy.costHeader() == null) {
             return policy.cost();
         }

@@ -1,5 +1,10 @@
 package dev.sluice.cli;
 
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -19,7 +24,10 @@ import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@code bin/sluice serve} as a user runs it: the example configuration, a bad one, and a real request. */
+/**
+ * {@code bin/sluice serve} as a user runs it: the example configuration, a bad one, a real request, and a real gRPC
+ * call to Envoy's rate limit service.
+ */
 class ServeLauncherIT {
     private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
 
@@ -33,7 +41,7 @@ class ServeLauncherIT {
         try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String listening = out.readLine();
             String hint = out.readLine();
-            Matcher where = Pattern.compile("sluice: serving 7 policies from .*examples/sluice.yaml on http://localhost:(\\d+) \\(store: memory\\)")
+            Matcher where = Pattern.compile("sluice: serving 9 policies from .*examples/sluice.yaml on http://localhost:(\\d+) \\(store: memory\\)")
                     .matcher(listening);
             assertThat(where.matches()).as(listening).isTrue();
             int port = Integer.parseInt(where.group(1));
@@ -62,5 +70,50 @@ class ServeLauncherIT {
         assertThat(process.exitValue()).isEqualTo(2);
         assertThat(output).isEqualTo("error: " + config
                 + ":5: policies[0].limits[0]: bad limit \"10/0s\": period must be > 0, got \"0s\"\n");
+    }
+
+    @Test
+    void answersEnvoysRateLimitCallsOnTheGrpcPort() throws Exception {
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
+                "--grpc-port", "0").directory(dir.toFile()).redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String envoyLine = null;
+            for (int i = 0; i < 4; i++) {
+                envoyLine = out.readLine();
+            }
+            Matcher where = Pattern.compile("sluice: Envoy's rate limit service \\(gRPC\\) on localhost:(\\d+)").matcher(envoyLine);
+            assertThat(where.matches()).as(envoyLine).isTrue();
+            ManagedChannel channel = NettyChannelBuilder
+                    .forAddress("localhost", Integer.parseInt(where.group(1))).usePlaintext().build();
+            try {
+                var answer = RateLimitServiceGrpc.newBlockingStub(channel)
+                        .withDeadlineAfter(20, TimeUnit.SECONDS)
+                        .shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                                .addDescriptors(RateLimitDescriptor.newBuilder()
+                                        .addEntries(RateLimitDescriptor.Entry
+                                                .newBuilder().setKey("remote_address").setValue("10.0.0.7")))
+                                .build());
+                assertThat(answer.getOverallCode().name()).isEqualTo("OK");
+                assertThat(answer.getStatuses(0).getCurrentLimit().getName()).isEqualTo("envoy-per-address");
+                assertThat(answer.getStatuses(0).getCurrentLimit().getRequestsPerUnit()).isEqualTo(100);
+                assertThat(answer.getStatuses(0).getCurrentLimit().getUnit().name()).isEqualTo("SECOND");
+                assertThat(answer.getStatuses(0).getLimitRemaining()).isEqualTo(99);
+            } finally {
+                channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
+    void refusesABadGrpcPort() throws Exception {
+        Process process = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
+                "--grpc-port", "70000")).directory(dir.toFile()).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(process.exitValue()).isEqualTo(2);
+        assertThat(output).isEqualTo("error: --grpc-port: expected 0 to 65535, got 70000\n");
     }
 }

@@ -41,4 +41,21 @@ class ServiceCommandsTest {
         assertThat(err.toString().lines()).hasSize(1);
         assertThat(out.toString()).isEmpty();
     }
+
+    @org.junit.jupiter.api.Test
+    void refusesAGrpcPortThatIsTakenAndStopsWhatItStarted() throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n");
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            StringWriter err = new StringWriter();
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            int status = Sluice.run(new String[] {"serve", "--config", file.toString(), "--host", "127.0.0.1",
+                    "--port", "0", "--grpc-port", String.valueOf(taken.getLocalPort())},
+                    new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+            assertThat(status).isEqualTo(2);
+            assertThat(err.toString()).startsWith("error: --grpc-port " + taken.getLocalPort()
+                    + ": cannot listen on 127.0.0.1: ");
+            assertThat(out.toString()).isEmpty();
+        }
+    }
 }

@@ -7,6 +7,7 @@ import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
 import dev.sluice.store.FailurePolicy;
@@ -32,7 +33,8 @@ class ConfigLoaderTest {
         assertThat(config.trustedProxies()).containsExactly("127.0.0.1/32");
         assertThat(config.headers()).containsExactlyInAnyOrder(ServerConfig.HeaderSet.IETF, ServerConfig.HeaderSet.LEGACY);
         assertThat(config.policies()).extracting(PolicyConfig::name).containsExactly("api-per-key", "login-per-ip",
-                "search-budget", "export-throttle", "webhooks", "reports-in-flight", "trial-per-host");
+                "search-budget", "export-throttle", "webhooks", "reports-in-flight", "envoy-per-address",
+                "envoy-trusted-address", "trial-per-host");
         assertThat(config.policy("reports-in-flight").inFlight()).isEqualTo(Limit.parse("4/5m"));
         assertThat(config.policy("reports-in-flight").algorithm()).isEqualTo("concurrency");
         PolicyConfig api = config.policy("api-per-key");
@@ -44,6 +46,9 @@ class ConfigLoaderTest {
         assertThat(config.policy("export-throttle").rule().mode()).isEqualTo(Mode.DELAY);
         assertThat(config.policy("export-throttle").rule().maxDelayNanos()).isEqualTo(2_000_000_000L);
         assertThat(config.policy("webhooks").rule().mode()).isEqualTo(Mode.SHAPING);
+        assertThat(config.policy("envoy-trusted-address").match()).isEqualTo(new PolicyConfig.Match(null, null, null,
+                "edge", List.of(new Descriptor.Entry("remote_address", "10.0.0.1"))));
+        assertThat(config.policy("envoy-per-address").key()).containsExactly(new KeyPart.DescriptorValue("remote_address"));
         assertThat(config.policy("trial-per-host").shadow()).isTrue();
         assertThat(config.policy("trial-per-host").rule().algorithm()).isEqualTo(Algorithm.SLIDING_LOG);
     }
@@ -68,7 +73,7 @@ class ConfigLoaderTest {
             "a bad Redis address|store: redis://local host:6379\\npolicies: []|t.yaml:1: store: bad Redis address \"local host:6379\" in \"redis://local host:6379\": expected host:port[/db]",
             "a bad Redis port|store: redis-cluster://a:1,b:70000\\npolicies: []|t.yaml:1: store: bad Redis address \"b:70000\" in \"redis-cluster://a:1,b:70000\": expected host:port,host:port",
             "a leaky queue with max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: leaky-bucket\\n    limits: [5/1s]\\n    mode: delay\\n    max_delay: 2s|t.yaml:7: policies[0].max_delay: leaky-bucket in mode: delay is a queue that holds burst requests; it takes no max_delay",
-            "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT",
+            "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT",
             "a negative cost|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: -2|t.yaml:6: policies[0].cost: expected a whole number >= 0, got \"-2\"",
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
             "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow, got \"wall\"",
@@ -77,6 +82,17 @@ class ConfigLoaderTest {
             "a bad header set|headers: [ietf, modern]\\npolicies: []|t.yaml:1: headers[1]: expected ietf or legacy, got \"modern\"",
             "no policies|store: memory|t.yaml:1: policies: missing; at least one policy is needed",
             "empty policies|policies: []|t.yaml:1: policies: at least one policy is needed",
+            "an Envoy policy that also matches a path|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [user]\\n      path: /api/**\\n    key: [descriptor:user]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:6: policies[0].match.path: a policy of match.domain decides descriptors from Envoy, which have no path; match HTTP requests in a policy of their own",
+            "a domain without a descriptor|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n    key: [const:all]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.descriptor: missing",
+            "a descriptor without a domain|policies:\\n  - name: p\\n    match:\\n      descriptor: [user]\\n    key: [descriptor:user]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.domain: missing",
+            "an empty descriptor|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: []\\n    key: [const:all]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:5: policies[0].match.descriptor: at least one entry is needed, KEY or KEY=VALUE",
+            "a descriptor entry without a key|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [user, =admin]\\n    key: [const:all]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:5: policies[0].match.descriptor[1]: expected KEY or KEY=VALUE (a KEY without spaces), got \"=admin\"",
+            "an Envoy policy keyed by ip|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [remote_address]\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:6: policies[0].key[0]: an Envoy descriptor carries only its entries: expected descriptor:KEY with a KEY of match.descriptor [remote_address], or const:TEXT, got \"ip\"",
+            "an Envoy policy keyed by an entry it does not match|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [remote_address]\\n    key: [descriptor:user]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:6: policies[0].key[0]: an Envoy descriptor carries only its entries: expected descriptor:KEY with a KEY of match.descriptor [remote_address], or const:TEXT, got \"descriptor:user\"",
+            "an HTTP policy keyed by a descriptor|policies:\\n  - name: p\\n    key: [ip, descriptor:user]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[1]: descriptor:user reads an Envoy descriptor: the policy needs match.domain and match.descriptor",
+            "an Envoy policy that delays|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [user]\\n    key: [descriptor:user]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay\\n    max_delay: 1s|t.yaml:9: policies[0].mode: Envoy admits or refuses a request at once, so a policy of match.domain cannot delay it: use reject or shadow",
+            "an Envoy policy counting requests in flight|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [user]\\n    key: [descriptor:user]\\n    algorithm: concurrency\\n    limits: [1/1s]|t.yaml:7: policies[0].algorithm: Envoy does not tell the rate limit service when a request is over, so a policy of match.domain cannot count requests in flight",
+            "an Envoy policy with a cost header|policies:\\n  - name: p\\n    match:\\n      domain: edge\\n      descriptor: [user]\\n    key: [descriptor:user]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: header:X-Cost|t.yaml:9: policies[0].cost: a descriptor has no headers: its cost is its hits_addend times a whole-number cost",
             "not YAML|policies: [a, b|t.yaml:1: not valid YAML: expected ',' or ']', but got <stream end>",
     })
     void refusesABadFileNamingLineAndField(String problem, String text, String message) {

@@ -6,6 +6,7 @@ import dev.sluice.Limit;
 import dev.sluice.Mode;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
 import dev.sluice.server.request.TrustedProxies;
@@ -48,7 +49,7 @@ public final class ConfigLoader {
             "headers", "policies");
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
             "cost", "mode", "max_delay", "skip_if_missing");
-    private static final Set<String> MATCH = Set.of("path", "methods", "host");
+    private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
     private static final Pattern METHOD = Pattern.compile("[A-Z]+");
 
@@ -165,8 +166,12 @@ public final class ConfigLoader {
             String text = scalar(parts.get(i), where);
             key.add(parsed(parts.get(i), where, () -> KeyPart.parse(text)));
         }
+        keyReadable(parts, key, match, field);
         Node algorithmNode = required(fields, node, field, "algorithm");
         String algorithmName = scalar(algorithmNode, field + ".algorithm");
+        if (match.domain() != null) {
+            envoyDecidable(fields, algorithmNode, algorithmName, field);
+        }
         if (algorithmName.equals("concurrency")) {
             return concurrencyPolicy(node, fields, field, name, match, List.copyOf(key));
         }
@@ -225,6 +230,48 @@ public final class ConfigLoader {
         long delay = maxDelay;
         Rule rule = parsed(node, field, () -> Rule.of(algorithm, limits, chosen, delay));
         return new PolicyConfig(name, match, List.copyOf(key), rule, null, cost.fixed(), cost.header(), shadow, skip);
+    }
+
+    /**
+     * Every part of the key can be read from what the policy matches: an Envoy descriptor carries only its entries
+     * (so {@code descriptor:KEY}, for a key of the pattern, or {@code const:TEXT}), and an HTTP request none.
+     */
+    private void keyReadable(List<Node> nodes, List<KeyPart> key, PolicyConfig.Match match, String field)
+            throws ConfigException {
+        for (int i = 0; i < key.size(); i++) {
+            KeyPart part = key.get(i);
+            String where = field + ".key[" + i + "]";
+            if (match.domain() == null && part instanceof KeyPart.DescriptorValue) {
+                throw error(nodes.get(i), where, part + " reads an Envoy descriptor: the policy needs match.domain and"
+                        + " match.descriptor");
+            }
+            if (match.domain() != null && !(part instanceof KeyPart.Const)
+                    && !(part instanceof KeyPart.DescriptorValue value
+                    && match.descriptor().stream().anyMatch(entry -> entry.key().equals(value.key())))) {
+                throw error(nodes.get(i), where, "an Envoy descriptor carries only its entries: expected descriptor:KEY"
+                        + " with a KEY of match.descriptor " + match.descriptor() + ", or const:TEXT, got \"" + part + "\"");
+            }
+        }
+    }
+
+    /**
+     * What Envoy's rate limit service cannot do: answer "later" (Envoy forwards or refuses at once), tell when a
+     * request is over (no concurrency), or carry a cost in a header (a descriptor's cost is its hits_addend).
+     */
+    private void envoyDecidable(Map<String, Node> fields, Node algorithm, String algorithmName, String field)
+            throws ConfigException {
+        if (algorithmName.equals("concurrency")) {
+            throw error(algorithm, field + ".algorithm", "Envoy does not tell the rate limit service when a request"
+                    + " is over, so a policy of match.domain cannot count requests in flight");
+        }
+        if (fields.containsKey("mode") && scalar(fields.get("mode"), field + ".mode").equals("delay")) {
+            throw error(fields.get("mode"), field + ".mode", "Envoy admits or refuses a request at once, so a policy of"
+                    + " match.domain cannot delay it: use reject or shadow");
+        }
+        if (fields.containsKey("cost") && scalar(fields.get("cost"), field + ".cost").startsWith("header:")) {
+            throw error(fields.get("cost"), field + ".cost", "a descriptor has no headers: its cost is its hits_addend"
+                    + " times a whole-number cost");
+        }
     }
 
     /** A cost: a fixed number, or the name of the header that carries it. */
@@ -315,7 +362,35 @@ public final class ConfigLoader {
             methods = List.copyOf(methods);
         }
         String host = fields.containsKey("host") ? scalar(fields.get("host"), field + ".host").toLowerCase(Locale.ROOT) : null;
-        return new PolicyConfig.Match(path, methods, host);
+        if (!fields.containsKey("domain") && !fields.containsKey("descriptor")) {
+            return new PolicyConfig.Match(path, methods, host);
+        }
+        for (String http : List.of("path", "methods", "host")) {
+            if (fields.containsKey(http)) {
+                throw error(fields.get(http), field + "." + http, "a policy of match.domain decides descriptors from Envoy,"
+                        + " which have no " + http + "; match HTTP requests in a policy of their own");
+            }
+        }
+        String domain = scalar(required(fields, node, field, "domain"), field + ".domain");
+        if (domain.isEmpty()) {
+            throw error(fields.get("domain"), field + ".domain", "must not be empty");
+        }
+        List<Node> items = list(required(fields, node, field, "descriptor"), field + ".descriptor");
+        if (items.isEmpty()) {
+            throw error(fields.get("descriptor"), field + ".descriptor", "at least one entry is needed, KEY or KEY=VALUE");
+        }
+        List<Descriptor.Entry> descriptor = new ArrayList<>();
+        for (int i = 0; i < items.size(); i++) {
+            String text = scalar(items.get(i), field + ".descriptor[" + i + "]");
+            int equals = text.indexOf('=');
+            String entryKey = equals < 0 ? text : text.substring(0, equals);
+            if (!KeyPart.DescriptorValue.KEY.matcher(entryKey).matches()) {
+                throw error(items.get(i), field + ".descriptor[" + i + "]", "expected KEY or KEY=VALUE (a KEY without"
+                        + " spaces), got \"" + text + "\"");
+            }
+            descriptor.add(new Descriptor.Entry(entryKey, equals < 0 ? null : text.substring(equals + 1)));
+        }
+        return new PolicyConfig.Match(null, null, null, domain, List.copyOf(descriptor));
     }
 
     private String store(Node node) throws ConfigException {

@@ -3,6 +3,7 @@ package dev.sluice.server.config;
 import dev.sluice.Limit;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
 
@@ -25,12 +26,26 @@ import java.util.stream.Collectors;
  */
 public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
                            String costHeader, boolean shadow, boolean skipIfMissing) {
-    /** Which requests a policy applies to; {@code null} fields match everything. */
-    public record Match(PathGlob path, List<String> methods, String host) {
-        public static final Match ALL = new Match(null, null, null);
+    /**
+     * Which requests a policy applies to; {@code null} fields match everything. A policy that names a
+     * {@code domain} (with its {@code descriptor} pattern) decides the descriptors Envoy sends to the rate limit
+     * service, and never an HTTP request; one that does not decides HTTP requests, and never a descriptor.
+     */
+    public record Match(PathGlob path, List<String> methods, String host, String domain,
+                        List<Descriptor.Entry> descriptor) {
+        public static final Match ALL = new Match(null, null, null, null, null);
+
+        /** An HTTP request's match. */
+        public Match(PathGlob path, List<String> methods, String host) {
+            this(path, methods, host, null, null);
+        }
 
         public boolean matches(ClientRequest request) {
-            return (methods == null || methods.contains(request.method()))
+            if (request instanceof Descriptor asked) {
+                return domain != null && domain.equals(asked.domain()) && asked.fits(descriptor);
+            }
+            return domain == null
+                    && (methods == null || methods.contains(request.method()))
                     && (host == null || host.equalsIgnoreCase(request.host()))
                     && (path == null || path.matches(request.path()));
         }

@@ -293,6 +293,10 @@ public final class ApiServer implements AutoCloseable {
             ArrayNode key = item.putArray("key");
             policy.key().forEach(part -> key.add(part.toString()));
             item.put("mode", policy.mode());
+            if (policy.match().domain() != null) { // a policy for Envoy's rate limit service
+                ArrayNode descriptor = item.put("domain", policy.match().domain()).putArray("descriptor");
+                policy.match().descriptor().forEach(entry -> descriptor.add(entry.toString()));
+            }
         }
         return list;
     }

@@ -80,6 +80,20 @@ public sealed interface KeyPart {
         }
     }
 
+    /** The value of an entry of an Envoy descriptor ({@link Descriptor}); an HTTP request has none. */
+    record DescriptorValue(String key) implements KeyPart {
+        /** An entry's key as a policy may name it: anything without white space or {@code =}. */
+        public static final java.util.regex.Pattern KEY = java.util.regex.Pattern.compile("[^\\s=]+");
+
+        public String valueOf(ClientRequest request) {
+            return request instanceof Descriptor descriptor ? descriptor.value(key) : null;
+        }
+
+        public String toString() {
+            return "descriptor:" + key;
+        }
+    }
+
     /** A fixed text: one counter for every request the policy matches. */
     record Const(String text) implements KeyPart {
         public String valueOf(ClientRequest request) {
@@ -92,8 +106,8 @@ public sealed interface KeyPart {
     }
 
     /**
-     * Reads {@code ip}, {@code header:NAME}, {@code query:NAME}, {@code route}, {@code method}, {@code host} or
-     * {@code const:TEXT}; an {@link IllegalArgumentException} says what is wrong.
+     * Reads {@code ip}, {@code header:NAME}, {@code query:NAME}, {@code route}, {@code method}, {@code host},
+     * {@code descriptor:KEY} or {@code const:TEXT}; an {@link IllegalArgumentException} says what is wrong.
      */
     static KeyPart parse(String text) {
         switch (text) {
@@ -115,11 +129,19 @@ public sealed interface KeyPart {
             }
             return text.startsWith("header:") ? new Header(name) : new Query(name);
         }
+        if (text.startsWith("descriptor:")) {
+            String key = text.substring("descriptor:".length());
+            if (!DescriptorValue.KEY.matcher(key).matches()) {
+                throw new IllegalArgumentException("bad descriptor key in \"" + text + "\": expected text without"
+                        + " spaces or '='");
+            }
+            return new DescriptorValue(key);
+        }
         if (text.startsWith("const:") && text.length() > "const:".length()) {
             return new Const(text.substring("const:".length()));
         }
         throw new IllegalArgumentException("unknown key part \"" + text
-                + "\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT");
+                + "\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT");
     }
 
     /**

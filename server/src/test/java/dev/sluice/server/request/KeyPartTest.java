@@ -54,7 +54,7 @@ class KeyPartTest {
     @Test
     void refusesUnknownParts() {
         assertThatThrownBy(() -> KeyPart.parse("cookie:sid")).hasMessage(
-                "unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host or const:TEXT");
+                "unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT");
         assertThatThrownBy(() -> KeyPart.parse("header:")).hasMessage("bad name in \"header:\"");
         assertThatThrownBy(() -> KeyPart.parse("query:a b")).hasMessage("bad name in \"query:a b\"");
         assertThatThrownBy(() -> KeyPart.parse("const:")).hasMessageStartingWith("unknown key part \"const:\"");

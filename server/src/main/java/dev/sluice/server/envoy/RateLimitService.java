@@ -1,0 +1,165 @@
+package dev.sluice.server.envoy;
+
+import dev.sluice.Decision;
+import dev.sluice.Limit;
+import dev.sluice.server.Checked;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.Policies;
+import dev.sluice.server.Verdict;
+import dev.sluice.server.http.VerdictAnswer;
+import dev.sluice.server.request.BadRequest;
+import dev.sluice.server.request.Descriptor;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Envoy's rate limit service, {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit}, answered by the
+ * policies in force (docs/envoy.md). Each descriptor of a call is decided as a request is, by the policies of the
+ * most specific {@code match.descriptor} that fits it in the call's {@code domain}; the call is one request, so its
+ * descriptors are charged in order and the first rejection ends it ({@code OVER_LIMIT}), as policies do for an HTTP
+ * request: a descriptor after it is neither charged nor decided, and its status says {@code UNKNOWN}.
+ *
+ * <p>A malformed call is refused with {@code INVALID_ARGUMENT} and a message that names the field; it never becomes
+ * a decision. A store that does not answer is the configured failure policy's to decide, as everywhere.
+ */
+final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBase {
+    /** The largest value of a {@code uint32} field, as Java's unsigned view of an {@code int} reads it. */
+    private static final long UINT32_MAX = 0xFFFF_FFFFL;
+
+    private final LiveConfig live;
+
+    RateLimitService(LiveConfig live) {
+        this.live = live;
+    }
+
+    @Override
+    public void shouldRateLimit(RateLimitRequest request, StreamObserver<RateLimitResponse> answer) {
+        Policies policies = live.policies();
+        List<Policies.Charge> charges = new ArrayList<>();
+        int[] ends = new int[request.getDescriptorsCount()];
+        try {
+            List<Descriptor> descriptors = descriptors(request);
+            for (int i = 0; i < descriptors.size(); i++) {
+                charges.addAll(policies.charges(descriptors.get(i)));
+                ends[i] = charges.size();
+            }
+        } catch (BadRequest e) {
+            answer.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+            return;
+        }
+        policies.decide(charges).whenComplete((verdict, failure) -> {
+            if (failure != null) {
+                answer.onError(Status.INTERNAL.withDescription("cannot decide: " + failure.getMessage()).asRuntimeException());
+                return;
+            }
+            answer.onNext(response(verdict, ends, new VerdictAnswer(verdict, policies.config().headers()).headers()));
+            answer.onCompleted();
+        });
+    }
+
+    /** The call's descriptors, checked field by field. */
+    private static List<Descriptor> descriptors(RateLimitRequest request) {
+        if (request.getDomain().isEmpty()) {
+            throw new BadRequest("domain: must not be empty");
+        }
+        if (request.getDescriptorsCount() == 0) {
+            throw new BadRequest("descriptors: at least one descriptor is needed");
+        }
+        // hits_addend 0 is "not set" in proto3: one hit, as in Envoy's own service
+        long hits = request.getHitsAddend() == 0 ? 1 : Integer.toUnsignedLong(request.getHitsAddend());
+        List<Descriptor> descriptors = new ArrayList<>(request.getDescriptorsCount());
+        for (int i = 0; i < request.getDescriptorsCount(); i++) {
+            RateLimitDescriptor given = request.getDescriptors(i);
+            String field = "descriptors[" + i + "]";
+            if (given.hasLimit()) {
+                throw new BadRequest(field + ".limit: Sluice takes its limits from its policies, not from the call;"
+                        + " leave the override out");
+            }
+            if (given.getEntriesCount() == 0) {
+                throw new BadRequest(field + ".entries: at least one entry is needed");
+            }
+            List<Descriptor.Entry> entries = new ArrayList<>(given.getEntriesCount());
+            for (int j = 0; j < given.getEntriesCount(); j++) {
+                RateLimitDescriptor.Entry entry = given.getEntries(j);
+                if (entry.getKey().isEmpty()) {
+                    throw new BadRequest(field + ".entries[" + j + "].key: must not be empty");
+                }
+                entries.add(new Descriptor.Entry(entry.getKey(), entry.getValue()));
+            }
+            long own = hits;
+            if (given.hasHitsAddend()) { // set, 0 included: it overrides the call's
+                own = given.getHitsAddend().getValue();
+                if (own < 0) {
+                    throw new BadRequest(field + ".hits_addend: " + Long.toUnsignedString(own) + " is more than a cost"
+                            + " can be");
+                }
+            }
+            descriptors.add(new Descriptor(request.getDomain(), entries, own));
+        }
+        return descriptors;
+    }
+
+    /**
+     * The answer: overall {@code OVER_LIMIT} when a policy rejected; for each descriptor the decision of the policy
+     * that rejected it, else of the one closest to rejecting it; and Sluice's rate limit headers, for Envoy to add
+     * to the client's answer.
+     */
+    private static RateLimitResponse response(Verdict verdict, int[] ends, Map<String, String> headers) {
+        RateLimitResponse.Builder response = RateLimitResponse.newBuilder()
+                .setOverallCode(verdict.allowed() ? Code.OK : Code.OVER_LIMIT);
+        List<Checked> decided = verdict.checked();
+        for (int i = 0; i < ends.length; i++) {
+            int from = i == 0 ? 0 : ends[i - 1];
+            List<Checked> own = decided.subList(Math.min(from, decided.size()), Math.min(ends[i], decided.size()));
+            if (own.isEmpty()) {
+                // no policy for it (OK, as Envoy's own service answers), or not reached after a rejection
+                response.addStatuses(DescriptorStatus.newBuilder().setCode(from == ends[i] ? Code.OK : Code.UNKNOWN));
+                continue;
+            }
+            Verdict its = new Verdict(own);
+            response.addStatuses(status(its.allowed() ? Code.OK : Code.OVER_LIMIT, its.reported()));
+        }
+        headers.forEach((name, value) -> response.addResponseHeadersToAdd(
+                HeaderValue.newBuilder().setKey(name).setValue(value)));
+        return response.build();
+    }
+
+    private static DescriptorStatus status(Code code, Checked checked) {
+        Decision decision = checked.decision();
+        Limit limit = decision.limit();
+        Duration reset = Duration.ofNanos(decision.resetAfterNanos());
+        return DescriptorStatus.newBuilder().setCode(code)
+                .setCurrentLimit(RateLimitResponse.RateLimit.newBuilder().setName(checked.policy().name())
+                        .setRequestsPerUnit((int) Math.min(limit.amount(), UINT32_MAX))
+                        .setUnit(unit(limit.periodNanos())))
+                .setLimitRemaining((int) Math.min(Math.max(decision.remaining(), 0), UINT32_MAX))
+                .setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
+                        .setSeconds(reset.getSeconds()).setNanos(reset.getNano()))
+                .build();
+    }
+
+    /** Envoy's unit for a period of exactly one of them; any other period has none ({@code UNKNOWN}). */
+    static Unit unit(long periodNanos) {
+        return switch (Duration.ofNanos(periodNanos).toString()) {
+            case "PT1S" -> Unit.SECOND;
+            case "PT1M" -> Unit.MINUTE;
+            case "PT1H" -> Unit.HOUR;
+            case "PT24H" -> Unit.DAY;
+            case "PT168H" -> Unit.WEEK;
+            default -> Unit.UNKNOWN;
+        };
+    }
+}

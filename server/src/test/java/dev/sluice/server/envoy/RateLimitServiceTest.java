@@ -1,0 +1,354 @@
+package dev.sluice.server.envoy;
+
+import com.google.protobuf.UInt64Value;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.testkit.redis.RedisServer;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Envoy's rate limit service end to end: the gRPC server on an ephemeral port and grpc-java's own client, the stub
+ * Envoy's API generates, sending what Envoy sends.
+ */
+class RateLimitServiceTest {
+    private static final String CONFIG = """
+            headers: [ietf, legacy]
+            policies:
+              - name: per-address
+                match:
+                  domain: edge
+                  descriptor: [remote_address]
+                key: [descriptor:remote_address]
+                algorithm: fixed-window
+                limits: [3/1m]
+              - name: trusted-address
+                match:
+                  domain: edge
+                  descriptor: [remote_address=10.0.0.1]
+                key: [descriptor:remote_address]
+                algorithm: fixed-window
+                limits: [5/1m]
+              - name: per-user-path
+                match:
+                  domain: edge
+                  descriptor: [user, path]
+                key: [descriptor:user, descriptor:path]
+                algorithm: gcra
+                limits: [2/1h]
+              - name: trial
+                match:
+                  domain: edge
+                  descriptor: [generic_key=trial]
+                key: [const:trial]
+                algorithm: fixed-window
+                limits: [1/1h]
+                mode: shadow
+              - name: weighted
+                match:
+                  domain: edge
+                  descriptor: [tenant]
+                key: [descriptor:tenant]
+                algorithm: token-bucket
+                limits: [10/1h]
+                cost: 3
+              - name: bulk
+                match:
+                  domain: edge
+                  descriptor: [bulk]
+                key: [descriptor:bulk]
+                algorithm: fixed-window
+                limits: [100/1h]
+              - name: every-http-request
+                key: [ip]
+                algorithm: fixed-window
+                limits: [1/1h]
+            """;
+
+    private LiveConfig live;
+    private EnvoyRateLimitServer server;
+    private ManagedChannel channel;
+    private RateLimitServiceGrpc.RateLimitServiceBlockingStub envoy;
+
+    @BeforeEach
+    void start() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("envoy.yaml", CONFIG), new ServerMetrics());
+        server = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
+        channel = NettyChannelBuilder.forAddress("127.0.0.1", server.port()).usePlaintext().build();
+        envoy = RateLimitServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        server.close();
+        live.close();
+    }
+
+    private static RateLimitDescriptor descriptor(String... keysAndValues) {
+        RateLimitDescriptor.Builder descriptor = RateLimitDescriptor.newBuilder();
+        for (int i = 0; i < keysAndValues.length; i += 2) {
+            descriptor.addEntries(RateLimitDescriptor.Entry.newBuilder().setKey(keysAndValues[i]).setValue(keysAndValues[i + 1]));
+        }
+        return descriptor.build();
+    }
+
+    private RateLimitResponse ask(String domain, RateLimitDescriptor... descriptors) {
+        return envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain(domain)
+                .addAllDescriptors(java.util.List.of(descriptors)).build());
+    }
+
+    private static Map<String, String> headers(RateLimitResponse response) {
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (HeaderValue header : response.getResponseHeadersToAddList()) {
+            headers.put(header.getKey(), header.getValue());
+        }
+        return headers;
+    }
+
+    @Test
+    void aDescriptorIsDecidedByItsPolicyUntilItIsOverTheLimit() {
+        for (int remaining = 2; remaining >= 0; remaining--) {
+            RateLimitResponse answer = ask("edge", descriptor("remote_address", "10.0.0.7"));
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            DescriptorStatus status = answer.getStatuses(0);
+            assertThat(status.getCode()).isEqualTo(Code.OK);
+            assertThat(status.getCurrentLimit().getName()).isEqualTo("per-address");
+            assertThat(status.getCurrentLimit().getRequestsPerUnit()).isEqualTo(3);
+            assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.MINUTE);
+            assertThat(status.getLimitRemaining()).isEqualTo(remaining);
+            assertThat(status.getDurationUntilReset().getSeconds() * 1_000_000_000L + status.getDurationUntilReset().getNanos())
+                    .isBetween(1L, 60_000_000_000L);
+            assertThat(headers(answer)).containsEntry("RateLimit-Policy", "\"per-address\";q=3;w=60")
+                    .containsEntry("X-RateLimit-Limit", "3").containsEntry("X-RateLimit-Remaining", String.valueOf(remaining))
+                    .doesNotContainKey("Retry-After");
+            assertThat(headers(answer).get("RateLimit")).startsWith("\"per-address\";r=" + remaining + ";t=");
+        }
+        RateLimitResponse over = ask("edge", descriptor("remote_address", "10.0.0.7"));
+        assertThat(over.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(over.getStatuses(0).getCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(over.getStatuses(0).getLimitRemaining()).isZero();
+        long retryAfter = Long.parseLong(headers(over).get("Retry-After"));
+        assertThat(retryAfter).isBetween(1L, 60L);
+        assertThat(headers(over)).containsEntry("X-RateLimit-Remaining", "0");
+
+        // another address has a counter of its own
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.8")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    @Test
+    void aValueGivenBeatsAnyValueAsInEnvoysOwnService() {
+        for (int i = 0; i < 5; i++) {
+            DescriptorStatus status = ask("edge", descriptor("remote_address", "10.0.0.1")).getStatuses(0);
+            assertThat(status.getCode()).isEqualTo(Code.OK);
+            assertThat(status.getCurrentLimit().getName()).isEqualTo("trusted-address");
+            assertThat(status.getLimitRemaining()).isEqualTo(4 - i);
+        }
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.1")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        // the general policy was never asked about it
+        assertThat(live.metrics().scrape())
+                .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"trusted-address\"} 5.0")
+                .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"trusted-address\"} 1.0")
+                .doesNotContainPattern("policy=\"per-address\"} [1-9]");
+    }
+
+    @Test
+    void aDescriptorNoPolicyMatchesIsOkWithoutALimit() {
+        RateLimitResponse answer = ask("edge", descriptor("remote_address", "10.0.0.7", "path", "/x"),
+                descriptor("user", "alice"));
+        assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(answer.getStatusesList()).hasSize(2).allSatisfy(status -> {
+            assertThat(status.getCode()).isEqualTo(Code.OK);
+            assertThat(status.hasCurrentLimit()).isFalse();
+        });
+        // a policy for HTTP requests (no match: every request) never decides a descriptor, in any domain
+        RateLimitResponse elsewhere = ask("other", descriptor("remote_address", "10.0.0.7"));
+        assertThat(elsewhere.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(elsewhere.getStatuses(0).hasCurrentLimit()).isFalse();
+        assertThat(headers(elsewhere)).isEmpty();
+    }
+
+    @Test
+    void hitsAddendIsTheCostAndADescriptorsOwnOverridesTheCalls() {
+        RateLimitDescriptor address = descriptor("remote_address", "10.0.0.7");
+        RateLimitResponse two = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                .addDescriptors(address).setHitsAddend(2).build());
+        assertThat(two.getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        // hits_addend 0 on the descriptor only looks
+        RateLimitResponse look = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge").setHitsAddend(2)
+                .addDescriptors(address.toBuilder().setHitsAddend(UInt64Value.of(0))).build());
+        assertThat(look.getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(look.getOverallCode()).isEqualTo(Code.OK);
+        // more than is left is refused whole, and takes nothing
+        RateLimitResponse tooMany = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge").setHitsAddend(2)
+                .addDescriptors(address).build());
+        assertThat(tooMany.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask("edge", address).getStatuses(0).getLimitRemaining()).isZero();
+        // a policy's cost is charged once a hit
+        RateLimitResponse weighted = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge").setHitsAddend(2)
+                .addDescriptors(descriptor("tenant", "acme")).build());
+        assertThat(weighted.getStatuses(0).getLimitRemaining()).isEqualTo(4);
+    }
+
+    @Test
+    void theFirstRejectionEndsTheCallAndTheDescriptorsAfterItAreNotCharged() {
+        RateLimitDescriptor userPath = descriptor("user", "alice", "path", "/reports");
+        ask("edge", userPath);
+        ask("edge", userPath);
+        RateLimitResponse answer = ask("edge", userPath, descriptor("remote_address", "10.0.0.7"));
+        assertThat(answer.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(answer.getStatuses(0).getCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(answer.getStatuses(0).getCurrentLimit().getName()).isEqualTo("per-user-path");
+        assertThat(answer.getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.HOUR);
+        assertThat(answer.getStatuses(0).getDurationUntilReset().getSeconds()).isBetween(3500L, 3600L);
+        assertThat(answer.getStatuses(1).getCode()).isEqualTo(Code.UNKNOWN);
+        assertThat(answer.getStatuses(1).hasCurrentLimit()).isFalse();
+        assertThat(headers(answer)).containsEntry("Retry-After", "1800");
+        // the address was not charged: its first request leaves 2 of 3
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.7")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    @Test
+    void aShadowPolicyCountsButNeverRejects() {
+        for (int i = 0; i < 3; i++) {
+            RateLimitResponse answer = ask("edge", descriptor("generic_key", "trial"));
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(answer.getStatuses(0).getCode()).isEqualTo(Code.OK);
+        }
+        assertThat(live.metrics().scrape())
+                .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"trial\"} 1.0")
+                .contains("sluice_decisions_total{outcome=\"shadow_rejected\",policy=\"trial\"} 2.0");
+    }
+
+    @Test
+    void aMalformedCallIsRefusedNamingTheFieldAndChargesNothing() {
+        RateLimitDescriptor good = descriptor("remote_address", "10.0.0.7");
+        assertRefused(RateLimitRequest.newBuilder().addDescriptors(good).build(), "domain: must not be empty");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").build(),
+                "descriptors: at least one descriptor is needed");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(RateLimitDescriptor.getDefaultInstance()).build(),
+                "descriptors[1].entries: at least one entry is needed");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(descriptor("remote_address", "10.0.0.7", "", "x")).build(),
+                "descriptors[1].entries[1].key: must not be empty");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good.toBuilder()
+                .setLimit(RateLimitDescriptor.RateLimitOverride.newBuilder().setRequestsPerUnit(10))).build(),
+                "descriptors[0].limit: Sluice takes its limits from its policies, not from the call; leave the override out");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(good.toBuilder().setHitsAddend(UInt64Value.of(-1))).build(),
+                "descriptors[1].hits_addend: 18446744073709551615 is more than a cost can be");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(descriptor("tenant", "acme").toBuilder().setHitsAddend(UInt64Value.of(Long.MAX_VALUE))).build(),
+                "hits_addend 9223372036854775807 times the cost 3 of policy weighted is more than a cost can be");
+        // none of the calls above took anything
+        assertThat(ask("edge", good).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    private void assertRefused(RateLimitRequest request, String message) {
+        assertThatThrownBy(() -> envoy.shouldRateLimit(request)).isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+            assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+            assertThat(e.getStatus().getDescription()).isEqualTo(message);
+        });
+    }
+
+    @Test
+    void manyCallersAtOnceNeverGetMoreThanTheLimit() throws Exception {
+        java.util.concurrent.ExecutorService callers = java.util.concurrent.Executors.newFixedThreadPool(8);
+        java.util.concurrent.atomic.AtomicInteger admitted = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger refused = new java.util.concurrent.atomic.AtomicInteger();
+        try {
+            java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+            for (int thread = 0; thread < 8; thread++) {
+                done.add(callers.submit(() -> {
+                    for (int call = 0; call < 40; call++) {
+                        Code code = ask("edge", descriptor("bulk", "one")).getOverallCode();
+                        (code == Code.OK ? admitted : refused).incrementAndGet();
+                    }
+                }));
+            }
+            for (java.util.concurrent.Future<?> one : done) {
+                one.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            callers.shutdownNow();
+        }
+        assertThat(admitted.get()).isEqualTo(100);
+        assertThat(refused.get()).isEqualTo(220);
+    }
+
+    @Test
+    void thePoliciesInForceShowTheDomainAndPatternTheyDecide() throws Exception {
+        try (dev.sluice.server.http.ApiServer api = dev.sluice.server.http.ApiServer.start(live, "127.0.0.1", 0)) {
+            String body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create("http://127.0.0.1:" + api.port() + "/v1/policies")).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            assertThat(body).contains("{\"name\":\"trusted-address\",\"algorithm\":\"fixed-window\",\"limits\":[\"5/1m\"],"
+                    + "\"key\":[\"descriptor:remote_address\"],\"mode\":\"reject\",\"domain\":\"edge\","
+                    + "\"descriptor\":[\"remote_address=10.0.0.1\"]}")
+                    .contains("{\"name\":\"every-http-request\",\"algorithm\":\"fixed-window\",\"limits\":[\"1/1h\"],"
+                    + "\"key\":[\"ip\"],\"mode\":\"reject\"}");
+        }
+    }
+
+    @Test
+    void envoysUnitsAreThePeriodsOfExactlyOneOfThem() {
+        assertThat(RateLimitService.unit(1_000_000_000L)).isEqualTo(Unit.SECOND);
+        assertThat(RateLimitService.unit(60_000_000_000L)).isEqualTo(Unit.MINUTE);
+        assertThat(RateLimitService.unit(3_600_000_000_000L)).isEqualTo(Unit.HOUR);
+        assertThat(RateLimitService.unit(86_400_000_000_000L)).isEqualTo(Unit.DAY);
+        assertThat(RateLimitService.unit(7 * 86_400_000_000_000L)).isEqualTo(Unit.WEEK);
+        assertThat(RateLimitService.unit(10_000_000_000L)).isEqualTo(Unit.UNKNOWN);
+        assertThat(RateLimitService.unit(1_000_000_001L)).isEqualTo(Unit.UNKNOWN);
+    }
+
+    @Test
+    void twoServicesOnOneRedisShareTheLimit() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             LiveConfig onRedis = LiveConfig.of(ConfigLoader.parse("r.yaml", "store: " + redis.uri()
+                     + "\nstore_timeout: 2s\n" + CONFIG), new ServerMetrics());
+             LiveConfig alsoOnRedis = LiveConfig.of(ConfigLoader.parse("r.yaml", "store: " + redis.uri()
+                     + "\nstore_timeout: 2s\n" + CONFIG), new ServerMetrics())) {
+            EnvoyRateLimitServer one = EnvoyRateLimitServer.start(onRedis, "127.0.0.1", 0);
+            EnvoyRateLimitServer two = EnvoyRateLimitServer.start(alsoOnRedis, "127.0.0.1", 0);
+            ManagedChannel toOne = NettyChannelBuilder.forAddress("127.0.0.1", one.port()).usePlaintext().build();
+            ManagedChannel toTwo = NettyChannelBuilder.forAddress("127.0.0.1", two.port()).usePlaintext().build();
+            try {
+                RateLimitRequest request = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("user", "bob", "path", "/a")).build();
+                var first = RateLimitServiceGrpc.newBlockingStub(toOne).withDeadlineAfter(10, TimeUnit.SECONDS);
+                var second = RateLimitServiceGrpc.newBlockingStub(toTwo).withDeadlineAfter(10, TimeUnit.SECONDS);
+                assertThat(first.shouldRateLimit(request).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+                assertThat(second.shouldRateLimit(request).getStatuses(0).getLimitRemaining()).isZero();
+                assertThat(first.shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+                assertThat(second.shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+            } finally {
+                toOne.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+                toTwo.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+                one.close();
+                two.close();
+            }
+        }
+    }
+}
