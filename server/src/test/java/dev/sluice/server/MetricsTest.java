@@ -88,28 +88,53 @@ class MetricsTest {
 
     @Test
     @SuppressWarnings("unchecked")
-    void theExampleAlertsUseOnlyMetricsTheServerExports() throws Exception {
-        java.nio.file.Path rules = java.nio.file.Path.of(System.getProperty("user.dir")).getParent()
-                .resolve("examples/prometheus-alerts.yaml");
-        Map<String, Object> file = new org.yaml.snakeyaml.Yaml().load(java.nio.file.Files.readString(rules));
+    void theExampleAlertsAndDashboardUseOnlyMetricsAndLabelsTheServerExports() throws Exception {
+        java.nio.file.Path examples = java.nio.file.Path.of(System.getProperty("user.dir")).getParent().resolve("examples");
+        Map<String, Object> file = new org.yaml.snakeyaml.Yaml().load(
+                java.nio.file.Files.readString(examples.resolve("prometheus-alerts.yaml")));
+        Map<String, String> queries = new java.util.LinkedHashMap<>(); // what it is → its PromQL
+        for (Map<String, Object> group : (java.util.List<Map<String, Object>>) file.get("groups")) {
+            for (Map<String, Object> rule : (java.util.List<Map<String, Object>>) group.get("rules")) {
+                assertThat(rule).containsKeys("alert", "expr", "labels", "annotations");
+                queries.put("alert " + rule.get("alert"), (String) rule.get("expr"));
+            }
+        }
+        com.fasterxml.jackson.databind.JsonNode dashboard = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(examples.resolve("grafana-dashboard.json").toFile());
+        java.util.Set<Integer> ids = new java.util.HashSet<>();
+        for (com.fasterxml.jackson.databind.JsonNode panel : dashboard.get("panels")) {
+            assertThat(ids.add(panel.get("id").asInt())).as("panel id %s", panel.get("id")).isTrue();
+            assertThat(panel.get("datasource").get("uid").asText()).isEqualTo("${datasource}");
+            for (com.fasterxml.jackson.databind.JsonNode target : panel.get("targets")) {
+                queries.put("panel \"" + panel.get("title").asText() + "\" " + target.get("refId").asText(),
+                        target.get("expr").asText());
+            }
+        }
         String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1h]\n";
         try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
              ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
             call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}");
+            java.util.Set<String> samples = scrape(server).keySet();
             java.util.Set<String> exported = new java.util.HashSet<>();
-            scrape(server).keySet().forEach(sample -> exported.add(sample.replaceFirst("\\{.*", "")));
-            int checked = 0;
-            for (Map<String, Object> group : (java.util.List<Map<String, Object>>) file.get("groups")) {
-                for (Map<String, Object> rule : (java.util.List<Map<String, Object>>) group.get("rules")) {
-                    assertThat(rule).containsKeys("alert", "expr", "labels", "annotations");
-                    Matcher names = Pattern.compile("sluice_[a-z_]+").matcher((String) rule.get("expr"));
-                    while (names.find()) {
-                        assertThat(exported).as("%s in %s", names.group(), rule.get("alert")).contains(names.group());
-                        checked++;
-                    }
+            samples.forEach(sample -> exported.add(sample.replaceFirst("\\{.*", "")));
+            int names = 0;
+            int labels = 0;
+            for (Map.Entry<String, String> query : queries.entrySet()) {
+                Matcher name = Pattern.compile("\\b(sluice|jvm)_[a-z_]+").matcher(query.getValue());
+                while (name.find()) {
+                    assertThat(exported).as("%s in %s", name.group(), query.getKey()).contains(name.group());
+                    names++;
+                }
+                Matcher label = Pattern.compile("(\\w+)=\"([^\"$]*)\"").matcher(query.getValue());
+                while (label.find()) {
+                    String pair = label.group(1) + "=\"" + label.group(2) + "\"";
+                    assertThat(samples).as("%s in %s", pair, query.getKey()).anyMatch(sample -> sample.contains(pair));
+                    labels++;
                 }
             }
-            assertThat(checked).isGreaterThanOrEqualTo(7);
+            assertThat(queries.keySet()).anyMatch(what -> what.startsWith("alert ")).anyMatch(what -> what.startsWith("panel "));
+            assertThat(names).isGreaterThanOrEqualTo(20);
+            assertThat(labels).isGreaterThanOrEqualTo(6);
         }
     }
 
