@@ -323,6 +323,73 @@ class RateLimitServiceTest {
         assertThat(RateLimitService.unit(1_000_000_001L)).isEqualTo(Unit.UNKNOWN);
     }
 
+    @org.junit.jupiter.params.ParameterizedTest(name = "on_store_failure: {0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"open", "closed"})
+    void aStoreThatIsDownIsDecidedByTheFailurePolicyAndDecisionsResumeWhenItIsBack(String policy) throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             LiveConfig onRedis = LiveConfig.of(ConfigLoader.parse("r.yaml", "store: " + redis.uri()
+                     + "\non_store_failure: " + policy + "\nstore_timeout: 500ms\n" + CONFIG), new ServerMetrics())) {
+            EnvoyRateLimitServer service = EnvoyRateLimitServer.start(onRedis, "127.0.0.1", 0);
+            ManagedChannel toService = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+            try {
+                var stub = RateLimitServiceGrpc.newBlockingStub(toService);
+                RateLimitRequest request = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("user", "carol", "path", "/a")).build();
+                assertThat(stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(request).getStatuses(0)
+                        .getLimitRemaining()).isEqualTo(1);
+                redis.kill();
+                for (int i = 0; i < 3; i++) {
+                    long started = System.nanoTime();
+                    RateLimitResponse down = stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(request);
+                    assertThat(down.getOverallCode()).isEqualTo(policy.equals("open") ? Code.OK : Code.OVER_LIMIT);
+                    assertThat(System.nanoTime() - started).as("no call waits past the store's timeout")
+                            .isLessThan(3_000_000_000L);
+                }
+                assertThat(onRedis.metrics().scrape()).containsPattern("sluice_fail_" + policy + "_total [1-9]");
+                redis.restart();
+                // Redis came back empty: the limit starts afresh, decided by the store again
+                RateLimitRequest fresh = request.toBuilder().setDescriptors(0, descriptor("user", "dave", "path", "/a")).build();
+                long giveUp = System.nanoTime() + 30_000_000_000L;
+                DescriptorStatus status;
+                do { // until the circuit breaker lets calls through: failing open, a call is decided as a new key
+                     // (1 of 2 left) and failing closed refused, so only the store can say "OK, none left"
+                    Thread.sleep(100);
+                    status = stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(fresh).getStatuses(0);
+                } while (!(status.getCode() == Code.OK && status.getLimitRemaining() == 0) && System.nanoTime() < giveUp);
+                assertThat(status.getCode()).isEqualTo(Code.OK);
+                assertThat(status.getLimitRemaining()).isZero();
+            } finally {
+                toService.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+                service.close();
+            }
+        }
+    }
+
+    @Test
+    void anEditOfTheFileAppliesToTheNextCall(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("sluice.yaml"), CONFIG);
+        try (LiveConfig fromFile = LiveConfig.load(file, new ServerMetrics())) {
+            EnvoyRateLimitServer service = EnvoyRateLimitServer.start(fromFile, "127.0.0.1", 0);
+            ManagedChannel toService = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+            try {
+                var stub = RateLimitServiceGrpc.newBlockingStub(toService).withDeadlineAfter(10, TimeUnit.SECONDS);
+                RateLimitRequest request = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("remote_address", "10.0.0.9")).build();
+                assertThat(stub.shouldRateLimit(request).getStatuses(0).getCurrentLimit().getRequestsPerUnit()).isEqualTo(3);
+                java.nio.file.Files.writeString(file, CONFIG.replace("limits: [3/1m]", "limits: [1/1s]"));
+                assertThat(fromFile.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                DescriptorStatus now = stub.shouldRateLimit(request).getStatuses(0);
+                assertThat(now.getCurrentLimit().getRequestsPerUnit()).isEqualTo(1);
+                assertThat(now.getCurrentLimit().getUnit()).isEqualTo(Unit.SECOND);
+                assertThat(now.getLimitRemaining()).isZero(); // a new limit starts afresh: this was its first request
+                assertThat(stub.shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+            } finally {
+                toService.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+                service.close();
+            }
+        }
+    }
+
     @Test
     void twoServicesOnOneRedisShareTheLimit() throws Exception {
         try (RedisServer redis = RedisServer.start();
