@@ -1,0 +1,190 @@
+package dev.sluice.servlet;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.DurationFormat;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.Policies;
+import dev.sluice.server.Verdict;
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.http.VerdictAnswer;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.server.request.BadRequest;
+import jakarta.servlet.AsyncEvent;
+import jakarta.servlet.AsyncListener;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.FilterConfig;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * Sluice inside an application: a Jakarta Servlet filter that decides every request by the policies of a
+ * {@code sluice.yaml} (docs/server.md; docs/servlet.md for the filter), as the gateway does in front of one.
+ *
+ * <ul>
+ *   <li>Admitted: the rate limit headers are set on the response, and the request goes on down the chain.</li>
+ *   <li>Rejected: {@code 429} with {@code Retry-After}, the headers and
+ *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the application never sees it.</li>
+ *   <li>{@code mode: delay}: the request's thread waits its turn, then goes on (a servlet container gives each
+ *       request a thread; the gateway holds requests without one).</li>
+ *   <li>A concurrency policy holds the request's place until the chain returns, or, when the application went
+ *       asynchronous, until its asynchronous processing is over.</li>
+ *   <li>A malformed cost header or query is a {@code 400} that names it; nothing is charged.</li>
+ * </ul>
+ *
+ * <p>Only a request's first pass through the filter is decided ({@link DispatcherType#REQUEST}): forwards,
+ * includes, error pages and asynchronous dispatches of a request already decided are not counted again.
+ *
+ * <p>Configured with the init parameter {@code config}, the path of the file (reloaded within a second of an edit,
+ * as {@code sluice serve} does; a bad file stops the filter from starting with the message that names file, line
+ * and field), or built around a {@link LiveConfig} the application owns.
+ */
+public final class SluiceFilter implements Filter {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final System.Logger LOG = System.getLogger(SluiceFilter.class.getName());
+
+    private LiveConfig live;
+    /** Whether this filter made {@link #live} from its init parameter, and so closes it. */
+    private boolean owned;
+
+    /** For a container that reads the init parameter {@code config}. */
+    public SluiceFilter() {
+    }
+
+    /** Decides by {@code live}, which the caller keeps and closes. */
+    public SluiceFilter(LiveConfig live) {
+        this.live = live;
+    }
+
+    @Override
+    public void init(FilterConfig config) throws ServletException {
+        if (live != null) {
+            return;
+        }
+        String file = config.getInitParameter("config");
+        if (file == null || file.isBlank()) {
+            throw new ServletException("filter " + config.getFilterName()
+                    + ": init parameter config: missing; it names the sluice.yaml whose policies the filter enforces");
+        }
+        try {
+            live = LiveConfig.load(Path.of(file), new ServerMetrics());
+        } catch (ConfigException e) {
+            throw new ServletException(e.getMessage());
+        }
+        live.watch(Duration.ofSeconds(1));
+        owned = true;
+    }
+
+    /** The configuration in force, its metrics ({@code live().metrics().scrape()}: Prometheus text) included. */
+    public LiveConfig live() {
+        return live;
+    }
+
+    @Override
+    public void doFilter(ServletRequest servletRequest, ServletResponse servletResponse, FilterChain chain)
+            throws IOException, ServletException {
+        if (!(servletRequest instanceof HttpServletRequest request)
+                || !(servletResponse instanceof HttpServletResponse response)
+                || request.getDispatcherType() != DispatcherType.REQUEST) {
+            chain.doFilter(servletRequest, servletResponse);
+            return;
+        }
+        Policies policies = live.policies();
+        Verdict verdict;
+        try {
+            verdict = policies.decide(new ServletClientRequest(request, policies.trustedProxies()))
+                    .toCompletableFuture().get();
+        } catch (BadRequest e) {
+            answer(response, 400, Map.of(), JSON.createObjectNode().put("error", e.getMessage()).toString());
+            return;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ServletException("interrupted while the request was being decided", e);
+        } catch (ExecutionException | RuntimeException e) { // a fault of Sluice's own: the store's are decisions
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+            LOG.log(System.Logger.Level.ERROR, "failed to decide " + request.getMethod() + " " + request.getRequestURI(), cause);
+            answer(response, 500, Map.of(), JSON.createObjectNode().put("error", "internal error; the log says more").toString());
+            return;
+        }
+        VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
+        if (!verdict.allowed()) {
+            answer(response, 429, answer.headers(), answer.rejectionBody().toString());
+            return;
+        }
+        boolean releasedLater = false;
+        try {
+            answer.headers().forEach(response::setHeader);
+            long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
+            if (delayMs > 0) {
+                Thread.sleep(delayMs);
+            }
+            chain.doFilter(request, response);
+            if (request.isAsyncStarted()) {
+                request.getAsyncContext().addListener(new Releasing(verdict));
+                releasedLater = true;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ServletException("interrupted while the request waited its turn", e);
+        } finally {
+            if (!releasedLater) {
+                verdict.release();
+            }
+        }
+    }
+
+    /** An answer of the filter's own: the client's body is not read (the container drains or closes). */
+    private static void answer(HttpServletResponse response, int status, Map<String, String> headers, String json)
+            throws IOException {
+        response.setStatus(status);
+        headers.forEach(response::setHeader);
+        response.setContentType("application/json");
+        response.setCharacterEncoding(StandardCharsets.UTF_8.name());
+        response.getWriter().write(json);
+    }
+
+    /** Gives a concurrency policy's place back when the application's asynchronous processing is over. */
+    private record Releasing(Verdict verdict) implements AsyncListener {
+        @Override
+        public void onComplete(AsyncEvent event) {
+            verdict.release();
+        }
+
+        @Override
+        public void onTimeout(AsyncEvent event) {
+            verdict.release();
+        }
+
+        @Override
+        public void onError(AsyncEvent event) {
+            verdict.release();
+        }
+
+        @Override
+        public void onStartAsync(AsyncEvent event) {
+            event.getAsyncContext().addListener(this); // started again: listen to the new cycle too
+        }
+    }
+
+    @Override
+    public void destroy() {
+        if (owned) {
+            try {
+                live.close();
+            } catch (Exception e) {
+                // the application is stopping anyway
+            }
+        }
+    }
+}

@@ -1,0 +1,307 @@
+package dev.sluice.servlet;
+
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import jakarta.servlet.AsyncContext;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import org.eclipse.jetty.ee10.servlet.FilterHolder;
+import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
+import org.eclipse.jetty.ee10.servlet.ServletHolder;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.EnumSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The filter in a real servlet container (Jetty), in front of a real application deployed under {@code /shop},
+ * asked by a real HTTP client.
+ */
+class SluiceFilterTest {
+    private static final String CONFIG = """
+            trusted_proxies: [127.0.0.1/32]
+            headers: [ietf, legacy]
+            policies:
+              - name: per-key
+                match:
+                  path: /api/**
+                key: [header:X-API-Key]
+                algorithm: fixed-window
+                limits: [2/1h]
+              - name: per-ip
+                match:
+                  path: /by-ip
+                key: [ip]
+                algorithm: fixed-window
+                limits: [1/1h]
+              - name: weighted
+                match:
+                  path: /search
+                key: [const:all]
+                algorithm: token-bucket
+                limits: [10/1h]
+                cost: header:X-Cost
+              - name: paced
+                match:
+                  path: /slow
+                key: [const:all]
+                algorithm: gcra
+                limits: [4/1s]
+                burst: 1
+                mode: delay
+                max_delay: 2s
+              - name: one-at-a-time
+                match:
+                  path: /reports/**
+                key: [const:all]
+                algorithm: concurrency
+                limits: [1/30s]
+            """;
+
+    private final AtomicInteger reached = new AtomicInteger();
+    private final CountDownLatch finish = new CountDownLatch(1);
+    private final CountDownLatch holding = new CountDownLatch(1);
+    private volatile AsyncContext held;
+    private final HttpClient http = HttpClient.newHttpClient();
+    private Server jetty;
+    private LiveConfig live;
+    private int port;
+
+    /** The application: answers "ok"; /reports/wait waits to be let go, /reports/async answers later, asynchronously. */
+    private final HttpServlet application = new HttpServlet() {
+        @Override
+        protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
+            reached.incrementAndGet();
+            String path = request.getPathInfo();
+            if ("/api/forward".equals(path)) {
+                try {
+                    request.getRequestDispatcher("/api/items").forward(request, response);
+                } catch (jakarta.servlet.ServletException e) {
+                    throw new IOException(e);
+                }
+                return;
+            }
+            if ("/reports/wait".equals(path)) {
+                holding.countDown();
+                try {
+                    finish.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            if ("/reports/async".equals(path)) {
+                held = request.startAsync();
+                held.setTimeout(30_000);
+                holding.countDown();
+                return;
+            }
+            response.getWriter().write("ok");
+        }
+    };
+
+    private void start(FilterHolder filter) throws Exception {
+        jetty = new Server();
+        ServerConnector connector = new ServerConnector(jetty);
+        connector.setHost("127.0.0.1");
+        jetty.addConnector(connector);
+        ServletContextHandler shop = new ServletContextHandler("/shop");
+        shop.addServlet(new ServletHolder(application), "/*");
+        shop.addFilter(filter, "/*", EnumSet.allOf(DispatcherType.class));
+        jetty.setHandler(shop);
+        jetty.start();
+        port = connector.getLocalPort();
+    }
+
+    private void start() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new ServerMetrics());
+        start(new FilterHolder(new SluiceFilter(live)));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        finish.countDown();
+        if (jetty != null) {
+            jetty.stop();
+        }
+        if (live != null) {
+            live.close();
+        }
+    }
+
+    private HttpResponse<String> get(String path, String... headers) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/shop" + path));
+        if (headers.length > 0) {
+            request.headers(headers);
+        }
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** A request sent on another thread, for one the application holds. */
+    private CompletableFuture<HttpResponse<String>> inBackground(String path) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return get(path);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    @Test
+    void admittedRequestsReachTheApplicationWithTheHeadersAndRejectedOnesNever() throws Exception {
+        start();
+        for (int remaining = 1; remaining >= 0; remaining--) {
+            HttpResponse<String> admitted = get("/api/items", "X-API-Key", "alice");
+            assertThat(admitted.statusCode()).isEqualTo(200);
+            assertThat(admitted.body()).isEqualTo("ok");
+            assertThat(admitted.headers().firstValue("RateLimit-Policy")).hasValue("\"per-key\";q=2;w=3600");
+            assertThat(admitted.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"per-key\";r=" + remaining + ";t=");
+            assertThat(admitted.headers().firstValue("X-RateLimit-Limit")).hasValue("2");
+            assertThat(admitted.headers().firstValue("X-RateLimit-Remaining")).hasValue(String.valueOf(remaining));
+        }
+        HttpResponse<String> rejected = get("/api/items", "X-API-Key", "alice");
+        assertThat(rejected.statusCode()).isEqualTo(429);
+        assertThat(rejected.headers().firstValue("Content-Type").orElseThrow()).startsWith("application/json");
+        assertThat(rejected.body()).matches("\\{\"error\":\"rate limited\",\"policy\":\"per-key\",\"retry_after_ms\":\\d+}");
+        long retryAfterMs = Long.parseLong(rejected.body().replaceAll("\\D+", " ").trim());
+        assertThat(retryAfterMs).isBetween(1L, 3_600_000L);
+        assertThat(rejected.headers().firstValue("Retry-After")).hasValue(String.valueOf((retryAfterMs + 999) / 1000));
+        assertThat(rejected.headers().firstValue("X-RateLimit-Remaining")).hasValue("0");
+        assertThat(reached).hasValue(2);
+
+        // another key, and a path no policy matches (no headers at all)
+        assertThat(get("/api/items", "X-API-Key", "bob").statusCode()).isEqualTo(200);
+        HttpResponse<String> elsewhere = get("/about");
+        assertThat(elsewhere.statusCode()).isEqualTo(200);
+        assertThat(elsewhere.headers().map()).doesNotContainKeys("RateLimit", "RateLimit-Policy", "X-RateLimit-Limit");
+        assertThat(live.metrics().scrape())
+                .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"per-key\"} 3.0")
+                .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"per-key\"} 1.0");
+    }
+
+    @Test
+    void aForwardInsideTheApplicationIsNotDecidedAgain() throws Exception {
+        start();
+        HttpResponse<String> forwarded = get("/api/forward", "X-API-Key", "carol");
+        assertThat(forwarded.statusCode()).isEqualTo(200);
+        assertThat(forwarded.body()).isEqualTo("ok");
+        assertThat(reached).hasValue(2); // the forwarding servlet, then the one it forwarded to
+        assertThat(forwarded.headers().firstValue("X-RateLimit-Remaining")).hasValue("1");
+        assertThat(get("/api/items", "X-API-Key", "carol").headers().firstValue("X-RateLimit-Remaining")).hasValue("0");
+    }
+
+    @Test
+    void theIpIsTheClientATrustedProxyNames() throws Exception {
+        start();
+        assertThat(get("/by-ip", "X-Forwarded-For", "10.0.0.7").statusCode()).isEqualTo(200);
+        assertThat(get("/by-ip", "X-Forwarded-For", "10.0.0.8").statusCode()).isEqualTo(200);
+        assertThat(get("/by-ip", "X-Forwarded-For", "10.0.0.7").statusCode()).isEqualTo(429);
+    }
+
+    @Test
+    void aMalformedCostHeaderIsA400ThatNamesItAndChargesNothing() throws Exception {
+        start();
+        HttpResponse<String> bad = get("/search", "X-Cost", "lots");
+        assertThat(bad.statusCode()).isEqualTo(400);
+        assertThat(bad.body()).isEqualTo("{\"error\":\"header X-Cost (the cost of policy weighted): expected a whole"
+                + " number >= 0, got \\\"lots\\\"\"}");
+        assertThat(reached).hasValue(0);
+        assertThat(get("/search", "X-Cost", "4").headers().firstValue("X-RateLimit-Remaining")).hasValue("6");
+    }
+
+    @Test
+    void inDelayModeARequestWaitsItsTurnAndThenGoesOn() throws Exception {
+        start();
+        assertThat(get("/slow").statusCode()).isEqualTo(200);
+        long started = System.nanoTime();
+        HttpResponse<String> second = get("/slow");
+        long waited = System.nanoTime() - started;
+        assertThat(second.statusCode()).isEqualTo(200);
+        assertThat(second.body()).isEqualTo("ok");
+        // 4 a second, one at a time: the second request's turn comes 250 ms after the first's
+        assertThat(waited).isGreaterThan(150_000_000L).isLessThan(2_000_000_000L);
+        assertThat(reached).hasValue(2);
+    }
+
+    @Test
+    void aConcurrencyPolicyHoldsThePlaceUntilTheApplicationHasAnswered() throws Exception {
+        start();
+        CompletableFuture<HttpResponse<String>> first = inBackground("/reports/wait");
+        assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(get("/reports/other").statusCode()).isEqualTo(429);
+        finish.countDown();
+        assertThat(first.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+        assertThat(get("/reports/other").statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void aConcurrencyPolicyHoldsThePlaceUntilAsynchronousProcessingIsOver() throws Exception {
+        start();
+        CompletableFuture<HttpResponse<String>> first = inBackground("/reports/async");
+        assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
+        // the servlet has returned, its request is still being answered
+        assertThat(get("/reports/other").statusCode()).isEqualTo(429);
+        held.getResponse().getWriter().write("later");
+        held.complete();
+        assertThat(first.get(30, TimeUnit.SECONDS).body()).isEqualTo("later");
+        long giveUp = System.nanoTime() + 10_000_000_000L;
+        int status;
+        do { // the place is given back as the container completes the request, just after the answer is sent
+            status = get("/reports/other").statusCode();
+        } while (status != 200 && System.nanoTime() < giveUp);
+        assertThat(status).isEqualTo(200);
+    }
+
+    @Test
+    void aContainerConfiguresItWithTheFileAndTheFileIsReloaded(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"), CONFIG);
+        FilterHolder holder = new FilterHolder(SluiceFilter.class);
+        holder.setInitParameter("config", file.toString());
+        start(holder);
+        assertThat(get("/by-ip").statusCode()).isEqualTo(200);
+        assertThat(get("/by-ip").statusCode()).isEqualTo(429);
+        Files.writeString(file, CONFIG.replace("limits: [1/1h]", "limits: [5/1h]"));
+        long giveUp = System.nanoTime() + 10_000_000_000L;
+        int status;
+        do { // the filter reads the file again every second
+            Thread.sleep(200);
+            status = get("/by-ip").statusCode();
+        } while (status != 200 && System.nanoTime() < giveUp);
+        assertThat(status).isEqualTo(200);
+    }
+
+    @Test
+    void aBadFileOrNoneStopsTheFilterWithTheMessage(@TempDir Path dir) throws Exception {
+        Path bad = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/0s]\n");
+        FilterHolder badFile = new FilterHolder(SluiceFilter.class);
+        badFile.setInitParameter("config", bad.toString());
+        assertThatThrownBy(() -> start(badFile)).hasStackTraceContaining(bad
+                + ":5: policies[0].limits[0]: bad limit \"10/0s\": period must be > 0, got \"0s\"");
+        jetty.stop();
+        FilterHolder noFile = new FilterHolder(SluiceFilter.class);
+        noFile.setName("limits");
+        assertThatThrownBy(() -> start(noFile)).hasStackTraceContaining("filter limits: init parameter config: missing;"
+                + " it names the sluice.yaml whose policies the filter enforces");
+    }
+}
