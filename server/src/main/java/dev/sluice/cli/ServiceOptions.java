@@ -90,7 +90,7 @@ final class ServiceOptions {
     }
 
     /** examples/sluice.yaml of the installation ({@code SLUICE_HOME}, set by bin/sluice), else of the current directory. */
-    private static Path defaultConfig() {
+    static Path defaultConfig() {
         String home = System.getenv("SLUICE_HOME");
         if (home != null) {
             Path file = Path.of(home, "examples", "sluice.yaml");

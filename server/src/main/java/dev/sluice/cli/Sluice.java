@@ -34,6 +34,7 @@ public final class Sluice {
         command.addSubcommand(new CommandLine(new ServeCommand(out)));
         command.addSubcommand(new CommandLine(new GatewayCommand(out)));
         command.addSubcommand(new CommandLine(new SimulateCommand(stdin, stdout, err)));
+        command.addSubcommand(new CommandLine(new CheckCommand(out)));
         command.setOut(out);
         command.setErr(err);
         command.setParameterExceptionHandler((e, arguments) -> {

@@ -58,4 +58,36 @@ class ServiceCommandsTest {
             assertThat(out.toString()).isEmpty();
         }
     }
+
+    @org.junit.jupiter.api.Test
+    void checkListsTheExamplesPoliciesWithoutStartingAnything() {
+        Path example = Path.of(System.getProperty("user.dir")).getParent().resolve("examples/sluice.yaml");
+        StringWriter err = new StringWriter();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = Sluice.run(new String[] {"check", "--config", example.toString()},
+                new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+        assertThat(status).isZero();
+        assertThat(err.toString()).isEmpty();
+        assertThat(out.toString().lines()).hasSize(10).first().isEqualTo(example + ": ok, 9 policies, store memory");
+        assertThat(out.toString().lines()).contains(
+                "  api-per-key: sliding-window [600/1m, 3600/1h], reject, key [header:X-API-Key, route], for path /api/**,"
+                        + " methods [GET, POST]",
+                "  envoy-trusted-address: fixed-window [1000/1s], reject, key [descriptor:remote_address], for Envoy"
+                        + " domain edge descriptor [remote_address=10.0.0.1]",
+                "  trial-per-host: sliding-log [1000/1m], shadow, key [host]");
+    }
+
+    @org.junit.jupiter.api.Test
+    void checkRefusesABadFileWithItsMessage() throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"),
+                "store: redis://127.0.0.1:1\npolicies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/0s]\n");
+        StringWriter err = new StringWriter();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = Sluice.run(new String[] {"check", "--config", file.toString()},
+                new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: " + file
+                + ":6: policies[0].limits[0]: bad limit \"10/0s\": period must be > 0, got \"0s\"" + System.lineSeparator());
+        assertThat(out.toString()).isEmpty();
+    }
 }

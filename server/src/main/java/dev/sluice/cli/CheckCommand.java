@@ -1,0 +1,73 @@
+package dev.sluice.cli;
+
+import dev.sluice.Limit;
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.config.ServerConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+
+/**
+ * {@code sluice check [--config FILE]}: reads and checks a configuration without starting anything, as
+ * {@code nginx -t} does, so that a deployment can refuse a bad file before a server reloads it. A good file is
+ * listed policy by policy (exit 0); a bad one gives the message {@code serve} would refuse it with (exit 2). The
+ * store is not contacted.
+ */
+@Command(name = "check", mixinStandardHelpOptions = true,
+        description = "Check a configuration file without starting anything: its policies, or what is wrong with it.")
+final class CheckCommand implements Callable<Integer> {
+    @Option(names = "--config", paramLabel = "FILE", description = "sluice.yaml (default: examples/sluice.yaml)")
+    Path config;
+
+    private final PrintWriter out;
+
+    CheckCommand(PrintWriter out) {
+        this.out = out;
+    }
+
+    @Override
+    public Integer call() throws BadInput {
+        Path file = config != null ? config : ServiceOptions.defaultConfig();
+        ServerConfig checked;
+        try {
+            checked = ConfigLoader.load(file);
+        } catch (ConfigException e) {
+            throw new BadInput(e.getMessage());
+        }
+        int count = checked.policies().size();
+        out.printf("%s: ok, %d %s, store %s%n", file, count, count == 1 ? "policy" : "policies", checked.store());
+        for (PolicyConfig policy : checked.policies()) {
+            out.printf("  %s: %s %s, %s, key %s%s%n", policy.name(), policy.algorithm(),
+                    policy.limits().stream().map(Limit::toString).collect(Collectors.joining(", ", "[", "]")),
+                    policy.mode(), policy.key(), match(policy.match()));
+        }
+        out.flush();
+        return 0;
+    }
+
+    /** What a policy matches, as the file says it; nothing for a policy that matches every HTTP request. */
+    private static String match(PolicyConfig.Match match) {
+        List<String> parts = new ArrayList<>();
+        if (match.path() != null) {
+            parts.add("path " + match.path());
+        }
+        if (match.methods() != null) {
+            parts.add("methods " + match.methods());
+        }
+        if (match.host() != null) {
+            parts.add("host " + match.host());
+        }
+        if (match.domain() != null) {
+            parts.add("Envoy domain " + match.domain() + " descriptor " + match.descriptor());
+        }
+        return parts.isEmpty() ? "" : ", for " + String.join(", ", parts);
+    }
+}
