@@ -18,6 +18,7 @@ import java.util.Map;
 final class ServletClientRequest implements ClientRequest {
     private final HttpServletRequest request;
     private final TrustedProxies proxies;
+    private String ip;
     private Map<String, String> queries;
 
     ServletClientRequest(HttpServletRequest request, TrustedProxies proxies) {
@@ -45,7 +46,10 @@ final class ServletClientRequest implements ClientRequest {
 
     @Override
     public String ip() {
-        return proxies.client(request.getRemoteAddr(), Collections.list(request.getHeaders("X-Forwarded-For")));
+        if (ip == null) { // once a request, however many policies read it
+            ip = proxies.client(request.getRemoteAddr(), Collections.list(request.getHeaders("X-Forwarded-For")));
+        }
+        return ip;
     }
 
     @Override
