@@ -1,12 +1,12 @@
 package dev.sluice.servlet;
 
 import dev.sluice.server.request.ClientRequest;
-import dev.sluice.server.request.QueryString;
+import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
 import jakarta.servlet.http.HttpServletRequest;
 
 import java.util.Collections;
-import java.util.Map;
+import java.util.List;
 
 /**
  * A servlet request as policies see it. The path is the one inside the application (without its context path):
@@ -15,15 +15,12 @@ import java.util.Map;
  * (not percent-decoded), and the {@code ip} is the connection's address unless it is one of the
  * {@code trusted_proxies}, when {@code X-Forwarded-For} names the client.
  */
-final class ServletClientRequest implements ClientRequest {
+final class ServletClientRequest extends ReceivedRequest {
     private final HttpServletRequest request;
-    private final TrustedProxies proxies;
-    private String ip;
-    private Map<String, String> queries;
 
     ServletClientRequest(HttpServletRequest request, TrustedProxies proxies) {
+        super(proxies);
         this.request = request;
-        this.proxies = proxies;
     }
 
     @Override
@@ -45,23 +42,22 @@ final class ServletClientRequest implements ClientRequest {
     }
 
     @Override
-    public String ip() {
-        if (ip == null) { // once a request, however many policies read it
-            ip = proxies.client(request.getRemoteAddr(), Collections.list(request.getHeaders("X-Forwarded-For")));
-        }
-        return ip;
-    }
-
-    @Override
     public String header(String name) {
         return request.getHeader(name);
     }
 
     @Override
-    public String query(String name) {
-        if (queries == null) {
-            queries = QueryString.parse(request.getQueryString());
-        }
-        return queries.get(name);
+    protected String remoteAddress() {
+        return request.getRemoteAddr();
+    }
+
+    @Override
+    protected List<String> forwardedFor() {
+        return Collections.list(request.getHeaders("X-Forwarded-For"));
+    }
+
+    @Override
+    protected String rawQuery() {
+        return request.getQueryString();
     }
 }

@@ -1,22 +1,19 @@
 package dev.sluice.server.http;
 
 import dev.sluice.server.request.ClientRequest;
-import dev.sluice.server.request.QueryString;
+import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
 import io.vertx.core.http.HttpServerRequest;
 
-import java.util.Map;
+import java.util.List;
 
 /** A request the gateway is about to forward, as its policies see it. */
-final class ProxiedRequest implements ClientRequest {
+final class ProxiedRequest extends ReceivedRequest {
     private final HttpServerRequest request;
-    private final TrustedProxies proxies;
-    private String ip;
-    private Map<String, String> queries;
 
     ProxiedRequest(HttpServerRequest request, TrustedProxies proxies) {
+        super(proxies);
         this.request = request;
-        this.proxies = proxies;
     }
 
     @Override
@@ -35,24 +32,22 @@ final class ProxiedRequest implements ClientRequest {
     }
 
     @Override
-    public String ip() {
-        if (ip == null) {
-            String remote = request.remoteAddress() == null ? "" : request.remoteAddress().hostAddress();
-            ip = proxies.client(remote, request.headers().getAll("X-Forwarded-For"));
-        }
-        return ip;
-    }
-
-    @Override
     public String header(String name) {
         return request.getHeader(name);
     }
 
     @Override
-    public String query(String name) {
-        if (queries == null) {
-            queries = QueryString.parse(request.query());
-        }
-        return queries.get(name);
+    protected String remoteAddress() {
+        return request.remoteAddress() == null ? "" : request.remoteAddress().hostAddress();
+    }
+
+    @Override
+    protected List<String> forwardedFor() {
+        return request.headers().getAll("X-Forwarded-For");
+    }
+
+    @Override
+    protected String rawQuery() {
+        return request.query();
     }
 }
