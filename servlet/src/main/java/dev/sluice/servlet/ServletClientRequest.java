@@ -1,6 +1,5 @@
 package dev.sluice.servlet;
 
-import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
 import jakarta.servlet.http.HttpServletRequest;
@@ -34,11 +33,6 @@ final class ServletClientRequest extends ReceivedRequest {
         String context = request.getContextPath();
         String path = !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
         return path.isEmpty() ? "/" : path;
-    }
-
-    @Override
-    public String host() {
-        return ClientRequest.hostWithoutPort(request.getHeader("Host"));
     }
 
     @Override

@@ -1,6 +1,5 @@
 package dev.sluice.server.http;
 
-import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
 import io.vertx.core.http.HttpServerRequest;
@@ -24,11 +23,6 @@ final class ProxiedRequest extends ReceivedRequest {
     @Override
     public String path() {
         return request.path();
-    }
-
-    @Override
-    public String host() {
-        return ClientRequest.hostWithoutPort(request.getHeader("Host"));
     }
 
     @Override

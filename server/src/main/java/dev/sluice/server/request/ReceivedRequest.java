@@ -4,9 +4,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * An HTTP request received on a connection, by the gateway or by the servlet filter: the client is the connection's
- * address, or the one {@code X-Forwarded-For} names when that address is a trusted proxy, and the query is parsed
- * once, both worked out the first time a policy reads them, whatever the server that received the request.
+ * An HTTP request received on a connection, by the gateway or by the servlet filter, read the same way whatever the
+ * server that received it: the host is the Host header's, the client is the connection's address or, when that
+ * address is a trusted proxy, the one {@code X-Forwarded-For} names, and the query is parsed once; the client and the
+ * query are worked out the first time a policy reads them.
  */
 public abstract class ReceivedRequest implements ClientRequest {
     private final TrustedProxies proxies;
@@ -25,6 +26,12 @@ public abstract class ReceivedRequest implements ClientRequest {
 
     /** The query as the client wrote it, or null. */
     protected abstract String rawQuery();
+
+    /** The Host header's host, without its port: the same for every server that received the request. */
+    @Override
+    public final String host() {
+        return ClientRequest.hostWithoutPort(header("Host"));
+    }
 
     @Override
     public final String ip() {
