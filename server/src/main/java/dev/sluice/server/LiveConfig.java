@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -27,7 +28,8 @@ import java.util.concurrent.TimeUnit;
  * {@link Policies}). A file that does not check out changes nothing: its message (file, line, field) goes to
  * the log and {@code sluice_config_reloads_total{result="failure"}} counts it. {@link #watch} reloads every
  * so often; polling the file's text rather than waiting for file-system events also catches editors that
- * replace the file and configurations mounted through symbolic links.
+ * replace the file and configurations mounted through symbolic links. The files of {@code envoy_configs} are
+ * watched alike, the names in their directories included.
  */
 public final class LiveConfig implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("sluice");
@@ -39,6 +41,8 @@ public final class LiveConfig implements AutoCloseable {
     private Store store;
     private String storeSettings;
     private String text;
+    /** What the files of {@code envoy_configs} held at the last look, as {@link #text} is for the file itself. */
+    private Map<Path, String> envoyFiles = Map.of();
     private ScheduledExecutorService watcher;
 
     /** What a reload did. */
@@ -53,8 +57,10 @@ public final class LiveConfig implements AutoCloseable {
     public static LiveConfig load(Path file, ServerMetrics metrics) throws ConfigException {
         LiveConfig live = new LiveConfig(file, metrics);
         String text = live.read();
-        live.apply(ConfigLoader.parse(file.toString(), text));
+        ServerConfig config = ConfigLoader.parse(file.toString(), text);
+        live.apply(config);
         live.text = text;
+        live.envoyFiles = config.envoy().files();
         return live;
     }
 
@@ -102,15 +108,24 @@ public final class LiveConfig implements AutoCloseable {
         } catch (ConfigException e) {
             return refused(e.getMessage(), null);
         }
-        if (now.equals(text)) {
+        if (now.equals(text) && !ConfigLoader.changed(envoyFiles)) {
             return Reload.UNCHANGED;
         }
+        ServerConfig config;
         try {
-            apply(ConfigLoader.parse(file.toString(), now));
+            config = ConfigLoader.parse(file.toString(), now);
         } catch (ConfigException e) {
+            envoyFiles = e.read();
+            return refused(e.getMessage(), now);
+        }
+        try {
+            apply(config);
+        } catch (ConfigException e) {
+            envoyFiles = config.envoy().files();
             return refused(e.getMessage(), now);
         }
         text = now;
+        envoyFiles = config.envoy().files();
         metrics.reloaded(true);
         LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} policies in force", file, policies.config().policies().size());
         return Reload.APPLIED;

@@ -41,6 +41,8 @@ public final class Policies {
     private final Map<String, RateLimiter> limiters = new HashMap<>();
     private final Map<String, ConcurrencyLimiter> inFlight;
     private final Map<String, String> prefixes = new HashMap<>();
+    /** The descriptor patterns of each domain, those without a policy ({@code unlimited} in Envoy's files) too. */
+    private final Map<String, List<List<Descriptor.Entry>>> patterns = new HashMap<>();
 
     public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
         this(config, store, metrics, Map.of());
@@ -68,6 +70,12 @@ public final class Policies {
                         .leaseTimeout(java.time.Duration.ofNanos(policy.inFlight().periodNanos())).build());
             }
             prefixes.put(policy.name(), prefix(policy));
+            if (policy.match().domain() != null) {
+                patterns.computeIfAbsent(policy.match().domain(), domain -> new ArrayList<>()).add(policy.match().descriptor());
+            }
+        }
+        for (PolicyConfig.Match open : config.envoy().open()) {
+            patterns.computeIfAbsent(open.domain(), domain -> new ArrayList<>()).add(open.descriptor());
         }
         this.inFlight = Map.copyOf(concurrency);
     }
@@ -137,26 +145,19 @@ public final class Policies {
 
     /**
      * What {@code request} is charged, policy by policy, in file order: every policy that matches an HTTP
-     * request; for an Envoy {@link Descriptor}, the policies of the most specific pattern that fits it (a value
-     * given beats any value, as in Envoy's own service), so that a limit for one value can stand in for the
-     * limit of the rest. A malformed cost is a {@link BadRequest}.
+     * request; for an Envoy {@link Descriptor}, the policies of the pattern its walk through the patterns of its
+     * domain ends on ({@link Descriptor#walk}: a value named beats a wildcard, which beats any value, entry by
+     * entry, as in Envoy's own service), so that a limit for one value can stand in for the limit of the rest.
+     * A malformed cost is a {@link BadRequest}.
      */
     public List<Charge> charges(ClientRequest request) {
         List<Charge> charges = new ArrayList<>();
-        List<Descriptor.Entry> best = null;
+        List<Descriptor.Entry> decides = request instanceof Descriptor descriptor
+                ? descriptor.walk(patterns.getOrDefault(descriptor.domain(), List.of())) : null;
         for (PolicyConfig policy : config.policies()) {
-            if (!policy.match().matches(request)) {
+            if (!policy.match().matches(request)
+                    || request instanceof Descriptor && !policy.match().descriptor().equals(decides)) {
                 continue;
-            }
-            if (request instanceof Descriptor) {
-                int specificity = best == null ? 1 : Descriptor.compareSpecificity(policy.match().descriptor(), best);
-                if (specificity < 0) {
-                    continue;
-                }
-                if (specificity > 0) {
-                    charges.clear();
-                    best = policy.match().descriptor();
-                }
             }
             String key = KeyPart.keyOf(policy.key(), request, policy.skipIfMissing());
             if (key != null) {

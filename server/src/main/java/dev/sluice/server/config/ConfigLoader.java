@@ -46,7 +46,7 @@ import java.util.regex.Pattern;
  */
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "trusted_proxies",
-            "headers", "policies");
+            "headers", "policies", "envoy_configs");
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
             "cost", "mode", "max_delay", "skip_if_missing");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
@@ -75,16 +75,25 @@ public final class ConfigLoader {
         return new ConfigLoader(file).config(text);
     }
 
-    private ServerConfig config(String text) throws ConfigException {
-        Node root;
+    /** A loader whose messages name {@code file}: Envoy's configuration files are read with its node checks. */
+    static ConfigLoader of(String file) {
+        return new ConfigLoader(file);
+    }
+
+    /** The YAML tree of {@code text}, or null for an empty file. */
+    Node compose(String text) throws ConfigException {
         try (Reader reader = new StringReader(text)) {
-            root = new Yaml(new LoaderOptions()).compose(reader);
+            return new Yaml(new LoaderOptions()).compose(reader);
         } catch (MarkedYAMLException e) {
             int line = e.getProblemMark() == null ? 1 : e.getProblemMark().getLine() + 1;
             throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getProblem());
         } catch (IOException | RuntimeException e) {
             throw new ConfigException(file + ":1: not valid YAML: " + e.getMessage());
         }
+    }
+
+    private ServerConfig config(String text) throws ConfigException {
+        Node root = compose(text);
         if (root == null) {
             throw new ConfigException(file + ":1: the file is empty; it needs at least policies:");
         }
@@ -122,11 +131,11 @@ public final class ConfigLoader {
                 }
             }
         }
-        if (!top.containsKey("policies")) {
+        if (!top.containsKey("policies") && !top.containsKey("envoy_configs")) {
             throw new ConfigException(file + ":" + line(root) + ": policies: missing; at least one policy is needed");
         }
-        List<Node> items = list(top.get("policies"), "policies");
-        if (items.isEmpty()) {
+        List<Node> items = top.containsKey("policies") ? list(top.get("policies"), "policies") : List.of();
+        if (items.isEmpty() && !top.containsKey("envoy_configs")) {
             throw error(top.get("policies"), "policies", "at least one policy is needed");
         }
         List<PolicyConfig> policies = new ArrayList<>();
@@ -144,7 +153,53 @@ public final class ConfigLoader {
             }
             policies.add(policy);
         }
-        return new ServerConfig(store, onFailure, timeout, List.copyOf(proxies), headers, List.copyOf(policies));
+        ServerConfig.Envoy envoy = ServerConfig.Envoy.NONE;
+        if (top.containsKey("envoy_configs")) {
+            EnvoyConfigFiles read = new EnvoyConfigFiles(names);
+            List<Node> paths = list(top.get("envoy_configs"), "envoy_configs");
+            if (paths.isEmpty()) {
+                throw error(top.get("envoy_configs"), "envoy_configs", "at least one file or directory is needed");
+            }
+            for (int i = 0; i < paths.size(); i++) {
+                String where = "envoy_configs[" + i + "]";
+                String path = scalar(paths.get(i), where);
+                String problem;
+                try {
+                    problem = read.read(base().resolve(path));
+                } catch (ConfigException e) {
+                    throw new ConfigException(e.getMessage(), read.files());
+                }
+                if (problem != null) {
+                    throw new ConfigException(error(paths.get(i), where, problem).getMessage(), read.files());
+                }
+            }
+            policies.addAll(read.policies());
+            envoy = read.envoy();
+            if (policies.isEmpty()) {
+                throw error(top.get("envoy_configs"), "envoy_configs", "the files give no limit, and no policy is"
+                        + " in policies: at least one policy is needed");
+            }
+        }
+        return new ServerConfig(store, onFailure, timeout, List.copyOf(proxies), headers, List.copyOf(policies), envoy);
+    }
+
+    /**
+     * Whether any of {@code files} (what {@link ServerConfig.Envoy#files()} or {@link ConfigException#read()} saw)
+     * holds something else now, or is gone, or has come.
+     */
+    public static boolean changed(Map<Path, String> files) {
+        for (Map.Entry<Path, String> file : files.entrySet()) {
+            if (!file.getValue().equals(EnvoyConfigFiles.snapshot(file.getKey()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Where the paths of {@code envoy_configs} start from: this file's directory. */
+    private Path base() {
+        Path parent = Path.of(file).toAbsolutePath().getParent();
+        return parent == null ? Path.of("").toAbsolutePath() : parent;
     }
 
     private PolicyConfig policy(Node node, String field) throws ConfigException {
@@ -424,7 +479,7 @@ public final class ConfigLoader {
 
     // ------------------------------------------------------------------------------------------- nodes
 
-    private Map<String, Node> fields(Node node, String prefix, Set<String> known) throws ConfigException {
+    Map<String, Node> fields(Node node, String prefix, Set<String> known) throws ConfigException {
         if (!(node instanceof MappingNode)) {
             throw error(node, prefix.isEmpty() ? "(top)" : prefix.substring(0, prefix.length() - 1), "expected a mapping");
         }
@@ -442,7 +497,7 @@ public final class ConfigLoader {
         return fields;
     }
 
-    private Node required(Map<String, Node> fields, Node parent, String field, String name) throws ConfigException {
+    Node required(Map<String, Node> fields, Node parent, String field, String name) throws ConfigException {
         Node node = fields.get(name);
         if (node == null) {
             throw error(parent, field + "." + name, "missing");
@@ -450,21 +505,21 @@ public final class ConfigLoader {
         return node;
     }
 
-    private List<Node> list(Node node, String field) throws ConfigException {
+    List<Node> list(Node node, String field) throws ConfigException {
         if (!(node instanceof SequenceNode)) {
             throw error(node, field, "expected a list");
         }
         return ((SequenceNode) node).getValue();
     }
 
-    private String scalar(Node node, String field) throws ConfigException {
+    String scalar(Node node, String field) throws ConfigException {
         if (!(node instanceof ScalarNode)) {
             throw error(node, field, "expected a single value");
         }
         return ((ScalarNode) node).getValue();
     }
 
-    private long whole(Node node, String field, long least) throws ConfigException {
+    long whole(Node node, String field, long least) throws ConfigException {
         String text = scalar(node, field);
         try {
             long value = Long.parseLong(text);
@@ -499,12 +554,21 @@ public final class ConfigLoader {
         }
     }
 
-    private static int line(Node node) {
+    static int line(Node node) {
         return node.getStartMark().getLine() + 1;
     }
 
-    private ConfigException error(Node node, String field, String message) {
-        return new ConfigException(file + ":" + line(node) + ": " + field + ": " + message);
+    ConfigException error(Node node, String field, String message) {
+        return new ConfigException(at(node) + ": " + field + ": " + message);
+    }
+
+    /** Where {@code node} stands: {@code file:line}. */
+    String at(Node node) {
+        return file + ":" + line(node);
+    }
+
+    String file() {
+        return file;
     }
 
 }

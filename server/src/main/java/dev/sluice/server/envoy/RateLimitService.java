@@ -22,13 +22,16 @@ import io.grpc.stub.StreamObserver;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Envoy's rate limit service, {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit}, answered by the
  * policies in force (docs/envoy.md). Each descriptor of a call is decided as a request is, by the policies of the
- * most specific {@code match.descriptor} that fits it in the call's {@code domain}; the call is one request, so its
+ * {@code match.descriptor} its walk through the call's {@code domain} ends on ({@link Descriptor#walk}), less those
+ * another limit of the call replaces (Envoy's {@code replaces}); the call is one request, so its
  * descriptors are charged in order and the first rejection ends it ({@code OVER_LIMIT}), as policies do for an HTTP
  * request: a descriptor after it is neither charged nor decided, and its status says {@code UNKNOWN}.
  *
@@ -51,9 +54,21 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         List<Policies.Charge> charges = new ArrayList<>();
         int[] ends = new int[request.getDescriptorsCount()];
         try {
-            List<Descriptor> descriptors = descriptors(request);
-            for (int i = 0; i < descriptors.size(); i++) {
-                charges.addAll(policies.charges(descriptors.get(i)));
+            List<List<Policies.Charge>> each = new ArrayList<>();
+            Set<String> replaced = new HashSet<>();
+            for (Descriptor descriptor : descriptors(request)) {
+                List<Policies.Charge> its = policies.charges(descriptor);
+                each.add(its);
+                for (Policies.Charge charge : its) {
+                    replaced.addAll(policies.config().envoy().replaces().getOrDefault(charge.policy().name(), List.of()));
+                }
+            }
+            for (int i = 0; i < each.size(); i++) {
+                for (Policies.Charge charge : each.get(i)) {
+                    if (!replaced.contains(charge.policy().name())) {
+                        charges.add(charge);
+                    }
+                }
                 ends[i] = charges.size();
             }
         } catch (BadRequest e) {
@@ -159,6 +174,8 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
             case "PT1H" -> Unit.HOUR;
             case "PT24H" -> Unit.DAY;
             case "PT168H" -> Unit.WEEK;
+            case "PT720H" -> Unit.MONTH; // 30 days, as Envoy's service counts a month
+            case "PT8760H" -> Unit.YEAR; // 365 days
             default -> Unit.UNKNOWN;
         };
     }

@@ -1,5 +1,6 @@
 package dev.sluice.server.request;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -11,8 +12,26 @@ import java.util.List;
  * @param hits how many hits it adds: each matching policy is charged its {@code cost} times this (0 only looks)
  */
 public record Descriptor(String domain, List<Entry> entries, long hits) implements ClientRequest {
-    /** One entry: {@code remote_address = 10.0.0.7}. In a policy's pattern, a null value stands for any value. */
+    /**
+     * One entry: {@code remote_address = 10.0.0.7}. In a policy's pattern, a null value stands for any value, and a
+     * value that ends in {@code *} for any value that starts with what comes before it ({@code 10.0.*}), as in
+     * Envoy's own service.
+     */
     public record Entry(String key, String value) {
+        /** Whether this entry of a pattern takes {@code given}'s value: the same key, and the value it names. */
+        boolean takes(Entry given) {
+            if (!key.equals(given.key())) {
+                return false;
+            }
+            return value == null || (wildcard() ? given.value().startsWith(value.substring(0, value.length() - 1))
+                    : value.equals(given.value()));
+        }
+
+        /** A pattern's value that stands for every value with its prefix. */
+        public boolean wildcard() {
+            return value != null && value.endsWith("*");
+        }
+
         @Override
         public String toString() {
             return value == null ? key : key + "=" + value;
@@ -34,17 +53,15 @@ public record Descriptor(String domain, List<Entry> entries, long hits) implemen
     }
 
     /**
-     * Whether {@code pattern} fits this descriptor: as many entries, the same keys in the same order, and the same
-     * value wherever the pattern gives one.
+     * Whether {@code pattern} fits this descriptor: as many entries, the same keys in the same order, and the value
+     * wherever the pattern names one.
      */
     public boolean fits(List<Entry> pattern) {
         if (pattern.size() != entries.size()) {
             return false;
         }
         for (int i = 0; i < pattern.size(); i++) {
-            Entry wanted = pattern.get(i);
-            Entry given = entries.get(i);
-            if (!wanted.key().equals(given.key()) || wanted.value() != null && !wanted.value().equals(given.value())) {
+            if (!pattern.get(i).takes(entries.get(i))) {
                 return false;
             }
         }
@@ -52,18 +69,45 @@ public record Descriptor(String domain, List<Entry> entries, long hits) implemen
     }
 
     /**
-     * Which of two patterns that fit the same descriptor is the more specific, as Envoy's own service chooses: at
-     * the first entry where one gives a value and the other does not, the one with the value. Positive when
-     * {@code a} is the more specific, 0 when they are equally so.
+     * The pattern, of {@code patterns} (those of this descriptor's domain), that decides this descriptor, or null:
+     * the patterns are walked as Envoy's own service walks the tree of its configuration, entry by entry. At each
+     * entry, the patterns that name its value are kept if there are any; else those whose wildcard takes it (the
+     * first such wildcard, in order); else those that take any value of its key. The walk ends on the patterns
+     * as long as the descriptor. Once a value was named, a pattern that took any value at that entry is out of
+     * the running even if the named ones lead nowhere: {@code [a=1, b=2]} leaves {@code a=1, b=3} to no
+     * pattern, though {@code [a, b]} fits it. That is Envoy's rule, and a configuration written for Envoy's
+     * service decides the same here.
      */
-    public static int compareSpecificity(List<Entry> a, List<Entry> b) {
-        for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
-            boolean aValued = a.get(i).value() != null;
-            if (aValued != (b.get(i).value() != null)) {
-                return aValued ? 1 : -1;
+    public List<Entry> walk(List<List<Entry>> patterns) {
+        List<List<Entry>> running = patterns;
+        for (int i = 0; i < entries.size() && !running.isEmpty(); i++) {
+            Entry given = entries.get(i);
+            List<List<Entry>> named = new ArrayList<>();
+            List<List<Entry>> wild = new ArrayList<>();
+            List<List<Entry>> any = new ArrayList<>();
+            String firstWildcard = null;
+            for (List<Entry> pattern : running) {
+                Entry entry = i < pattern.size() ? pattern.get(i) : null;
+                if (entry == null || !entry.takes(given)) {
+                    continue;
+                }
+                if (entry.value() == null) {
+                    any.add(pattern);
+                } else if (!entry.wildcard()) {
+                    named.add(pattern);
+                } else if (firstWildcard == null || firstWildcard.equals(entry.value())) {
+                    firstWildcard = entry.value();
+                    wild.add(pattern);
+                }
+            }
+            running = !named.isEmpty() ? named : !wild.isEmpty() ? wild : any;
+        }
+        for (List<Entry> pattern : running) {
+            if (pattern.size() == entries.size()) {
+                return pattern;
             }
         }
-        return 0;
+        return null;
     }
 
     @Override

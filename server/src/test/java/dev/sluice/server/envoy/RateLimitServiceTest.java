@@ -106,7 +106,7 @@ class RateLimitServiceTest {
         live.close();
     }
 
-    private static RateLimitDescriptor descriptor(String... keysAndValues) {
+    static RateLimitDescriptor descriptor(String... keysAndValues) {
         RateLimitDescriptor.Builder descriptor = RateLimitDescriptor.newBuilder();
         for (int i = 0; i < keysAndValues.length; i += 2) {
             descriptor.addEntries(RateLimitDescriptor.Entry.newBuilder().setKey(keysAndValues[i]).setValue(keysAndValues[i + 1]));

@@ -1,0 +1,313 @@
+package dev.sluice.server.config;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Limit;
+import dev.sluice.Mode;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.server.request.Descriptor;
+import dev.sluice.server.request.KeyPart;
+import org.yaml.snakeyaml.nodes.Node;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * Envoy's own rate limit configuration files, as its rate limit service reads them (one {@code domain} a file, a tree
+ * of {@code descriptors}), read into Sluice's policies, so that a service configured for Envoy's can move to Sluice
+ * with its files unchanged ({@code envoy_configs} in {@code sluice.yaml}; docs/envoy.md).
+ *
+ * <p>Each node of the tree that has a {@code rate_limit} becomes one policy: its {@code match.descriptor} is the path
+ * of keys and values from the root down to it, its key every entry of that path ({@code descriptor:KEY}), so each
+ * value a node leaves open is counted on its own as in Envoy's service; its algorithm is {@code fixed-window}, the
+ * windows aligned to the epoch as Envoy's are, of one unit ({@code second} … {@code year}: a month is 30 days and a
+ * year 365, as Envoy counts them); {@code shadow_mode} makes it a shadow policy. A node with
+ * {@code unlimited: true}, or a leaf without {@code rate_limit}, becomes an open pattern: it takes part in the walk
+ * ({@link Descriptor#walk}) and decides nothing. Its name is {@code rate_limit.name} when given, else the path as
+ * Envoy names it in its statistics ({@code edge.remote_address}, {@code edge.generic_key_trial.user}), with any
+ * character a policy name cannot hold made {@code _}.
+ *
+ * <p>What Envoy's service would refuse is refused here too, and so is what Sluice cannot count the same way (a limit
+ * of 0, one key twice on a path), each with the file, the line and the field.
+ */
+final class EnvoyConfigFiles {
+    private static final Set<String> ROOT = Set.of("domain", "descriptors");
+    private static final Set<String> NODE = Set.of("key", "value", "rate_limit", "descriptors", "shadow_mode",
+            "detailed_metric");
+    private static final Set<String> RATE_LIMIT = Set.of("unit", "requests_per_unit", "unlimited", "name", "replaces");
+    private static final Set<String> REPLACES = Set.of("name");
+    /** Envoy's units, as its service counts them. */
+    private static final Map<String, Long> UNITS = units();
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
+    private static final Pattern NOT_IN_NAME = Pattern.compile("[^A-Za-z0-9._-]");
+
+    private final Map<String, Integer> sluiceNames;
+    private final Map<String, String> names = new HashMap<>();
+    private final Map<String, String> domains = new HashMap<>();
+    private final List<PolicyConfig> policies = new ArrayList<>();
+    private final List<PolicyConfig.Match> open = new ArrayList<>();
+    private final Map<String, List<String>> replaces = new LinkedHashMap<>();
+    private final Map<Path, String> files = new LinkedHashMap<>();
+
+    /** @param sluiceNames the names of sluice.yaml's own policies, and their lines, which no limit may take */
+    EnvoyConfigFiles(Map<String, Integer> sluiceNames) {
+        this.sluiceNames = sluiceNames;
+    }
+
+    private static Map<String, Long> units() {
+        Map<String, Long> units = new LinkedHashMap<>();
+        long second = 1_000_000_000L;
+        long day = 86_400 * second;
+        units.put("second", second);
+        units.put("minute", 60 * second);
+        units.put("hour", 3_600 * second);
+        units.put("day", day);
+        units.put("week", 7 * day);
+        units.put("month", 30 * day);
+        units.put("year", 365 * day);
+        return units;
+    }
+
+    /**
+     * Reads {@code path}: a file, or every {@code .yaml} and {@code .yml} file of a directory in the order of their
+     * names, as Envoy's service reads its configuration directory. A problem with the path itself is returned, to be
+     * told where {@code sluice.yaml} names it; one inside a file is thrown, naming that file.
+     */
+    String read(Path path) throws ConfigException {
+        if (Files.isDirectory(path)) {
+            List<Path> inside;
+            try (Stream<Path> listed = Files.list(path)) {
+                inside = listed.filter(file -> file.getFileName().toString().matches(".*\\.ya?ml") && Files.isRegularFile(file))
+                        .sorted().toList();
+            } catch (IOException e) {
+                return "cannot list " + path + ": " + e.getMessage();
+            }
+            if (inside.isEmpty()) {
+                return path + " holds no .yaml or .yml file";
+            }
+            files.put(path, snapshot(path));
+            for (Path file : inside) {
+                String problem = readFile(file);
+                if (problem != null) {
+                    return problem;
+                }
+            }
+            return null;
+        }
+        return readFile(path);
+    }
+
+    private String readFile(Path file) throws ConfigException {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (java.nio.file.NoSuchFileException e) {
+            files.put(file, MISSING); // watched, so that a reload sees it come
+            return "no such file or directory: " + file;
+        } catch (IOException e) {
+            return "cannot read " + file + ": " + e.getMessage();
+        }
+        files.put(file, text);
+        file(ConfigLoader.of(file.toString()), text);
+        return null;
+    }
+
+    /** What {@code path} holds now, to compare with {@link ServerConfig.Envoy#files()}: {@link #MISSING} when gone. */
+    static String snapshot(Path path) {
+        if (!Files.exists(path)) {
+            return MISSING;
+        }
+        try {
+            if (Files.isDirectory(path)) {
+                try (Stream<Path> listed = Files.list(path)) {
+                    return String.join("\n", listed.map(file -> file.getFileName().toString()).sorted().toList());
+                }
+            }
+            return Files.readString(path, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return MISSING;
+        }
+    }
+
+    /** What {@link #files()} holds for a path that names nothing. */
+    static final String MISSING = "\u0000 no such file";
+
+    /** What each file and directory held as it was read. */
+    Map<Path, String> files() {
+        return files;
+    }
+
+    List<PolicyConfig> policies() {
+        return policies;
+    }
+
+    ServerConfig.Envoy envoy() {
+        Map<String, List<String>> replaced = new LinkedHashMap<>();
+        replaces.forEach((name, names) -> replaced.put(name, List.copyOf(names)));
+        return new ServerConfig.Envoy(List.copyOf(open), Map.copyOf(replaced), Map.copyOf(files));
+    }
+
+    private void file(ConfigLoader nodes, String text) throws ConfigException {
+        Node root = nodes.compose(text);
+        if (root == null) {
+            throw new ConfigException(nodes.file() + ":1: the file is empty; an Envoy rate limit configuration needs"
+                    + " a domain and descriptors");
+        }
+        Map<String, Node> top = nodes.fields(root, "", ROOT);
+        if (!top.containsKey("domain")) {
+            throw nodes.error(root, "domain", "missing; an Envoy rate limit configuration names its domain");
+        }
+        String domain = nodes.scalar(top.get("domain"), "domain");
+        if (domain.isEmpty()) {
+            throw nodes.error(top.get("domain"), "domain", "must not be empty");
+        }
+        String first = domains.putIfAbsent(domain, nodes.at(top.get("domain")));
+        if (first != null) {
+            throw nodes.error(top.get("domain"), "domain", "domain \"" + domain + "\" is configured already, at " + first);
+        }
+        if (top.containsKey("descriptors")) {
+            descriptors(nodes, top.get("descriptors"), "descriptors", domain, List.of());
+        }
+    }
+
+    /** The nodes of one level of the tree under {@code path}. */
+    private void descriptors(ConfigLoader nodes, Node list, String field, String domain, List<Descriptor.Entry> path)
+            throws ConfigException {
+        Map<String, Integer> level = new HashMap<>();
+        List<Node> items = nodes.list(list, field);
+        for (int i = 0; i < items.size(); i++) {
+            Node node = items.get(i);
+            String where = field + "[" + i + "]";
+            Map<String, Node> fields = nodes.fields(node, where + ".", NODE);
+            String key = nodes.scalar(nodes.required(fields, node, where, "key"), where + ".key");
+            if (!KeyPart.DescriptorValue.KEY.matcher(key).matches()) {
+                throw nodes.error(fields.get("key"), where + ".key", key.isEmpty() ? "must not be empty"
+                        : "Sluice takes keys without white space or '=', got \"" + key + "\"");
+            }
+            String value = fields.containsKey("value") ? nodes.scalar(fields.get("value"), where + ".value") : "";
+            Descriptor.Entry entry = new Descriptor.Entry(key, value.isEmpty() ? null : value);
+            Integer before = level.putIfAbsent(entry.toString(), ConfigLoader.line(node));
+            if (before != null) {
+                throw nodes.error(node, where, "a second " + entry + " on this level (the first at line " + before + ")");
+            }
+            for (Descriptor.Entry above : path) {
+                if (above.key().equals(key)) {
+                    throw nodes.error(fields.get("key"), where + ".key", "key \"" + key + "\" is on the path above"
+                            + " already; Sluice counts a descriptor by the values of its keys, so each key once");
+                }
+            }
+            List<Descriptor.Entry> here = new ArrayList<>(path);
+            here.add(entry);
+            here = List.copyOf(here);
+            boolean shadow = flag(nodes, fields, "shadow_mode", where);
+            flag(nodes, fields, "detailed_metric", where); // Envoy's statistics per value: Sluice's metrics are per policy
+            boolean limited = fields.containsKey("rate_limit")
+                    && limit(nodes, fields.get("rate_limit"), where + ".rate_limit", domain, here, shadow);
+            if (!limited && !fields.containsKey("descriptors")) {
+                open.add(new PolicyConfig.Match(null, null, null, domain, here));
+            }
+            if (fields.containsKey("descriptors")) {
+                descriptors(nodes, fields.get("descriptors"), where + ".descriptors", domain, here);
+            }
+        }
+    }
+
+    /** A node's {@code rate_limit}: a policy, or (for {@code unlimited}) an open pattern. Whether it limits. */
+    private boolean limit(ConfigLoader nodes, Node node, String field, String domain, List<Descriptor.Entry> path,
+                          boolean shadow) throws ConfigException {
+        Map<String, Node> fields = nodes.fields(node, field + ".", RATE_LIMIT);
+        if (flag(nodes, fields, "unlimited", field)) {
+            if (fields.containsKey("unit")) {
+                throw nodes.error(fields.get("unit"), field + ".unit", "an unlimited rate limit has no unit");
+            }
+            open.add(new PolicyConfig.Match(null, null, null, domain, path));
+            return false;
+        }
+        String unit = nodes.scalar(nodes.required(fields, node, field, "unit"), field + ".unit");
+        Long period = UNITS.get(unit.toLowerCase(Locale.ROOT));
+        if (period == null) {
+            throw nodes.error(fields.get("unit"), field + ".unit", "expected one of " + String.join(", ", UNITS.keySet())
+                    + ", got \"" + unit + "\"");
+        }
+        Node perUnit = nodes.required(fields, node, field, "requests_per_unit");
+        if (nodes.scalar(perUnit, field + ".requests_per_unit").equals("0")) {
+            throw nodes.error(perUnit, field + ".requests_per_unit", "Sluice's limits start at 1 request; to refuse"
+                    + " every request of this descriptor give it 1 a year, or leave it to a policy of its own");
+        }
+        long amount = nodes.whole(perUnit, field + ".requests_per_unit", 1);
+        if (amount > 0xFFFF_FFFFL) {
+            throw nodes.error(perUnit, field + ".requests_per_unit", "more than Envoy's uint32 holds: " + amount);
+        }
+        String name;
+        if (fields.containsKey("name")) {
+            name = nodes.scalar(fields.get("name"), field + ".name");
+            if (!NAME.matcher(name).matches()) {
+                throw nodes.error(fields.get("name"), field + ".name", "a Sluice policy name is letters, digits, '.', '_'"
+                        + " or '-', got \"" + name + "\"");
+            }
+        } else {
+            StringBuilder made = new StringBuilder(domain);
+            for (Descriptor.Entry entry : path) {
+                made.append('.').append(entry.key());
+                if (entry.value() != null) {
+                    made.append('_').append(entry.value());
+                }
+            }
+            name = NOT_IN_NAME.matcher(made).replaceAll("_");
+            if (!NAME.matcher(name).matches()) {
+                name = "envoy." + name;
+            }
+        }
+        Integer sluiceLine = sluiceNames.get(name);
+        String taken = sluiceLine != null ? "the policy at line " + sluiceLine + " of the configuration" : names.get(name);
+        if (taken != null) {
+            throw nodes.error(node, field, "its policy name \"" + name + "\" is taken already, by " + taken
+                    + (fields.containsKey("name") ? "" : "; give this rate_limit a name of its own"));
+        }
+        names.put(name, "the rate_limit at " + nodes.at(node));
+        if (fields.containsKey("replaces")) {
+            List<String> replaced = new ArrayList<>();
+            List<Node> items = nodes.list(fields.get("replaces"), field + ".replaces");
+            for (int i = 0; i < items.size(); i++) {
+                String where = field + ".replaces[" + i + "]";
+                Map<String, Node> item = nodes.fields(items.get(i), where + ".", REPLACES);
+                String other = nodes.scalar(nodes.required(item, items.get(i), where, "name"), where + ".name");
+                if (other.isEmpty()) {
+                    throw nodes.error(item.get("name"), where + ".name", "must not be empty");
+                }
+                if (other.equals(name)) {
+                    throw nodes.error(item.get("name"), where + ".name", "a rate limit cannot replace itself");
+                }
+                replaced.add(other);
+            }
+            replaces.put(name, replaced);
+        }
+        List<KeyPart> key = path.stream().<KeyPart>map(entry -> new KeyPart.DescriptorValue(entry.key())).toList();
+        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.of(amount, period)), Mode.REJECT, 0);
+        policies.add(new PolicyConfig(name, new PolicyConfig.Match(null, null, null, domain, path), key, rule, null, 1,
+                null, shadow, false));
+        return true;
+    }
+
+    private static boolean flag(ConfigLoader nodes, Map<String, Node> fields, String name, String field)
+            throws ConfigException {
+        if (!fields.containsKey(name)) {
+            return false;
+        }
+        String text = nodes.scalar(fields.get(name), field + "." + name);
+        if (!text.equals("true") && !text.equals("false")) {
+            throw nodes.error(fields.get(name), field + "." + name, "expected true or false, got \"" + text + "\"");
+        }
+        return text.equals("true");
+    }
+}

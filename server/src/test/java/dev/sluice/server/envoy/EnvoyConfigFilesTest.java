@@ -1,0 +1,405 @@
+package dev.sluice.server.envoy;
+
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.metrics.ServerMetrics;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static dev.sluice.server.envoy.RateLimitServiceTest.descriptor;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Envoy's own rate limit configuration files ({@code envoy_configs}), read as Envoy's service reads them and decided
+ * over gRPC as Envoy's service decides them: the tree walked entry by entry (a value named, then a wildcard, then any
+ * value), {@code unlimited}, {@code shadow_mode}, {@code replaces}, every unit, and hot reload of the files.
+ */
+class EnvoyConfigFilesTest {
+    /** An Envoy rate limit service configuration, as its own documentation writes them. */
+    private static final String EDGE = """
+            domain: edge
+            descriptors:
+              # every address, 3 a minute; one address without a limit
+              - key: remote_address
+                rate_limit:
+                  unit: minute
+                  requests_per_unit: 3
+              - key: remote_address
+                value: 10.0.0.1
+                rate_limit:
+                  unlimited: true
+
+              # nested: a user of the checkout, alice with a limit of her own
+              - key: generic_key
+                value: checkout
+                descriptors:
+                  - key: user
+                    value: alice
+                    rate_limit: {unit: hour, requests_per_unit: 5}
+                  - key: user
+                    rate_limit: {unit: hour, requests_per_unit: 2}
+
+              # Envoy's walk: once a=1 is taken, [a, b] is out of the running
+              - key: a
+                value: "1"
+                descriptors:
+                  - key: b
+                    value: "2"
+                    rate_limit: {unit: hour, requests_per_unit: 1}
+              - key: a
+                descriptors:
+                  - key: b
+                    rate_limit: {unit: hour, requests_per_unit: 1}
+
+              # a wildcard value, and a shadow limit for the rest
+              - key: plan
+                value: premium*
+                rate_limit: {unit: second, requests_per_unit: 100}
+              - key: plan
+                rate_limit: {unit: second, requests_per_unit: 1}
+                shadow_mode: true
+                detailed_metric: true
+
+              # one limit replaces another when both are in a call
+              - key: api_key
+                rate_limit: {unit: hour, requests_per_unit: 2, name: per-key}
+              - key: tier
+                value: gold
+                rate_limit:
+                  unit: hour
+                  requests_per_unit: 100
+                  name: gold
+                  replaces:
+                    - name: per-key
+
+              - key: quota
+                rate_limit: {unit: month, requests_per_unit: 1000}
+              - key: yearly
+                rate_limit: {unit: YEAR, requests_per_unit: 10}
+              - key: weekly
+                rate_limit: {unit: week, requests_per_unit: 10}
+              - key: daily
+                rate_limit: {unit: day, requests_per_unit: 10}
+            """;
+
+    @TempDir
+    Path dir;
+    private LiveConfig live;
+    private EnvoyRateLimitServer server;
+    private ManagedChannel channel;
+    private RateLimitServiceGrpc.RateLimitServiceBlockingStub envoy;
+
+    private void start(String sluiceYaml) throws Exception {
+        Path file = dir.resolve("sluice.yaml");
+        Files.writeString(file, sluiceYaml);
+        live = LiveConfig.load(file, new ServerMetrics());
+        server = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
+        channel = NettyChannelBuilder.forAddress("127.0.0.1", server.port()).usePlaintext().build();
+        envoy = RateLimitServiceGrpc.newBlockingStub(channel);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (channel != null) {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+        if (server != null) {
+            server.close();
+        }
+        if (live != null) {
+            live.close();
+        }
+    }
+
+    private RateLimitResponse ask(RateLimitDescriptor... descriptors) {
+        return envoy.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(RateLimitRequest.newBuilder()
+                .setDomain("edge").addAllDescriptors(List.of(descriptors)).build());
+    }
+
+    private void startOnEdge() throws Exception {
+        Files.createDirectories(dir.resolve("ratelimit"));
+        Files.writeString(dir.resolve("ratelimit/edge.yaml"), EDGE);
+        start("envoy_configs: [ratelimit]\n");
+    }
+
+    @Test
+    void eachLimitOfTheTreeIsAFixedWindowPolicyNamedAsEnvoyNamesItsStatistics() throws Exception {
+        startOnEdge();
+        assertThat(live.policies().config().policies()).extracting(PolicyConfig::name, PolicyConfig::counterSignature,
+                PolicyConfig::mode).containsExactly(
+                org.assertj.core.groups.Tuple.tuple("edge.remote_address", "fixed-window 3/1m", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.generic_key_checkout.user_alice", "fixed-window 5/1h", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.generic_key_checkout.user", "fixed-window 2/1h", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.a_1.b_2", "fixed-window 1/1h", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.a.b", "fixed-window 1/1h", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.plan_premium_", "fixed-window 100/1s", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.plan", "fixed-window 1/1s", "shadow"),
+                org.assertj.core.groups.Tuple.tuple("per-key", "fixed-window 2/1h", "reject"),
+                org.assertj.core.groups.Tuple.tuple("gold", "fixed-window 100/1h", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.quota", "fixed-window 1000/30d", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.yearly", "fixed-window 10/365d", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.weekly", "fixed-window 10/7d", "reject"),
+                org.assertj.core.groups.Tuple.tuple("edge.daily", "fixed-window 10/1d", "reject"));
+        PolicyConfig nested = live.policies().policy("edge.generic_key_checkout.user");
+        assertThat(nested.key()).hasToString("[descriptor:generic_key, descriptor:user]");
+        assertThat(nested.match().domain()).isEqualTo("edge");
+        assertThat(nested.match().descriptor()).hasToString("[generic_key=checkout, user]");
+    }
+
+    @Test
+    void aKeyWithoutValueCountsEachValueOnItsOwnAndAnUnlimitedValueIsNeverCounted() throws Exception {
+        startOnEdge();
+        for (int remaining = 2; remaining >= 0; remaining--) {
+            DescriptorStatus status = ask(descriptor("remote_address", "10.0.0.7")).getStatuses(0);
+            assertThat(status.getCode()).isEqualTo(Code.OK);
+            assertThat(status.getCurrentLimit().getName()).isEqualTo("edge.remote_address");
+            assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.MINUTE);
+            assertThat(status.getCurrentLimit().getRequestsPerUnit()).isEqualTo(3);
+            assertThat(status.getLimitRemaining()).isEqualTo(remaining);
+            // a window of a minute, aligned to the minute as Envoy's are
+            assertThat(status.getDurationUntilReset().getSeconds()).isBetween(0L, 60L);
+        }
+        assertThat(ask(descriptor("remote_address", "10.0.0.7")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("remote_address", "10.0.0.8")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+        for (int i = 0; i < 10; i++) {
+            RateLimitResponse unlimited = ask(descriptor("remote_address", "10.0.0.1"));
+            assertThat(unlimited.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(unlimited.getStatuses(0).hasCurrentLimit()).isFalse();
+        }
+    }
+
+    @Test
+    void nestedDescriptorsTakeTheValueNamedFirstAndAnyValueElse() throws Exception {
+        startOnEdge();
+        for (int i = 0; i < 5; i++) {
+            assertThat(ask(descriptor("generic_key", "checkout", "user", "alice")).getStatuses(0).getCurrentLimit()
+                    .getName()).isEqualTo("edge.generic_key_checkout.user_alice");
+        }
+        assertThat(ask(descriptor("generic_key", "checkout", "user", "alice")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("generic_key", "checkout", "user", "bob")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("generic_key", "checkout", "user", "bob")).getStatuses(0).getLimitRemaining()).isZero();
+        assertThat(ask(descriptor("generic_key", "checkout", "user", "bob")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("generic_key", "checkout", "user", "carol")).getOverallCode()).isEqualTo(Code.OK);
+        // shorter or longer than the tree, or another value on top: no limit
+        for (RateLimitDescriptor none : List.of(descriptor("generic_key", "checkout"),
+                descriptor("generic_key", "checkout", "user", "bob", "path", "/x"), descriptor("generic_key", "cart", "user", "bob"))) {
+            RateLimitResponse answer = ask(none);
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(answer.getStatuses(0).hasCurrentLimit()).as("%s", none).isFalse();
+        }
+    }
+
+    @Test
+    void aValueNamedTakesTheWalkEvenWhereItLeadsNowhereAsInEnvoysService() throws Exception {
+        startOnEdge();
+        // a=1 is taken, and under it only b=2: a=1, b=3 has no limit, though [a, b] would fit it
+        for (int i = 0; i < 3; i++) {
+            RateLimitResponse answer = ask(descriptor("a", "1", "b", "3"));
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(answer.getStatuses(0).hasCurrentLimit()).isFalse();
+        }
+        assertThat(ask(descriptor("a", "1", "b", "2")).getStatuses(0).getCurrentLimit().getName()).isEqualTo("edge.a_1.b_2");
+        assertThat(ask(descriptor("a", "2", "b", "3")).getStatuses(0).getCurrentLimit().getName()).isEqualTo("edge.a.b");
+        assertThat(ask(descriptor("a", "2", "b", "3")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+    }
+
+    @Test
+    void aWildcardValueTakesEveryValueWithItsPrefixAndShadowLimitsNeverRefuse() throws Exception {
+        startOnEdge();
+        for (String plan : List.of("premium", "premium-gold", "premium-silver")) {
+            DescriptorStatus status = ask(descriptor("plan", plan)).getStatuses(0);
+            assertThat(status.getCurrentLimit().getName()).as(plan).isEqualTo("edge.plan_premium_");
+            assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.SECOND);
+        }
+        // the shadow limit of 1 a second: the second call would be refused, and is only counted
+        for (int i = 0; i < 3; i++) {
+            RateLimitResponse basic = ask(descriptor("plan", "basic"));
+            assertThat(basic.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(basic.getStatuses(0).getCurrentLimit().getName()).isEqualTo("edge.plan");
+        }
+        assertThat(live.metrics().scrape()).containsPattern(
+                "sluice_decisions_total\\{outcome=\"shadow_rejected\",policy=\"edge.plan\"} [1-9]");
+    }
+
+    @Test
+    void aLimitThatReplacesAnotherInTheSameCallLeavesItUncharged() throws Exception {
+        startOnEdge();
+        for (int i = 0; i < 5; i++) {
+            RateLimitResponse both = ask(descriptor("api_key", "k1"), descriptor("tier", "gold"));
+            assertThat(both.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(both.getStatuses(0).hasCurrentLimit()).isFalse();
+            assertThat(both.getStatuses(1).getCurrentLimit().getName()).isEqualTo("gold");
+            assertThat(both.getStatuses(1).getLimitRemaining()).isEqualTo(99 - i);
+        }
+        // alone, the key's own limit applies, and was never charged above
+        assertThat(ask(descriptor("api_key", "k1")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("api_key", "k1")).getStatuses(0).getLimitRemaining()).isZero();
+        assertThat(ask(descriptor("api_key", "k1")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+    }
+
+    @Test
+    void everyUnitOfEnvoysServiceIsAPeriodAndComesBackAsItsUnit() throws Exception {
+        startOnEdge();
+        assertThat(ask(descriptor("quota", "q")).getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.MONTH);
+        assertThat(ask(descriptor("yearly", "y")).getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.YEAR);
+        assertThat(ask(descriptor("weekly", "w")).getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.WEEK);
+        assertThat(ask(descriptor("daily", "d")).getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.DAY);
+        DescriptorStatus hourly = ask(descriptor("generic_key", "checkout", "user", "zoe")).getStatuses(0);
+        assertThat(hourly.getCurrentLimit().getUnit()).isEqualTo(Unit.HOUR);
+    }
+
+    @Test
+    void sluicesOwnPoliciesAndEnvoysFilesStandSideBySide() throws Exception {
+        Files.writeString(dir.resolve("edge.yaml"), EDGE);
+        start("""
+                policies:
+                  - name: per-ip
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [10/1s]
+                  - name: edge-tenant
+                    match: {domain: edge, descriptor: [tenant]}
+                    key: [descriptor:tenant]
+                    algorithm: token-bucket
+                    limits: [4/1h]
+                envoy_configs: [edge.yaml]
+                """);
+        assertThat(live.policies().config().policies()).hasSize(15);
+        assertThat(ask(descriptor("tenant", "t1")).getStatuses(0).getCurrentLimit().getName()).isEqualTo("edge-tenant");
+        assertThat(ask(descriptor("remote_address", "10.0.0.9")).getStatuses(0).getCurrentLimit().getName())
+                .isEqualTo("edge.remote_address");
+    }
+
+    @Test
+    void anEditedFileIsReloadedABadEditKeepsTheLastGoodOneAndANewFileInTheDirectoryIsRead() throws Exception {
+        startOnEdge();
+        Path edge = dir.resolve("ratelimit/edge.yaml");
+        Files.writeString(edge, EDGE.replace("requests_per_unit: 3", "requests_per_unit: 30"));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(ask(descriptor("remote_address", "10.0.0.7")).getStatuses(0).getCurrentLimit().getRequestsPerUnit())
+                .isEqualTo(30);
+
+        Files.writeString(edge, EDGE.replace("unit: minute", "unit: fortnight"));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.reload()).as("a bad edit is told once").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(ask(descriptor("remote_address", "10.0.0.7")).getStatuses(0).getCurrentLimit().getRequestsPerUnit())
+                .isEqualTo(30);
+        assertThat(live.metrics().scrape()).contains("sluice_config_reloads_total{result=\"failure\"} 1.0");
+
+        Files.writeString(edge, EDGE);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        Files.writeString(dir.resolve("ratelimit/core.yml"), """
+                domain: core
+                descriptors:
+                  - key: service
+                    rate_limit: {unit: second, requests_per_unit: 7}
+                """);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.policies().policy("core.service")).isNotNull();
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+    }
+
+    @Test
+    void aFileNamedButMissingIsReadOnceItComes() throws Exception {
+        Files.writeString(dir.resolve("edge.yaml"), EDGE);
+        start("envoy_configs: [edge.yaml]\n");
+        Files.writeString(dir.resolve("sluice.yaml"), "envoy_configs: [edge.yaml, later.yaml]\n");
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        Files.writeString(dir.resolve("later.yaml"), "domain: later\ndescriptors: [{key: k, rate_limit: {unit: hour, requests_per_unit: 1}}]\n");
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.policies().policy("later.k")).isNotNull();
+    }
+
+    @Test
+    void theExampleFileIsReadAsDocsEnvoyMdSays() throws Exception {
+        Path example = Path.of(System.getProperty("user.dir")).getParent().resolve("examples/envoy");
+        start("envoy_configs: [" + example + "]\n");
+        assertThat(live.policies().config().policies()).extracting(PolicyConfig::name).containsExactly(
+                "edge.remote_address", "checkout-per-user", "edge.plan_premium_", "edge.plan");
+        assertThat(ask(descriptor("generic_key", "checkout", "user", "ann")).getStatuses(0).getLimitRemaining())
+                .isEqualTo(19);
+        assertThat(ask(descriptor("remote_address", "10.0.0.1")).getStatuses(0).hasCurrentLimit()).isFalse();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '`', textBlock = """
+            an unknown field|domain: edge\\ndescriptors:\\n  - key: a\\n    limit: 3|edge.yaml:4: descriptors[0].limit: unknown field "limit"; expected one of [descriptors, detailed_metric, key, rate_limit, shadow_mode, value]
+            a bad unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      unit: fortnight\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: expected one of second, minute, hour, day, week, month, year, got "fortnight"
+            no unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: missing
+            a unit beside unlimited|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unlimited: true, unit: second}|edge.yaml:4: descriptors[0].rate_limit.unit: an unlimited rate limit has no unit
+            a limit of 0|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 0}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: Sluice's limits start at 1 request; to refuse every request of this descriptor give it 1 a year, or leave it to a policy of its own
+            a limit beyond uint32|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 4294967296}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: more than Envoy's uint32 holds: 4294967296
+            an empty key|domain: edge\\ndescriptors:\\n  - key: ''|edge.yaml:3: descriptors[0].key: must not be empty
+            a key with a space|domain: edge\\ndescriptors:\\n  - key: a b|edge.yaml:3: descriptors[0].key: Sluice takes keys without white space or '=', got "a b"
+            the same node twice|domain: edge\\ndescriptors:\\n  - key: a\\n    value: x\\n  - key: a\\n    value: x|edge.yaml:5: descriptors[1]: a second a=x on this level (the first at line 3)
+            one key twice on a path|domain: edge\\ndescriptors:\\n  - key: a\\n    descriptors:\\n      - key: a|edge.yaml:5: descriptors[0].descriptors[0].key: key "a" is on the path above already; Sluice counts a descriptor by the values of its keys, so each key once
+            no domain|descriptors: []|edge.yaml:1: domain: missing; an Envoy rate limit configuration names its domain
+            a rate limit replacing itself|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: hour, requests_per_unit: 1, name: x, replaces: [{name: x}]}|edge.yaml:4: descriptors[0].rate_limit.replaces[0].name: a rate limit cannot replace itself
+            a name Sluice cannot take|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: hour, requests_per_unit: 1, name: my limit}|edge.yaml:4: descriptors[0].rate_limit.name: a Sluice policy name is letters, digits, '.', '_' or '-', got "my limit"
+            shadow_mode not a flag|domain: edge\\ndescriptors:\\n  - key: a\\n    shadow_mode: yes please|edge.yaml:4: descriptors[0].shadow_mode: expected true or false, got "yes please"
+            """)
+    void aBadEnvoyFileIsRefusedNamingItsOwnLineAndField(String what, String envoyFile, String message) throws Exception {
+        Files.writeString(dir.resolve("edge.yaml"), envoyFile.replace("\\n", "\n"));
+        Path sluice = dir.resolve("sluice.yaml");
+        Files.writeString(sluice, "envoy_configs: [edge.yaml]\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).as(what).isInstanceOf(ConfigException.class)
+                .hasMessage(dir.resolve(message.substring(0, message.indexOf(':'))) + message.substring(message.indexOf(':')));
+    }
+
+    @Test
+    void pathsAndNamesThatCannotBeAreRefusedWhereSluiceYamlNamesThem() throws Exception {
+        Path sluice = dir.resolve("sluice.yaml");
+        Files.writeString(sluice, "envoy_configs:\n  - nowhere.yaml\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":2: envoy_configs[0]: no such file or"
+                + " directory: " + dir.resolve("nowhere.yaml"));
+
+        Files.createDirectories(dir.resolve("empty"));
+        Files.writeString(sluice, "envoy_configs: [empty]\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: "
+                + dir.resolve("empty") + " holds no .yaml or .yml file");
+
+        Files.writeString(dir.resolve("one.yaml"), "domain: edge\ndescriptors: [{key: a, rate_limit: {unit: hour, requests_per_unit: 1}}]\n");
+        Files.writeString(dir.resolve("two.yaml"), "\ndomain: edge\ndescriptors: []\n");
+        Files.writeString(sluice, "envoy_configs: [one.yaml, two.yaml]\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("two.yaml") + ":2: domain: domain"
+                + " \"edge\" is configured already, at " + dir.resolve("one.yaml") + ":1");
+
+        Files.writeString(sluice, """
+                policies:
+                  - name: edge.a
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [1/1s]
+                envoy_configs: [one.yaml]
+                """);
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("one.yaml") + ":2: descriptors[0]"
+                + ".rate_limit: its policy name \"edge.a\" is taken already, by the policy at line 2 of the configuration;"
+                + " give this rate_limit a name of its own");
+
+        Files.writeString(dir.resolve("open.yaml"), "domain: edge\ndescriptors: [{key: a, rate_limit: {unlimited: true}}]\n");
+        Files.writeString(sluice, "envoy_configs: [open.yaml]\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs: the files give no"
+                + " limit, and no policy is in policies: at least one policy is needed");
+    }
+}
