@@ -7,7 +7,6 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.metrics.Traffic;
-import dev.sluice.store.Store;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -43,8 +42,7 @@ final class Dashboard {
     }
 
     boolean storeHealthy() {
-        Store store = live.store();
-        return !(store instanceof RedisStore redis) || redis.healthy();
+        return live.storeHealthy();
     }
 
     ObjectNode stats(Policies policies) {

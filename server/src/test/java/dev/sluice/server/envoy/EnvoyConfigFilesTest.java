@@ -28,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import static dev.sluice.server.envoy.RateLimitServiceTest.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 /**
  * Envoy's own rate limit configuration files ({@code envoy_configs}), read as Envoy's service reads them and decided
@@ -147,19 +148,19 @@ class EnvoyConfigFilesTest {
         startOnEdge();
         assertThat(live.policies().config().policies()).extracting(PolicyConfig::name, PolicyConfig::counterSignature,
                 PolicyConfig::mode).containsExactly(
-                org.assertj.core.groups.Tuple.tuple("edge.remote_address", "fixed-window 3/1m", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.generic_key_checkout.user_alice", "fixed-window 5/1h", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.generic_key_checkout.user", "fixed-window 2/1h", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.a_1.b_2", "fixed-window 1/1h", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.a.b", "fixed-window 1/1h", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.plan_premium_", "fixed-window 100/1s", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.plan", "fixed-window 1/1s", "shadow"),
-                org.assertj.core.groups.Tuple.tuple("per-key", "fixed-window 2/1h", "reject"),
-                org.assertj.core.groups.Tuple.tuple("gold", "fixed-window 100/1h", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.quota", "fixed-window 1000/30d", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.yearly", "fixed-window 10/365d", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.weekly", "fixed-window 10/7d", "reject"),
-                org.assertj.core.groups.Tuple.tuple("edge.daily", "fixed-window 10/1d", "reject"));
+                tuple("edge.remote_address", "fixed-window 3/1m", "reject"),
+                tuple("edge.generic_key_checkout.user_alice", "fixed-window 5/1h", "reject"),
+                tuple("edge.generic_key_checkout.user", "fixed-window 2/1h", "reject"),
+                tuple("edge.a_1.b_2", "fixed-window 1/1h", "reject"),
+                tuple("edge.a.b", "fixed-window 1/1h", "reject"),
+                tuple("edge.plan_premium_", "fixed-window 100/1s", "reject"),
+                tuple("edge.plan", "fixed-window 1/1s", "shadow"),
+                tuple("per-key", "fixed-window 2/1h", "reject"),
+                tuple("gold", "fixed-window 100/1h", "reject"),
+                tuple("edge.quota", "fixed-window 1000/30d", "reject"),
+                tuple("edge.yearly", "fixed-window 10/365d", "reject"),
+                tuple("edge.weekly", "fixed-window 10/7d", "reject"),
+                tuple("edge.daily", "fixed-window 10/1d", "reject"));
         PolicyConfig nested = live.policies().policy("edge.generic_key_checkout.user");
         assertThat(nested.key()).hasToString("[descriptor:generic_key, descriptor:user]");
         assertThat(nested.match().domain()).isEqualTo("edge");

@@ -14,6 +14,9 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStat
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -323,6 +326,39 @@ class RateLimitServiceTest {
         assertThat(RateLimitService.unit(1_000_000_001L)).isEqualTo(Unit.UNKNOWN);
     }
 
+    /** The health service's answer for {@code service}, asked until it is {@code awaited} or 10 s have passed. */
+    private static ServingStatus healthOf(ManagedChannel channel, String service, ServingStatus awaited)
+            throws InterruptedException {
+        HealthGrpc.HealthBlockingStub health = HealthGrpc.newBlockingStub(channel);
+        long giveUp = System.nanoTime() + 10_000_000_000L;
+        ServingStatus status;
+        do {
+            status = health.withDeadlineAfter(5, TimeUnit.SECONDS)
+                    .check(HealthCheckRequest.newBuilder().setService(service).build()).getStatus();
+            if (status == awaited) {
+                break;
+            }
+            Thread.sleep(100);
+        } while (System.nanoTime() < giveUp);
+        return status;
+    }
+
+    @Test
+    void grpcsHealthServiceAnswersForTheServerAndTheRateLimitService() throws Exception {
+        HealthGrpc.HealthBlockingStub health = HealthGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+        for (String service : new String[] {"", "envoy.service.ratelimit.v3.RateLimitService"}) {
+            assertThat(health.check(HealthCheckRequest.newBuilder().setService(service).build()).getStatus())
+                    .as("service \"%s\"", service).isEqualTo(ServingStatus.SERVING);
+        }
+        assertThatThrownBy(() -> health.check(HealthCheckRequest.newBuilder().setService("nothing.Here").build()))
+                .isInstanceOfSatisfying(StatusRuntimeException.class,
+                        e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND));
+        // Envoy's health checks and Kubernetes' probes see a closing server stop serving
+        server.close();
+        assertThatThrownBy(() -> HealthGrpc.newBlockingStub(channel).withDeadlineAfter(2, TimeUnit.SECONDS)
+                .check(HealthCheckRequest.getDefaultInstance())).isInstanceOf(StatusRuntimeException.class);
+    }
+
     @org.junit.jupiter.params.ParameterizedTest(name = "on_store_failure: {0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"open", "closed"})
     void aStoreThatIsDownIsDecidedByTheFailurePolicyAndDecisionsResumeWhenItIsBack(String policy) throws Exception {
@@ -346,6 +382,8 @@ class RateLimitServiceTest {
                             .isLessThan(3_000_000_000L);
                 }
                 assertThat(onRedis.metrics().scrape()).containsPattern("sluice_fail_" + policy + "_total [1-9]");
+                assertThat(healthOf(toService, "", ServingStatus.NOT_SERVING)).as("while the store is down")
+                        .isEqualTo(ServingStatus.NOT_SERVING);
                 redis.restart();
                 // Redis came back empty: the limit starts afresh, decided by the store again
                 RateLimitRequest fresh = request.toBuilder().setDescriptors(0, descriptor("user", "dave", "path", "/a")).build();
@@ -358,6 +396,8 @@ class RateLimitServiceTest {
                 } while (!(status.getCode() == Code.OK && status.getLimitRemaining() == 0) && System.nanoTime() < giveUp);
                 assertThat(status.getCode()).isEqualTo(Code.OK);
                 assertThat(status.getLimitRemaining()).isZero();
+                assertThat(healthOf(toService, RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING))
+                        .as("once the store is back").isEqualTo(ServingStatus.SERVING);
             } finally {
                 toService.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
                 service.close();
