@@ -9,6 +9,7 @@ import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.http.VerdictAnswer;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.server.request.BadRequest;
+import jakarta.servlet.AsyncContext;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.DispatcherType;
@@ -27,6 +28,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Sluice inside an application: a Jakarta Servlet filter that decides every request by the policies of a
@@ -36,8 +40,9 @@ import java.util.concurrent.ExecutionException;
  *   <li>Admitted: the rate limit headers are set on the response, and the request goes on down the chain.</li>
  *   <li>Rejected: {@code 429} with {@code Retry-After}, the headers and
  *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the application never sees it.</li>
- *   <li>{@code mode: delay}: the request's thread waits its turn, then goes on (a servlet container gives each
- *       request a thread; the gateway holds requests without one).</li>
+ *   <li>{@code mode: delay}: the request waits its turn, then goes on. Where asynchronous processing is supported
+ *       (the filter and the servlet marked {@code async-supported}) it waits without a thread, asynchronous, and
+ *       is dispatched again when its turn comes; where it is not, its thread sleeps.</li>
  *   <li>A concurrency policy holds the request's place until the chain returns, or, when the application went
  *       asynchronous, until its asynchronous processing is over.</li>
  *   <li>A malformed cost header or query is a {@code 400} that names it; nothing is charged.</li>
@@ -57,6 +62,7 @@ public final class SluiceFilter implements Filter {
     private LiveConfig live;
     /** Whether this filter made {@link #live} from its init parameter, and so closes it. */
     private boolean owned;
+    private ScheduledExecutorService turns;
 
     /** For a container that reads the init parameter {@code config}. */
     public SluiceFilter() {
@@ -126,6 +132,11 @@ public final class SluiceFilter implements Filter {
         try {
             answer.headers().forEach(response::setHeader);
             long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
+            if (delayMs > 0 && request.isAsyncSupported()) {
+                hold(request, response, verdict, delayMs);
+                releasedLater = true;
+                return;
+            }
             if (delayMs > 0) {
                 Thread.sleep(delayMs);
             }
@@ -142,6 +153,31 @@ public final class SluiceFilter implements Filter {
                 verdict.release();
             }
         }
+    }
+
+    /**
+     * Holds an admitted request for {@code delayMs} without its thread: the request goes asynchronous, the thread
+     * goes back to the container, and when its turn comes the request is dispatched again to where it was going
+     * ({@link DispatcherType#ASYNC}, which this filter lets through undecided). Its places are given back when its
+     * answer is over, as for a request the application made asynchronous.
+     */
+    private void hold(HttpServletRequest request, HttpServletResponse response, Verdict verdict, long delayMs) {
+        AsyncContext held = request.startAsync(request, response);
+        held.setTimeout(0); // the turn ends the wait, not the container's timeout for asynchronous requests
+        held.addListener(new Releasing(verdict));
+        turns().schedule(() -> held.dispatch(), delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** The timer of held requests, made with the first. */
+    private synchronized ScheduledExecutorService turns() {
+        if (turns == null) {
+            turns = Executors.newSingleThreadScheduledExecutor(task -> {
+                Thread thread = new Thread(task, "sluice-filter-turns");
+                thread.setDaemon(true);
+                return thread;
+            });
+        }
+        return turns;
     }
 
     /** An answer of the filter's own: the client's body is not read (the container drains or closes). */
@@ -179,6 +215,11 @@ public final class SluiceFilter implements Filter {
 
     @Override
     public void destroy() {
+        synchronized (this) {
+            if (turns != null) {
+                turns.shutdownNow();
+            }
+        }
         if (owned) {
             try {
                 live.close();

@@ -115,9 +115,12 @@ class SluiceFilterTest {
                 holding.countDown();
                 return;
             }
+            dispatches.add(request.getDispatcherType());
             response.getWriter().write("ok");
         }
     };
+    /** How the application was reached, request by request. */
+    private final java.util.List<DispatcherType> dispatches = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private void start(FilterHolder filter) throws Exception {
         jetty = new Server();
@@ -241,6 +244,51 @@ class SluiceFilterTest {
         // 4 a second, one at a time: the second request's turn comes 250 ms after the first's
         assertThat(waited).isGreaterThan(150_000_000L).isLessThan(2_000_000_000L);
         assertThat(reached).hasValue(2);
+        // it waited without a thread: asynchronous, then dispatched again when its turn came
+        assertThat(dispatches).containsExactly(DispatcherType.REQUEST, DispatcherType.ASYNC);
+    }
+
+    @Test
+    void whereAsynchronousProcessingIsNotSupportedADelayedRequestsThreadWaits() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new ServerMetrics());
+        FilterHolder filter = new FilterHolder(new SluiceFilter(live));
+        filter.setAsyncSupported(false);
+        start(filter);
+        assertThat(get("/slow").statusCode()).isEqualTo(200);
+        long started = System.nanoTime();
+        HttpResponse<String> second = get("/slow");
+        assertThat(System.nanoTime() - started).isGreaterThan(150_000_000L).isLessThan(2_000_000_000L);
+        assertThat(second.body()).isEqualTo("ok");
+        assertThat(dispatches).containsExactly(DispatcherType.REQUEST, DispatcherType.REQUEST);
+    }
+
+    @Test
+    void aDelayedRequestHoldsAConcurrencyPlaceUntilItsAnswerIsOver() throws Exception {
+        // one-at-a-time now counts /slow too, after paced
+        String config = CONFIG.replace("path: /reports/**", "path: /slow");
+        assertThat(config).isNotEqualTo(CONFIG);
+        live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", config), new ServerMetrics());
+        start(new FilterHolder(new SluiceFilter(live)));
+        assertThat(get("/slow").statusCode()).isEqualTo(200); // takes the one burst place of paced, gives back its slot
+        CompletableFuture<HttpResponse<String>> waiting = inBackground("/slow"); // paced: waits 250 ms, holding the slot
+        long giveUp = System.nanoTime() + 10_000_000_000L;
+        while (!live.metrics().scrape().contains("sluice_decisions_total{outcome=\"allowed\",policy=\"one-at-a-time\"} 2.0")
+                && System.nanoTime() < giveUp) {
+            Thread.sleep(5); // until the second request has taken the slot (and is held)
+        }
+        assertThat(dispatches).as("the second request is still held").hasSize(1);
+        // while it is held, the slot is taken: a third request is refused by one-at-a-time, not delayed
+        HttpResponse<String> third = get("/slow");
+        assertThat(third.statusCode()).isEqualTo(429);
+        assertThat(third.body()).contains("\"policy\":\"one-at-a-time\"");
+        assertThat(waiting.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+        giveUp = System.nanoTime() + 10_000_000_000L;
+        int status;
+        do { // its slot is given back once its answer is over
+            Thread.sleep(300);
+            status = get("/slow").statusCode();
+        } while (status != 200 && System.nanoTime() < giveUp);
+        assertThat(status).isEqualTo(200);
     }
 
     @Test
