@@ -41,7 +41,7 @@ public final class Policies {
     private final Map<String, RateLimiter> limiters = new HashMap<>();
     private final Map<String, ConcurrencyLimiter> inFlight;
     private final Map<String, String> prefixes = new HashMap<>();
-    /** The descriptor patterns of each domain, those without a policy ({@code unlimited} in Envoy's files) too. */
+    /** The descriptor patterns of each domain, in order, those without a policy ({@code unlimited} in Envoy's files) too. */
     private final Map<String, List<List<Descriptor.Entry>>> patterns = new HashMap<>();
 
     public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
@@ -70,13 +70,19 @@ public final class Policies {
                         .leaseTimeout(java.time.Duration.ofNanos(policy.inFlight().periodNanos())).build());
             }
             prefixes.put(policy.name(), prefix(policy));
+        }
+        // Envoy's files first, in their order (which of two wildcards is followed), then the file's own patterns
+        Map<String, java.util.Set<List<Descriptor.Entry>>> ordered = new HashMap<>();
+        for (PolicyConfig.Match pattern : config.envoy().patterns()) {
+            ordered.computeIfAbsent(pattern.domain(), domain -> new java.util.LinkedHashSet<>()).add(pattern.descriptor());
+        }
+        for (PolicyConfig policy : config.policies()) {
             if (policy.match().domain() != null) {
-                patterns.computeIfAbsent(policy.match().domain(), domain -> new ArrayList<>()).add(policy.match().descriptor());
+                ordered.computeIfAbsent(policy.match().domain(), domain -> new java.util.LinkedHashSet<>())
+                        .add(policy.match().descriptor());
             }
         }
-        for (PolicyConfig.Match open : config.envoy().open()) {
-            patterns.computeIfAbsent(open.domain(), domain -> new ArrayList<>()).add(open.descriptor());
-        }
+        ordered.forEach((domain, its) -> patterns.put(domain, List.copyOf(its)));
         this.inFlight = Map.copyOf(concurrency);
     }
 
@@ -152,8 +158,7 @@ public final class Policies {
      */
     public List<Charge> charges(ClientRequest request) {
         List<Charge> charges = new ArrayList<>();
-        List<Descriptor.Entry> decides = request instanceof Descriptor descriptor
-                ? descriptor.walk(patterns.getOrDefault(descriptor.domain(), List.of())) : null;
+        List<Descriptor.Entry> decides = request instanceof Descriptor descriptor ? pattern(descriptor) : null;
         for (PolicyConfig policy : config.policies()) {
             if (!policy.match().matches(request)
                     || request instanceof Descriptor && !policy.match().descriptor().equals(decides)) {
@@ -165,6 +170,15 @@ public final class Policies {
             }
         }
         return charges;
+    }
+
+    /**
+     * The pattern whose policies decide {@code descriptor}: where its walk through the patterns of its domain ends
+     * ({@link Descriptor#walk}; the patterns of Envoy's files first, in their order, then those of {@code policies}),
+     * or null.
+     */
+    public List<Descriptor.Entry> pattern(Descriptor descriptor) {
+        return descriptor.walk(patterns.getOrDefault(descriptor.domain(), List.of()));
     }
 
     /** One policy to charge: under which key, at what cost. */

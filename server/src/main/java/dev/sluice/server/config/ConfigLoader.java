@@ -155,7 +155,7 @@ public final class ConfigLoader {
         }
         ServerConfig.Envoy envoy = ServerConfig.Envoy.NONE;
         if (top.containsKey("envoy_configs")) {
-            EnvoyConfigFiles read = new EnvoyConfigFiles(names);
+            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file);
             List<Node> paths = list(top.get("envoy_configs"), "envoy_configs");
             if (paths.isEmpty()) {
                 throw error(top.get("envoy_configs"), "envoy_configs", "at least one file or directory is needed");
@@ -176,8 +176,8 @@ public final class ConfigLoader {
             policies.addAll(read.policies());
             envoy = read.envoy();
             if (policies.isEmpty()) {
-                throw error(top.get("envoy_configs"), "envoy_configs", "the files give no limit, and no policy is"
-                        + " in policies: at least one policy is needed");
+                throw new ConfigException(error(top.get("envoy_configs"), "envoy_configs", "the files give no limit,"
+                        + " and no policy is in policies: at least one policy is needed").getMessage(), read.files());
             }
         }
         return new ServerConfig(store, onFailure, timeout, List.copyOf(proxies), headers, List.copyOf(policies), envoy);

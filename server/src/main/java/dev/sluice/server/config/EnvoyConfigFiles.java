@@ -31,11 +31,13 @@ import java.util.stream.Stream;
  * of keys and values from the root down to it, its key every entry of that path ({@code descriptor:KEY}), so each
  * value a node leaves open is counted on its own as in Envoy's service; its algorithm is {@code fixed-window}, the
  * windows aligned to the epoch as Envoy's are, of one unit ({@code second} … {@code year}: a month is 30 days and a
- * year 365, as Envoy counts them); {@code shadow_mode} makes it a shadow policy. A node with
- * {@code unlimited: true}, or a leaf without {@code rate_limit}, becomes an open pattern: it takes part in the walk
- * ({@link Descriptor#walk}) and decides nothing. Its name is {@code rate_limit.name} when given, else the path as
- * Envoy names it in its statistics ({@code edge.remote_address}, {@code edge.generic_key_trial.user}), with any
- * character a policy name cannot hold made {@code _}.
+ * year 365, as Envoy counts them); {@code shadow_mode} makes it a shadow policy, {@code share_threshold} (on a
+ * wildcard) one counter for every value the wildcard takes. Every node, limited or not, is a pattern of the walk
+ * ({@link Descriptor#walk}), in file order; one with {@code unlimited: true} or without {@code rate_limit} decides
+ * nothing. A limit's name is {@code rate_limit.name} when given, else the path as Envoy names it in its statistics
+ * ({@code edge.remote_address}, {@code edge.generic_key_trial.user}), with any character a policy name cannot hold
+ * made {@code _} and a suffix when the name is taken. {@code replaces} is kept by pattern, since an unlimited limit
+ * replaces too, and only limits with a name given can be replaced, as in Envoy's service.
  *
  * <p>What Envoy's service would refuse is refused here too, and so is what Sluice cannot count the same way (a limit
  * of 0, one key twice on a path), each with the file, the line and the field.
@@ -43,7 +45,10 @@ import java.util.stream.Stream;
 final class EnvoyConfigFiles {
     private static final Set<String> ROOT = Set.of("domain", "descriptors");
     private static final Set<String> NODE = Set.of("key", "value", "rate_limit", "descriptors", "shadow_mode",
-            "detailed_metric");
+            "detailed_metric", "value_to_metric", "share_threshold");
+    /** What YAML 1.1 (the YAML of Envoy's service) reads as true, and as false. */
+    private static final Set<String> TRUE = Set.of("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON");
+    private static final Set<String> FALSE = Set.of("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF");
     private static final Set<String> RATE_LIMIT = Set.of("unit", "requests_per_unit", "unlimited", "name", "replaces");
     private static final Set<String> REPLACES = Set.of("name");
     /** Envoy's units, as its service counts them. */
@@ -52,16 +57,22 @@ final class EnvoyConfigFiles {
     private static final Pattern NOT_IN_NAME = Pattern.compile("[^A-Za-z0-9._-]");
 
     private final Map<String, Integer> sluiceNames;
+    private final String sluiceFile;
     private final Map<String, String> names = new HashMap<>();
     private final Map<String, String> domains = new HashMap<>();
     private final List<PolicyConfig> policies = new ArrayList<>();
-    private final List<PolicyConfig.Match> open = new ArrayList<>();
-    private final Map<String, List<String>> replaces = new LinkedHashMap<>();
+    private final List<PolicyConfig.Match> patterns = new ArrayList<>();
+    private final Map<PolicyConfig.Match, List<String>> replaces = new LinkedHashMap<>();
+    private final java.util.Set<String> replaceable = new java.util.HashSet<>();
     private final Map<Path, String> files = new LinkedHashMap<>();
 
-    /** @param sluiceNames the names of sluice.yaml's own policies, and their lines, which no limit may take */
-    EnvoyConfigFiles(Map<String, Integer> sluiceNames) {
+    /**
+     * @param sluiceNames the names of the policies of {@code sluiceFile} and their lines, which no limit may take
+     *                    (a name made from a path takes a suffix instead, {@code edge.a.b-2})
+     */
+    EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile) {
         this.sluiceNames = sluiceNames;
+        this.sluiceFile = sluiceFile;
     }
 
     private static Map<String, Long> units() {
@@ -79,32 +90,42 @@ final class EnvoyConfigFiles {
     }
 
     /**
-     * Reads {@code path}: a file, or every {@code .yaml} and {@code .yml} file of a directory in the order of their
-     * names, as Envoy's service reads its configuration directory. A problem with the path itself is returned, to be
-     * told where {@code sluice.yaml} names it; one inside a file is thrown, naming that file.
+     * Reads {@code path}: a file, or every file under a directory, at any depth, in the order of their paths, as
+     * Envoy's service reads its configuration directory; names that start with {@code .} are passed over (Envoy's
+     * {@code RUNTIME_IGNOREDOTFILES}, which the {@code ..data} links of a Kubernetes ConfigMap volume need). A
+     * problem with the path itself is returned, to be told where {@code sluice.yaml} names it; one inside a file is
+     * thrown, naming that file.
      */
     String read(Path path) throws ConfigException {
-        if (Files.isDirectory(path)) {
-            List<Path> inside;
-            try (Stream<Path> listed = Files.list(path)) {
-                inside = listed.filter(file -> file.getFileName().toString().matches(".*\\.ya?ml") && Files.isRegularFile(file))
-                        .sorted().toList();
-            } catch (IOException e) {
-                return "cannot list " + path + ": " + e.getMessage();
-            }
-            if (inside.isEmpty()) {
-                return path + " holds no .yaml or .yml file";
-            }
-            files.put(path, snapshot(path));
-            for (Path file : inside) {
-                String problem = readFile(file);
-                if (problem != null) {
-                    return problem;
-                }
-            }
-            return null;
+        if (!Files.isDirectory(path)) {
+            return readFile(path);
         }
-        return readFile(path);
+        files.put(path, snapshot(path)); // watched from now on, whatever it holds
+        List<Path> inside;
+        try {
+            inside = filesUnder(path);
+        } catch (IOException e) {
+            return "cannot list " + path + ": " + e.getMessage();
+        }
+        if (inside.isEmpty()) {
+            return path + " holds no file";
+        }
+        for (Path file : inside) {
+            String problem = readFile(file);
+            if (problem != null) {
+                return problem;
+            }
+        }
+        return null;
+    }
+
+    /** The files under {@code directory}, at any depth, without those whose name (or a directory's) starts with '.'. */
+    private static List<Path> filesUnder(Path directory) throws IOException {
+        try (Stream<Path> walked = Files.walk(directory)) {
+            return walked.filter(file -> !directory.relativize(file).toString().startsWith(".")
+                            && !directory.relativize(file).toString().contains("/.") && Files.isRegularFile(file))
+                    .sorted().toList();
+        }
     }
 
     private String readFile(Path file) throws ConfigException {
@@ -115,6 +136,7 @@ final class EnvoyConfigFiles {
             files.put(file, MISSING); // watched, so that a reload sees it come
             return "no such file or directory: " + file;
         } catch (IOException e) {
+            files.put(file, MISSING); // watched, so that a reload sees it readable
             return "cannot read " + file + ": " + e.getMessage();
         }
         files.put(file, text);
@@ -122,16 +144,14 @@ final class EnvoyConfigFiles {
         return null;
     }
 
-    /** What {@code path} holds now, to compare with {@link ServerConfig.Envoy#files()}: {@link #MISSING} when gone. */
+    /**
+     * What {@code path} holds now, to compare with {@link ServerConfig.Envoy#files()}: a file's text, the files under a
+     * directory, {@link #MISSING} when it is gone or cannot be read.
+     */
     static String snapshot(Path path) {
-        if (!Files.exists(path)) {
-            return MISSING;
-        }
         try {
             if (Files.isDirectory(path)) {
-                try (Stream<Path> listed = Files.list(path)) {
-                    return String.join("\n", listed.map(file -> file.getFileName().toString()).sorted().toList());
-                }
+                return String.join("\n", filesUnder(path).stream().map(file -> path.relativize(file).toString()).toList());
             }
             return Files.readString(path, StandardCharsets.UTF_8);
         } catch (IOException e) {
@@ -152,9 +172,10 @@ final class EnvoyConfigFiles {
     }
 
     ServerConfig.Envoy envoy() {
-        Map<String, List<String>> replaced = new LinkedHashMap<>();
-        replaces.forEach((name, names) -> replaced.put(name, List.copyOf(names)));
-        return new ServerConfig.Envoy(List.copyOf(open), Map.copyOf(replaced), Map.copyOf(files));
+        Map<PolicyConfig.Match, List<String>> replaced = new LinkedHashMap<>();
+        replaces.forEach((pattern, names) -> replaced.put(pattern, List.copyOf(names)));
+        return new ServerConfig.Envoy(List.copyOf(patterns), Map.copyOf(replaced), Set.copyOf(replaceable),
+                Map.copyOf(files));
     }
 
     private void file(ConfigLoader nodes, String text) throws ConfigException {
@@ -210,11 +231,18 @@ final class EnvoyConfigFiles {
             here.add(entry);
             here = List.copyOf(here);
             boolean shadow = flag(nodes, fields, "shadow_mode", where);
-            flag(nodes, fields, "detailed_metric", where); // Envoy's statistics per value: Sluice's metrics are per policy
-            boolean limited = fields.containsKey("rate_limit")
-                    && limit(nodes, fields.get("rate_limit"), where + ".rate_limit", domain, here, shadow);
-            if (!limited && !fields.containsKey("descriptors")) {
-                open.add(new PolicyConfig.Match(null, null, null, domain, here));
+            // Envoy's statistics per value: Sluice's metrics are per policy
+            flag(nodes, fields, "detailed_metric", where);
+            flag(nodes, fields, "value_to_metric", where);
+            boolean shared = flag(nodes, fields, "share_threshold", where);
+            if (shared && !entry.wildcard()) {
+                throw nodes.error(fields.get("share_threshold"), where + ".share_threshold", "share_threshold is for a"
+                        + " value that ends in *, whose values then share one counter");
+            }
+            PolicyConfig.Match pattern = new PolicyConfig.Match(null, null, null, domain, here);
+            patterns.add(pattern); // in file order: the first wildcard that takes a value is the one the walk follows
+            if (fields.containsKey("rate_limit")) {
+                limit(nodes, fields.get("rate_limit"), where + ".rate_limit", pattern, shadow, shared);
             }
             if (fields.containsKey("descriptors")) {
                 descriptors(nodes, fields.get("descriptors"), where + ".descriptors", domain, here);
@@ -222,59 +250,21 @@ final class EnvoyConfigFiles {
         }
     }
 
-    /** A node's {@code rate_limit}: a policy, or (for {@code unlimited}) an open pattern. Whether it limits. */
-    private boolean limit(ConfigLoader nodes, Node node, String field, String domain, List<Descriptor.Entry> path,
-                          boolean shadow) throws ConfigException {
+    /**
+     * A node's {@code rate_limit}: a policy, unless {@code unlimited}; either way its {@code name} and what it
+     * {@code replaces}, since an unlimited limit replaces others too.
+     */
+    private void limit(ConfigLoader nodes, Node node, String field, PolicyConfig.Match pattern, boolean shadow,
+                       boolean shared) throws ConfigException {
         Map<String, Node> fields = nodes.fields(node, field + ".", RATE_LIMIT);
-        if (flag(nodes, fields, "unlimited", field)) {
-            if (fields.containsKey("unit")) {
-                throw nodes.error(fields.get("unit"), field + ".unit", "an unlimited rate limit has no unit");
-            }
-            open.add(new PolicyConfig.Match(null, null, null, domain, path));
-            return false;
-        }
-        String unit = nodes.scalar(nodes.required(fields, node, field, "unit"), field + ".unit");
-        Long period = UNITS.get(unit.toLowerCase(Locale.ROOT));
-        if (period == null) {
-            throw nodes.error(fields.get("unit"), field + ".unit", "expected one of " + String.join(", ", UNITS.keySet())
-                    + ", got \"" + unit + "\"");
-        }
-        Node perUnit = nodes.required(fields, node, field, "requests_per_unit");
-        if (nodes.scalar(perUnit, field + ".requests_per_unit").equals("0")) {
-            throw nodes.error(perUnit, field + ".requests_per_unit", "Sluice's limits start at 1 request; to refuse"
-                    + " every request of this descriptor give it 1 a year, or leave it to a policy of its own");
-        }
-        long amount = nodes.whole(perUnit, field + ".requests_per_unit", 1);
-        if (amount > 0xFFFF_FFFFL) {
-            throw nodes.error(perUnit, field + ".requests_per_unit", "more than Envoy's uint32 holds: " + amount);
-        }
-        String name;
+        String given = null;
         if (fields.containsKey("name")) {
-            name = nodes.scalar(fields.get("name"), field + ".name");
-            if (!NAME.matcher(name).matches()) {
+            given = nodes.scalar(fields.get("name"), field + ".name");
+            if (!NAME.matcher(given).matches()) {
                 throw nodes.error(fields.get("name"), field + ".name", "a Sluice policy name is letters, digits, '.', '_'"
-                        + " or '-', got \"" + name + "\"");
-            }
-        } else {
-            StringBuilder made = new StringBuilder(domain);
-            for (Descriptor.Entry entry : path) {
-                made.append('.').append(entry.key());
-                if (entry.value() != null) {
-                    made.append('_').append(entry.value());
-                }
-            }
-            name = NOT_IN_NAME.matcher(made).replaceAll("_");
-            if (!NAME.matcher(name).matches()) {
-                name = "envoy." + name;
+                        + " or '-', got \"" + given + "\"");
             }
         }
-        Integer sluiceLine = sluiceNames.get(name);
-        String taken = sluiceLine != null ? "the policy at line " + sluiceLine + " of the configuration" : names.get(name);
-        if (taken != null) {
-            throw nodes.error(node, field, "its policy name \"" + name + "\" is taken already, by " + taken
-                    + (fields.containsKey("name") ? "" : "; give this rate_limit a name of its own"));
-        }
-        names.put(name, "the rate_limit at " + nodes.at(node));
         if (fields.containsKey("replaces")) {
             List<String> replaced = new ArrayList<>();
             List<Node> items = nodes.list(fields.get("replaces"), field + ".replaces");
@@ -285,29 +275,96 @@ final class EnvoyConfigFiles {
                 if (other.isEmpty()) {
                     throw nodes.error(item.get("name"), where + ".name", "must not be empty");
                 }
-                if (other.equals(name)) {
+                if (other.equals(given)) {
                     throw nodes.error(item.get("name"), where + ".name", "a rate limit cannot replace itself");
                 }
                 replaced.add(other);
             }
-            replaces.put(name, replaced);
+            replaces.put(pattern, replaced);
         }
-        List<KeyPart> key = path.stream().<KeyPart>map(entry -> new KeyPart.DescriptorValue(entry.key())).toList();
+        Long period = null;
+        if (fields.containsKey("unit")) {
+            String unit = nodes.scalar(fields.get("unit"), field + ".unit");
+            period = UNITS.get(unit.toLowerCase(Locale.ROOT));
+            if (period == null && !flag(nodes, fields, "unlimited", field)) {
+                throw nodes.error(fields.get("unit"), field + ".unit", "expected one of "
+                        + String.join(", ", UNITS.keySet()) + ", got \"" + unit + "\"");
+            }
+        }
+        if (flag(nodes, fields, "unlimited", field)) {
+            if (period != null) {
+                throw nodes.error(fields.get("unit"), field + ".unit", "an unlimited rate limit has no unit");
+            }
+            return;
+        }
+        if (period == null) {
+            throw nodes.error(node, field + ".unit", "missing");
+        }
+        Node perUnit = nodes.required(fields, node, field, "requests_per_unit");
+        if (nodes.scalar(perUnit, field + ".requests_per_unit").equals("0")) {
+            throw nodes.error(perUnit, field + ".requests_per_unit", "Sluice's limits start at 1 request; to refuse"
+                    + " every request of this descriptor give it 1 a year, or leave it to a policy of its own");
+        }
+        long amount = nodes.whole(perUnit, field + ".requests_per_unit", 1);
+        if (amount > 0xFFFF_FFFFL) {
+            throw nodes.error(perUnit, field + ".requests_per_unit", "more than Envoy's uint32 holds: " + amount);
+        }
+        String name = given != null ? given : madeName(pattern);
+        Integer sluiceLine = sluiceNames.get(name);
+        String taken = sluiceLine != null ? "the policy at " + sluiceFile + ":" + sluiceLine : names.get(name);
+        if (taken != null) {
+            throw nodes.error(fields.get("name"), field + ".name", "\"" + name + "\" is the name of " + taken
+                    + " already");
+        }
+        names.put(name, "the rate_limit at " + nodes.at(node));
+        if (given != null) {
+            replaceable.add(name); // Envoy replaces only limits that have a name
+        }
+        List<KeyPart> key = new ArrayList<>();
+        List<Descriptor.Entry> path = pattern.descriptor();
+        for (int i = 0; i < path.size(); i++) {
+            // a shared wildcard (this node's) counts every value it takes as one; else each value on its own, as
+            // Envoy's keys do
+            key.add(shared && i == path.size() - 1 ? new KeyPart.Const(path.get(i).value())
+                    : new KeyPart.DescriptorValue(path.get(i).key()));
+        }
         Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.of(amount, period)), Mode.REJECT, 0);
-        policies.add(new PolicyConfig(name, new PolicyConfig.Match(null, null, null, domain, path), key, rule, null, 1,
-                null, shadow, false));
-        return true;
+        policies.add(new PolicyConfig(name, pattern, List.copyOf(key), rule, null, 1, null, shadow, false));
     }
 
+    /**
+     * The name of a limit without one: its path as Envoy names it in its statistics, any character a policy name
+     * cannot hold made {@code _}, and a suffix ({@code -2}, ...) when another policy has that name already.
+     */
+    private String madeName(PolicyConfig.Match pattern) {
+        StringBuilder made = new StringBuilder(pattern.domain());
+        for (Descriptor.Entry entry : pattern.descriptor()) {
+            made.append('.').append(entry.key());
+            if (entry.value() != null) {
+                made.append('_').append(entry.value());
+            }
+        }
+        String name = NOT_IN_NAME.matcher(made).replaceAll("_");
+        if (!NAME.matcher(name).matches()) {
+            name = "envoy." + name;
+        }
+        String unique = name;
+        for (int suffix = 2; sluiceNames.containsKey(unique) || names.containsKey(unique); suffix++) {
+            unique = name + "-" + suffix;
+        }
+        return unique;
+    }
+
+    /** A YAML 1.1 flag, as Envoy's service reads one ({@code true}, {@code yes}, {@code on}, ...). */
     private static boolean flag(ConfigLoader nodes, Map<String, Node> fields, String name, String field)
             throws ConfigException {
         if (!fields.containsKey(name)) {
             return false;
         }
         String text = nodes.scalar(fields.get(name), field + "." + name);
-        if (!text.equals("true") && !text.equals("false")) {
+        if (!TRUE.contains(text) && !FALSE.contains(text)) {
             throw nodes.error(fields.get(name), field + "." + name, "expected true or false, got \"" + text + "\"");
         }
-        return text.equals("true");
+        return TRUE.contains(text);
     }
 }

@@ -35,14 +35,19 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
     /**
      * What Envoy's rate limit configuration files add to the policies made of their limits.
      *
-     * @param open     descriptor patterns without a limit ({@code unlimited: true}, or a leaf with no
-     *                 {@code rate_limit}): a descriptor whose walk ends on one is {@code OK} and charged nothing,
-     *                 and one that a pattern of them takes away from a less specific pattern is not charged by it
-     * @param replaces for a policy, the names of the policies it replaces when both decide descriptors of one call
-     * @param files    what each file and directory held when read (a directory: the names in it), to see a change
+     * @param patterns    every descriptor pattern of the files, in file order, those without a limit too
+     *                    ({@code unlimited: true}, a node without {@code rate_limit}): the walk of a descriptor
+     *                    ({@code Descriptor.walk}) goes through them all, and one that ends on a pattern without a
+     *                    policy is {@code OK}, charged nothing
+     * @param replaces    for a pattern whose limit {@code replaces} others, their names: when a descriptor of a call
+     *                    ends on it, the policies of those names are not charged for that call
+     * @param replaceable the names that {@code replaces} can take away: those given as {@code rate_limit.name}
+     * @param files       what each file and directory held when read (a directory: the files under it), to see a
+     *                    change
      */
-    public record Envoy(List<PolicyConfig.Match> open, Map<String, List<String>> replaces, Map<Path, String> files) {
-        public static final Envoy NONE = new Envoy(List.of(), Map.of(), Map.of());
+    public record Envoy(List<PolicyConfig.Match> patterns, Map<PolicyConfig.Match, List<String>> replaces,
+                        Set<String> replaceable, Map<Path, String> files) {
+        public static final Envoy NONE = new Envoy(List.of(), Map.of(), Set.of(), Map.of());
     }
 
     public PolicyConfig policy(String name) {

@@ -9,8 +9,6 @@ import io.grpc.protobuf.services.HealthStatusManager;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -19,45 +17,33 @@ import java.util.concurrent.TimeUnit;
  * at once, and a Redis store's answer completes the call from the thread that receives it.
  *
  * <p>It also answers gRPC's health service ({@code grpc.health.v1.Health}), which Envoy's gRPC health checks and
- * Kubernetes' gRPC probes ask, for the server ({@code ""}) and for the rate limit service by name: {@code SERVING},
- * or {@code NOT_SERVING} while the store does not answer (as {@code /healthz} answers 503), looked at every
- * {@link #HEALTH_PERIOD_MS} ms; {@code NOT_SERVING} for good once the server closes.
+ * Kubernetes' gRPC probes ask, for the server ({@code ""}) and for the rate limit service by name: {@code SERVING}
+ * while it runs, {@code NOT_SERVING} from the moment it begins to shut down. A store that does not answer does not
+ * make it {@code NOT_SERVING}: its calls are then decided by {@code on_store_failure}, which is what the
+ * configuration asks for; were the service taken out of Envoy's cluster instead, Envoy's own
+ * {@code failure_mode_deny} would decide, and with {@code on_store_failure: closed} open a gate that was meant to
+ * close (and every server on one Redis would be taken out at once). {@code /healthz} and the metrics tell of the
+ * store.
  */
 public final class EnvoyRateLimitServer implements AutoCloseable {
-    static final long HEALTH_PERIOD_MS = 1_000;
-
     private final Server server;
     private final HealthStatusManager health;
-    private final ScheduledExecutorService looks;
 
-    private EnvoyRateLimitServer(Server server, HealthStatusManager health, ScheduledExecutorService looks) {
+    private EnvoyRateLimitServer(Server server, HealthStatusManager health) {
         this.server = server;
         this.health = health;
-        this.looks = looks;
     }
 
     /** Listens on {@code host:port} (0: a free port). */
     public static EnvoyRateLimitServer start(LiveConfig live, String host, int port) throws IOException {
         HealthStatusManager health = new HealthStatusManager();
-        Runnable look = () -> {
-            ServingStatus status = live.storeHealthy() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
-            health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, status);
-            health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, status);
-        };
-        look.run();
-        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+        health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
+        return new EnvoyRateLimitServer(NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                 .directExecutor()
                 .addService(new RateLimitService(live))
                 .addService(health.getHealthService())
                 .build()
-                .start();
-        ScheduledExecutorService looks = Executors.newSingleThreadScheduledExecutor(task -> {
-            Thread thread = new Thread(task, "sluice-grpc-health");
-            thread.setDaemon(true);
-            return thread;
-        });
-        looks.scheduleWithFixedDelay(look, HEALTH_PERIOD_MS, HEALTH_PERIOD_MS, TimeUnit.MILLISECONDS);
-        return new EnvoyRateLimitServer(server, health, looks);
+                .start(), health);
     }
 
     public int port() {
@@ -66,8 +52,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
 
     @Override
     public void close() throws InterruptedException {
-        looks.shutdownNow();
-        health.enterTerminalState();
+        health.enterTerminalState(); // watchers hear NOT_SERVING before the calls stop
         server.shutdown();
         if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
             server.shutdownNow();

@@ -6,6 +6,8 @@ import dev.sluice.server.Checked;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
+import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.http.VerdictAnswer;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.Descriptor;
@@ -56,13 +58,16 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         try {
             List<List<Policies.Charge>> each = new ArrayList<>();
             Set<String> replaced = new HashSet<>();
+            ServerConfig.Envoy envoy = policies.config().envoy();
             for (Descriptor descriptor : descriptors(request)) {
-                List<Policies.Charge> its = policies.charges(descriptor);
-                each.add(its);
-                for (Policies.Charge charge : its) {
-                    replaced.addAll(policies.config().envoy().replaces().getOrDefault(charge.policy().name(), List.of()));
+                each.add(policies.charges(descriptor));
+                List<Descriptor.Entry> pattern = policies.pattern(descriptor);
+                if (pattern != null) {
+                    replaced.addAll(envoy.replaces().getOrDefault(
+                            new PolicyConfig.Match(null, null, null, descriptor.domain(), pattern), List.of()));
                 }
             }
+            replaced.retainAll(envoy.replaceable()); // Envoy replaces only limits that have a name
             for (int i = 0; i < each.size(); i++) {
                 for (Policies.Charge charge : each.get(i)) {
                     if (!replaced.contains(charge.policy().name())) {

@@ -267,6 +267,126 @@ class EnvoyConfigFilesTest {
         assertThat(ask(descriptor("daily", "d")).getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.DAY);
         DescriptorStatus hourly = ask(descriptor("generic_key", "checkout", "user", "zoe")).getStatuses(0);
         assertThat(hourly.getCurrentLimit().getUnit()).isEqualTo(Unit.HOUR);
+        // windows aligned to the epoch, as Envoy's: a minute's ends on the minute, a month's every 30 days from 1970
+        for (Object[] unit : new Object[][] {{"remote_address", 60_000L}, {"quota", 30L * 86_400_000L},
+                {"yearly", 365L * 86_400_000L}, {"weekly", 7L * 86_400_000L}}) {
+            long period = (Long) unit[1];
+            long before = System.currentTimeMillis();
+            com.google.protobuf.Duration reset = ask(descriptor((String) unit[0], "aligned")).getStatuses(0)
+                    .getDurationUntilReset();
+            long after = System.currentTimeMillis();
+            long resetMs = reset.getSeconds() * 1000 + reset.getNanos() / 1_000_000;
+            assertThat(resetMs).as("%s", unit[0]).isBetween(period - after % period - 1_000, period - before % period + 1_000);
+        }
+    }
+
+    /** Envoy's rules where the walk, the counters and replaces are least obvious, each in a file Envoy takes. */
+    private static final String QUIRKS = """
+            domain: edge
+            descriptors:
+              # the first wildcard in file order: an unlimited one before a limited one (a bad unit beside
+              # unlimited is passed over, as Envoy's service passes it over)
+              - key: plan
+                value: premium-*
+                rate_limit: {unlimited: True, unit: fortnight}
+              - key: plan
+                value: prem*
+                rate_limit: {unit: hour, requests_per_unit: 1}
+              # share_threshold: every value of the wildcard on one counter; without it, one each
+              - key: team
+                value: red-*
+                share_threshold: yes
+                value_to_metric: on
+                rate_limit: {unit: hour, requests_per_unit: 2}
+              - key: squad
+                value: blue-*
+                rate_limit: {unit: hour, requests_per_unit: 2}
+              # a node without limit and with no descriptors still takes the walk from [region]
+              - key: region
+                value: eu
+                descriptors: []
+              - key: region
+                rate_limit: {unit: hour, requests_per_unit: 1}
+              # replaces: a limit without a name is never replaced; an unlimited limit replaces too
+              - key: api_key
+                rate_limit: {unit: hour, requests_per_unit: 1}
+              - key: vip
+                rate_limit:
+                  unlimited: true
+                  name: vip
+                  replaces: [{name: per-user}, {name: edge.api_key}]
+              - key: user
+                rate_limit: {unit: hour, requests_per_unit: 1, name: per-user}
+            """;
+
+    @Test
+    void envoysRulesWhereTheyAreLeastObvious() throws Exception {
+        Files.writeString(dir.resolve("quirks.yaml"), QUIRKS);
+        start("envoy_configs: [quirks.yaml]\n");
+        for (int i = 0; i < 3; i++) {
+            assertThat(ask(descriptor("plan", "premium-gold")).getStatuses(0).hasCurrentLimit()).isFalse();
+        }
+        assertThat(ask(descriptor("plan", "premier")).getStatuses(0).getCurrentLimit().getName()).isEqualTo("edge.plan_prem_");
+        assertThat(ask(descriptor("plan", "premier")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+
+        assertThat(ask(descriptor("team", "red-1")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("team", "red-2")).getStatuses(0).getLimitRemaining()).isZero();
+        assertThat(ask(descriptor("team", "red-3")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("squad", "blue-1")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("squad", "blue-2")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+
+        for (int i = 0; i < 3; i++) {
+            assertThat(ask(descriptor("region", "eu")).getStatuses(0).hasCurrentLimit()).isFalse();
+        }
+        assertThat(ask(descriptor("region", "us")).getOverallCode()).isEqualTo(Code.OK);
+        assertThat(ask(descriptor("region", "us")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+
+        RateLimitResponse unnamed = ask(descriptor("api_key", "k"), descriptor("vip", "x"));
+        assertThat(unnamed.getStatuses(0).getCurrentLimit().getName()).isEqualTo("edge.api_key");
+        assertThat(ask(descriptor("api_key", "k"), descriptor("vip", "x")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        for (int i = 0; i < 3; i++) {
+            RateLimitResponse replaced = ask(descriptor("user", "u"), descriptor("vip", "x"));
+            assertThat(replaced.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(replaced.getStatusesList()).allSatisfy(status -> assertThat(status.hasCurrentLimit()).isFalse());
+        }
+        assertThat(ask(descriptor("user", "u")).getStatuses(0).getLimitRemaining()).as("never charged before").isZero();
+    }
+
+    @Test
+    void aDirectoryIsReadToItsDepthPassingOverNamesThatStartWithADot() throws Exception {
+        Path config = dir.resolve("config");
+        Files.createDirectories(config.resolve("nested"));
+        Files.createDirectories(config.resolve("..data"));
+        Files.writeString(config.resolve("nested/edge.conf"), EDGE);
+        Files.writeString(config.resolve("..data/edge.yaml"), EDGE); // a ConfigMap's own copy: read once, not twice
+        Files.writeString(config.resolve(".hidden.yaml"), "not: read");
+        start("envoy_configs: [config]\n");
+        assertThat(live.policies().policy("edge.remote_address")).isNotNull();
+    }
+
+    @Test
+    void theWatcherSeesTheFilesAndEachRefusalIsToldOnceUntilTheFileIsRight() throws Exception {
+        startOnEdge();
+        Path edge = dir.resolve("ratelimit/edge.yaml");
+        Files.delete(edge);
+        assertThat(live.reload()).as("the directory emptied").isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        Files.writeString(edge, "domain: edge\ndescriptors: [{key: a, rate_limit: {unlimited: true}}]\n");
+        assertThat(live.reload()).as("no limit left").isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        Files.writeString(edge, EDGE);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(ask(descriptor("remote_address", "10.0.0.7")).getStatuses(0).getCurrentLimit().getRequestsPerUnit())
+                .isEqualTo(3);
+
+        live.watch(java.time.Duration.ofMillis(100));
+        Files.writeString(edge, EDGE.replace("requests_per_unit: 3", "requests_per_unit: 9"));
+        long giveUp = System.nanoTime() + 10_000_000_000L;
+        while (!live.policies().policy("edge.remote_address").counterSignature().equals("fixed-window 9/1m")
+                && System.nanoTime() < giveUp) {
+            Thread.sleep(50);
+        }
+        assertThat(live.policies().policy("edge.remote_address").counterSignature()).isEqualTo("fixed-window 9/1m");
     }
 
     @Test
@@ -345,7 +465,7 @@ class EnvoyConfigFilesTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', quoteCharacter = '`', textBlock = """
-            an unknown field|domain: edge\\ndescriptors:\\n  - key: a\\n    limit: 3|edge.yaml:4: descriptors[0].limit: unknown field "limit"; expected one of [descriptors, detailed_metric, key, rate_limit, shadow_mode, value]
+            an unknown field|domain: edge\\ndescriptors:\\n  - key: a\\n    limit: 3|edge.yaml:4: descriptors[0].limit: unknown field "limit"; expected one of [descriptors, detailed_metric, key, rate_limit, shadow_mode, share_threshold, value, value_to_metric]
             a bad unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      unit: fortnight\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: expected one of second, minute, hour, day, week, month, year, got "fortnight"
             no unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: missing
             a unit beside unlimited|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unlimited: true, unit: second}|edge.yaml:4: descriptors[0].rate_limit.unit: an unlimited rate limit has no unit
@@ -359,6 +479,7 @@ class EnvoyConfigFilesTest {
             a rate limit replacing itself|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: hour, requests_per_unit: 1, name: x, replaces: [{name: x}]}|edge.yaml:4: descriptors[0].rate_limit.replaces[0].name: a rate limit cannot replace itself
             a name Sluice cannot take|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: hour, requests_per_unit: 1, name: my limit}|edge.yaml:4: descriptors[0].rate_limit.name: a Sluice policy name is letters, digits, '.', '_' or '-', got "my limit"
             shadow_mode not a flag|domain: edge\\ndescriptors:\\n  - key: a\\n    shadow_mode: yes please|edge.yaml:4: descriptors[0].shadow_mode: expected true or false, got "yes please"
+            share_threshold without a wildcard|domain: edge\\ndescriptors:\\n  - key: a\\n    share_threshold: true|edge.yaml:4: descriptors[0].share_threshold: share_threshold is for a value that ends in *, whose values then share one counter
             """)
     void aBadEnvoyFileIsRefusedNamingItsOwnLineAndField(String what, String envoyFile, String message) throws Exception {
         Files.writeString(dir.resolve("edge.yaml"), envoyFile.replace("\\n", "\n"));
@@ -378,7 +499,7 @@ class EnvoyConfigFilesTest {
         Files.createDirectories(dir.resolve("empty"));
         Files.writeString(sluice, "envoy_configs: [empty]\n");
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: "
-                + dir.resolve("empty") + " holds no .yaml or .yml file");
+                + dir.resolve("empty") + " holds no file");
 
         Files.writeString(dir.resolve("one.yaml"), "domain: edge\ndescriptors: [{key: a, rate_limit: {unit: hour, requests_per_unit: 1}}]\n");
         Files.writeString(dir.resolve("two.yaml"), "\ndomain: edge\ndescriptors: []\n");
@@ -386,17 +507,28 @@ class EnvoyConfigFilesTest {
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("two.yaml") + ":2: domain: domain"
                 + " \"edge\" is configured already, at " + dir.resolve("one.yaml") + ":1");
 
-        Files.writeString(sluice, """
+        // a name made from a path that is taken takes a suffix; a name given that is taken is refused
+        Files.writeString(dir.resolve("dots.yaml"), "domain: edge\ndescriptors:\n  - key: b\n    descriptors:\n"
+                + "      - key: c\n        rate_limit: {unit: hour, requests_per_unit: 1}\n  - key: b.c\n"
+                + "    rate_limit: {unit: hour, requests_per_unit: 1}\n");
+        String withPolicy = """
                 policies:
                   - name: edge.a
                     key: [ip]
                     algorithm: gcra
                     limits: [1/1s]
-                envoy_configs: [one.yaml]
-                """);
-        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("one.yaml") + ":2: descriptors[0]"
-                + ".rate_limit: its policy name \"edge.a\" is taken already, by the policy at line 2 of the configuration;"
-                + " give this rate_limit a name of its own");
+                envoy_configs: [%s]
+                """;
+        Files.writeString(sluice, withPolicy.formatted("one.yaml, dots.yaml"));
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessageContaining("domain \"edge\" is configured already");
+        Files.writeString(dir.resolve("dots.yaml"), Files.readString(dir.resolve("dots.yaml")).replace("edge", "dots"));
+        assertThat(ConfigLoader.load(sluice).policies()).extracting(PolicyConfig::name)
+                .containsExactly("edge.a", "edge.a-2", "dots.b.c", "dots.b.c-2");
+        Files.writeString(dir.resolve("named.yaml"), "domain: edge\ndescriptors:\n  - key: a\n"
+                + "    rate_limit: {unit: hour, requests_per_unit: 1, name: edge.a}\n");
+        Files.writeString(sluice, withPolicy.formatted("named.yaml"));
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("named.yaml") + ":4: descriptors[0]"
+                + ".rate_limit.name: \"edge.a\" is the name of the policy at " + sluice + ":2 already");
 
         Files.writeString(dir.resolve("open.yaml"), "domain: edge\ndescriptors: [{key: a, rate_limit: {unlimited: true}}]\n");
         Files.writeString(sluice, "envoy_configs: [open.yaml]\n");
