@@ -80,11 +80,6 @@ public final class LiveConfig implements AutoCloseable {
         return policies.store();
     }
 
-    /** Whether the store answers: false while the Redis store's circuit breaker is open (calls in a row failed). */
-    public boolean storeHealthy() {
-        return !(store() instanceof RedisStore redis) || redis.healthy();
-    }
-
     public ServerMetrics metrics() {
         return metrics;
     }

@@ -17,8 +17,10 @@ import dev.sluice.store.Store;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.zip.CRC32;
@@ -157,8 +159,35 @@ public final class Policies {
      * A malformed cost is a {@link BadRequest}.
      */
     public List<Charge> charges(ClientRequest request) {
+        return charges(request, request instanceof Descriptor descriptor ? pattern(descriptor) : null);
+    }
+
+    /**
+     * What one call of Envoy's rate limit service is charged, descriptor by descriptor: each descriptor's charges
+     * (as {@link #charges(ClientRequest)}), less the policies that the limit another descriptor of the call ends
+     * on {@code replaces} (Envoy's {@code replaces}; only limits given a name can be replaced).
+     */
+    public List<List<Charge>> charges(List<Descriptor> call) {
+        List<List<Charge>> each = new ArrayList<>(call.size());
+        Set<String> replaced = new HashSet<>();
+        for (Descriptor descriptor : call) {
+            List<Descriptor.Entry> pattern = pattern(descriptor);
+            each.add(charges(descriptor, pattern));
+            if (pattern != null) {
+                replaced.addAll(config.envoy().replaces().getOrDefault(
+                        new PolicyConfig.Match(null, null, null, descriptor.domain(), pattern), List.of()));
+            }
+        }
+        replaced.retainAll(config.envoy().replaceable());
+        if (!replaced.isEmpty()) {
+            each.replaceAll(its -> its.stream().filter(charge -> !replaced.contains(charge.policy().name())).toList());
+        }
+        return each;
+    }
+
+    /** {@code request}'s charges; for a descriptor, those of the policies of {@code decides}, its walk's end. */
+    private List<Charge> charges(ClientRequest request, List<Descriptor.Entry> decides) {
         List<Charge> charges = new ArrayList<>();
-        List<Descriptor.Entry> decides = request instanceof Descriptor descriptor ? pattern(descriptor) : null;
         for (PolicyConfig policy : config.policies()) {
             if (!policy.match().matches(request)
                     || request instanceof Descriptor && !policy.match().descriptor().equals(decides)) {
@@ -177,7 +206,7 @@ public final class Policies {
      * ({@link Descriptor#walk}; the patterns of Envoy's files first, in their order, then those of {@code policies}),
      * or null.
      */
-    public List<Descriptor.Entry> pattern(Descriptor descriptor) {
+    private List<Descriptor.Entry> pattern(Descriptor descriptor) {
         return descriptor.walk(patterns.getOrDefault(descriptor.domain(), List.of()));
     }
 

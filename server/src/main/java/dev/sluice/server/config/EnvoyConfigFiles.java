@@ -122,9 +122,7 @@ final class EnvoyConfigFiles {
     /** The files under {@code directory}, at any depth, without those whose name (or a directory's) starts with '.'. */
     private static List<Path> filesUnder(Path directory) throws IOException {
         try (Stream<Path> walked = Files.walk(directory)) {
-            return walked.filter(file -> !directory.relativize(file).toString().startsWith(".")
-                            && !directory.relativize(file).toString().contains("/.") && Files.isRegularFile(file))
-                    .sorted().toList();
+            return walked.filter(file -> Files.isRegularFile(file) && !dotted(directory.relativize(file))).sorted().toList();
         }
     }
 
@@ -142,6 +140,16 @@ final class EnvoyConfigFiles {
         files.put(file, text);
         file(ConfigLoader.of(file.toString()), text);
         return null;
+    }
+
+    /** Whether a name along {@code path} starts with '.'. */
+    private static boolean dotted(Path path) {
+        for (Path name : path) {
+            if (name.toString().startsWith(".")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -282,16 +290,17 @@ final class EnvoyConfigFiles {
             }
             replaces.put(pattern, replaced);
         }
+        boolean unlimited = flag(nodes, fields, "unlimited", field);
         Long period = null;
         if (fields.containsKey("unit")) {
             String unit = nodes.scalar(fields.get("unit"), field + ".unit");
             period = UNITS.get(unit.toLowerCase(Locale.ROOT));
-            if (period == null && !flag(nodes, fields, "unlimited", field)) {
+            if (period == null && !unlimited) {
                 throw nodes.error(fields.get("unit"), field + ".unit", "expected one of "
                         + String.join(", ", UNITS.keySet()) + ", got \"" + unit + "\"");
             }
         }
-        if (flag(nodes, fields, "unlimited", field)) {
+        if (unlimited) {
             if (period != null) {
                 throw nodes.error(fields.get("unit"), field + ".unit", "an unlimited rate limit has no unit");
             }

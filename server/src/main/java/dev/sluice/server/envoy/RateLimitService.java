@@ -6,8 +6,6 @@ import dev.sluice.server.Checked;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
-import dev.sluice.server.config.PolicyConfig;
-import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.http.VerdictAnswer;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.Descriptor;
@@ -24,10 +22,8 @@ import io.grpc.stub.StreamObserver;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Envoy's rate limit service, {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit}, answered by the
@@ -56,24 +52,9 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         List<Policies.Charge> charges = new ArrayList<>();
         int[] ends = new int[request.getDescriptorsCount()];
         try {
-            List<List<Policies.Charge>> each = new ArrayList<>();
-            Set<String> replaced = new HashSet<>();
-            ServerConfig.Envoy envoy = policies.config().envoy();
-            for (Descriptor descriptor : descriptors(request)) {
-                each.add(policies.charges(descriptor));
-                List<Descriptor.Entry> pattern = policies.pattern(descriptor);
-                if (pattern != null) {
-                    replaced.addAll(envoy.replaces().getOrDefault(
-                            new PolicyConfig.Match(null, null, null, descriptor.domain(), pattern), List.of()));
-                }
-            }
-            replaced.retainAll(envoy.replaceable()); // Envoy replaces only limits that have a name
+            List<List<Policies.Charge>> each = policies.charges(descriptors(request));
             for (int i = 0; i < each.size(); i++) {
-                for (Policies.Charge charge : each.get(i)) {
-                    if (!replaced.contains(charge.policy().name())) {
-                        charges.add(charge);
-                    }
-                }
+                charges.addAll(each.get(i));
                 ends[i] = charges.size();
             }
         } catch (BadRequest e) {

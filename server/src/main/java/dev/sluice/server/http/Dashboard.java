@@ -7,6 +7,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.metrics.Traffic;
+import dev.sluice.store.Store;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -42,7 +43,8 @@ final class Dashboard {
     }
 
     boolean storeHealthy() {
-        return live.storeHealthy();
+        Store store = live.store();
+        return !(store instanceof RedisStore redis) || redis.healthy();
     }
 
     ObjectNode stats(Policies policies) {
