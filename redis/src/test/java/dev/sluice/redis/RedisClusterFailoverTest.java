@@ -56,7 +56,9 @@ class RedisClusterFailoverTest {
                 }
                 Thread.sleep(200);
             }
-            assertThat(failedOver).as("a replica took over the dead master's slots, and Redis decides again within 60 s").isTrue();
+            assertThat(failedOver).as(() -> "a replica took over the dead master's slots, and Redis decides again"
+                    + " within 60 s; the store counted " + store.counts() + "; the cluster:" + cluster.describe())
+                    .isTrue();
             assertThat(cluster.masterOf("sluice:{" + key + "}")).isNotSameAs(master);
             // the replica had the key's state: the limit still holds after the failover (read through a store
             // that never fails open: the first run of this test on a loaded machine had the limiter's 200 ms

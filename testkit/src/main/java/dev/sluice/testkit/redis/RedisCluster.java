@@ -2,7 +2,11 @@ package dev.sluice.testkit.redis;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
@@ -36,6 +40,14 @@ public final class RedisCluster implements AutoCloseable {
             for (int i = 0; i < total; i++) {
                 nodes.add(RedisServer.start("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                         "--cluster-node-timeout", "2000"));
+            }
+            for (int i = 0; i < total; i++) {
+                // each node its own config epoch before they meet, as redis-cli does: nodes that meet with equal
+                // epochs settle the clash one bump at a time, and a master killed while they do can leave its
+                // replica claiming its slots with an epoch the voters refuse, for good (a CI run saw no failover)
+                try (Resp resp = nodes.get(i).connect()) {
+                    resp.call("CLUSTER", "SET-CONFIG-EPOCH", Integer.toString(i + 1));
+                }
             }
             for (int i = 0; i < masters; i++) {
                 try (Resp resp = nodes.get(i).connect()) {
@@ -116,10 +128,16 @@ public final class RedisCluster implements AutoCloseable {
         throw new IOException("no live node knows the master of " + key);
     }
 
+    /**
+     * Waits until every node says {@code cluster_state:ok}, every replica is connected to its master, and every
+     * node sees the same cluster: the same roles, masters, config epochs and slots ({@link #view}). A test that
+     * kills a master before the others agree on it can wait for a failover that never comes.
+     */
     private void awaitOk() throws IOException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             boolean ok = true;
+            Set<String> views = new HashSet<>();
             for (RedisServer node : nodes) {
                 try (Resp resp = node.connect()) {
                     String info = (String) resp.call("CLUSTER", "INFO");
@@ -127,16 +145,60 @@ public final class RedisCluster implements AutoCloseable {
                     if (resp.call("ROLE") instanceof List<?> role && "slave".equals(role.get(0))) {
                         ok &= "connected".equals(role.get(3));
                     }
+                    views.add(view((String) resp.call("CLUSTER", "NODES")));
                 }
             }
-            if (ok) {
+            if (ok && views.size() == 1) {
                 return;
             }
             if (System.nanoTime() > deadline) {
-                throw new IOException("the cluster did not reach cluster_state:ok within 30 s");
+                throw new IOException("the cluster did not reach cluster_state:ok, seen alike by every node, within"
+                        + " 30 s:" + describe());
             }
             RedisServer.sleep(50);
         }
+    }
+
+    /**
+     * A node's {@code CLUSTER NODES} less what differs from one node to the next (who is "myself", the times of
+     * the last ping and pong, the link): each node's id, role, master, config epoch and slots, sorted.
+     */
+    static String view(String clusterNodes) {
+        List<String> nodes = new ArrayList<>();
+        for (String line : clusterNodes.split("\n")) {
+            String[] fields = line.trim().split(" ");
+            if (fields.length < 8) {
+                continue;
+            }
+            String flags = fields[2].replace("myself,", "");
+            List<String> kept = new ArrayList<>(List.of(fields[0], flags, fields[3], fields[6]));
+            kept.addAll(Arrays.asList(fields).subList(8, fields.length));
+            nodes.add(String.join(" ", kept));
+        }
+        Collections.sort(nodes);
+        return String.join("\n", nodes);
+    }
+
+    /**
+     * What every node says of the cluster ({@code CLUSTER NODES}) and the end of its log: the message of a
+     * test that waited in vain for the cluster to change.
+     */
+    public String describe() {
+        StringBuilder out = new StringBuilder();
+        for (RedisServer node : nodes) {
+            out.append("\n--- node on port ").append(node.port());
+            if (!node.isAlive()) {
+                out.append(" (dead)");
+            } else {
+                try (Resp resp = node.connect()) {
+                    out.append("\n").append(resp.call("CLUSTER", "NODES"));
+                } catch (IOException e) {
+                    out.append("\n(no answer: ").append(e.getMessage()).append(")");
+                }
+            }
+            out.append("\n").append(node.logTail(15));
+        }
+        return out.toString();
     }
 
     public List<RedisServer> nodes() {

@@ -102,6 +102,16 @@ public final class RedisServer implements AutoCloseable {
         return process.isAlive();
     }
 
+    /** The last {@code lines} lines of this server's log, to explain a failed test. */
+    public String logTail(int lines) {
+        try {
+            List<String> all = Files.readAllLines(dir.resolve("redis.log"));
+            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException e) {
+            return "(log unreadable: " + e.getMessage() + ")";
+        }
+    }
+
     @Override
     public void close() throws InterruptedException {
         kill();
