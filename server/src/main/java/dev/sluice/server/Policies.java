@@ -1,9 +1,12 @@
 package dev.sluice.server;
 
+import dev.sluice.Algorithm;
 import dev.sluice.ConcurrencyLimiter;
 import dev.sluice.Decision;
 import dev.sluice.Permit;
 import dev.sluice.RateLimiter;
+import dev.sluice.Mode;
+import dev.sluice.algorithm.Rule;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.metrics.ServerMetrics;
@@ -23,6 +26,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Pattern;
 import java.util.zip.CRC32;
 
 /**
@@ -43,6 +48,11 @@ public final class Policies {
     private final Map<String, RateLimiter> limiters = new HashMap<>();
     private final Map<String, ConcurrencyLimiter> inFlight;
     private final Map<String, String> prefixes = new HashMap<>();
+    /** The limiters of the limits calls bring (Envoy's limit overrides), by rule; at most {@link #MAX_OVERRIDES}. */
+    private final Map<Rule, RateLimiter> overrides = new ConcurrentHashMap<>();
+    private static final int MAX_OVERRIDES = 1_024;
+    /** What a policy's name cannot hold, made {@code _} in the name of a domain's overrides. */
+    private static final Pattern NOT_IN_NAME = Pattern.compile("[^A-Za-z0-9._-]");
     /** The descriptor patterns of each domain, in order, those without a policy ({@code unlimited} in Envoy's files) too. */
     private final Map<String, List<List<Descriptor.Entry>>> patterns = new HashMap<>();
 
@@ -119,8 +129,18 @@ public final class Policies {
         if (policy.inFlight() != null) {
             return CompletableFuture.completedFuture(concurrent(policy, key, cost, asked));
         }
-        return limiters.get(policy.name()).tryAcquireAsync(prefixes.get(policy.name()) + key, cost)
-                .thenApply(decision -> counted(policy, key, decision, asked));
+        RateLimiter limiter = limiters.get(policy.name());
+        String prefix = prefixes.get(policy.name());
+        if (limiter == null) { // a limit a call brought (an Envoy limit override), not a policy of the file
+            limiter = overrides.computeIfAbsent(policy.rule(), rule -> {
+                if (overrides.size() >= MAX_OVERRIDES) {
+                    overrides.clear(); // a limiter is only a rule on the store: making it again loses no count
+                }
+                return RateLimiter.builder().rule(rule).store(store).build();
+            });
+            prefix = prefix(policy);
+        }
+        return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, decision, asked));
     }
 
     private Checked counted(PolicyConfig policy, String key, Decision decision, long asked) {
@@ -159,6 +179,9 @@ public final class Policies {
      * A malformed cost is a {@link BadRequest}.
      */
     public List<Charge> charges(ClientRequest request) {
+        if (request instanceof Descriptor overriding && overriding.limit() != null) {
+            return overridden(overriding);
+        }
         return charges(request, request instanceof Descriptor descriptor ? pattern(descriptor) : null);
     }
 
@@ -171,6 +194,10 @@ public final class Policies {
         List<List<Charge>> each = new ArrayList<>(call.size());
         Set<String> replaced = new HashSet<>();
         for (Descriptor descriptor : call) {
+            if (descriptor.limit() != null) {
+                each.add(overridden(descriptor)); // no name: it neither replaces nor is replaced
+                continue;
+            }
             List<Descriptor.Entry> pattern = pattern(descriptor);
             each.add(charges(descriptor, pattern));
             if (pattern != null) {
@@ -208,6 +235,25 @@ public final class Policies {
      */
     private List<Descriptor.Entry> pattern(Descriptor descriptor) {
         return descriptor.walk(patterns.getOrDefault(descriptor.domain(), List.of()));
+    }
+
+    /**
+     * The charge of a descriptor that brings its own limit (Envoy's limit override): that limit decides it, in
+     * fixed windows aligned to the epoch, whatever policies its walk would end on, as in Envoy's own service. It is
+     * counted per descriptor (every entry, {@link Descriptor#text}) and per limit (a different override starts
+     * afresh, as a policy whose limits change does), never in shadow mode, and reported under the name
+     * {@code <domain>/override}, which no policy of a file can take. A domain no policy names has no limits at
+     * all, as in Envoy's service, and its overrides charge nothing.
+     */
+    private List<Charge> overridden(Descriptor descriptor) {
+        if (!patterns.containsKey(descriptor.domain())) {
+            return List.of();
+        }
+        String name = NOT_IN_NAME.matcher(descriptor.domain()).replaceAll("_") + "/override";
+        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(descriptor.limit()), Mode.REJECT, 0);
+        PolicyConfig policy = new PolicyConfig(name, new PolicyConfig.Match(null, null, null, descriptor.domain(),
+                descriptor.entries()), List.of(), rule, null, 1, null, false, false);
+        return List.of(new Charge(policy, descriptor.text(), descriptor.hits()));
     }
 
     /** One policy to charge: under which key, at what cost. */

@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -51,8 +50,6 @@ final class EnvoyConfigFiles {
     private static final Set<String> FALSE = Set.of("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF");
     private static final Set<String> RATE_LIMIT = Set.of("unit", "requests_per_unit", "unlimited", "name", "replaces");
     private static final Set<String> REPLACES = Set.of("name");
-    /** Envoy's units, as its service counts them. */
-    private static final Map<String, Long> UNITS = units();
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
     private static final Pattern NOT_IN_NAME = Pattern.compile("[^A-Za-z0-9._-]");
 
@@ -73,20 +70,6 @@ final class EnvoyConfigFiles {
     EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile) {
         this.sluiceNames = sluiceNames;
         this.sluiceFile = sluiceFile;
-    }
-
-    private static Map<String, Long> units() {
-        Map<String, Long> units = new LinkedHashMap<>();
-        long second = 1_000_000_000L;
-        long day = 86_400 * second;
-        units.put("second", second);
-        units.put("minute", 60 * second);
-        units.put("hour", 3_600 * second);
-        units.put("day", day);
-        units.put("week", 7 * day);
-        units.put("month", 30 * day);
-        units.put("year", 365 * day);
-        return units;
     }
 
     /**
@@ -294,10 +277,11 @@ final class EnvoyConfigFiles {
         Long period = null;
         if (fields.containsKey("unit")) {
             String unit = nodes.scalar(fields.get("unit"), field + ".unit");
-            period = UNITS.get(unit.toLowerCase(Locale.ROOT));
+            EnvoyUnit named = EnvoyUnit.named(unit);
+            period = named == null ? null : named.nanos();
             if (period == null && !unlimited) {
-                throw nodes.error(fields.get("unit"), field + ".unit", "expected one of "
-                        + String.join(", ", UNITS.keySet()) + ", got \"" + unit + "\"");
+                throw nodes.error(fields.get("unit"), field + ".unit", "expected one of " + EnvoyUnit.names()
+                        + ", got \"" + unit + "\"");
             }
         }
         if (unlimited) {

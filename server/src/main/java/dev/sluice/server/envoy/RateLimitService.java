@@ -6,6 +6,7 @@ import dev.sluice.server.Checked;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
+import dev.sluice.server.config.EnvoyUnit;
 import dev.sluice.server.http.VerdictAnswer;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.Descriptor;
@@ -23,6 +24,7 @@ import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -32,6 +34,9 @@ import java.util.Map;
  * another limit of the call replaces (Envoy's {@code replaces}); the call is one request, so its
  * descriptors are charged in order and the first rejection ends it ({@code OVER_LIMIT}), as policies do for an HTTP
  * request: a descriptor after it is neither charged nor decided, and its status says {@code UNKNOWN}.
+ *
+ * <p>A descriptor that brings its own limit (Envoy's limit override) is decided by that limit instead
+ * ({@link Policies#charges(List)}).
  *
  * <p>A malformed call is refused with {@code INVALID_ARGUMENT} and a message that names the field; it never becomes
  * a decision. A store that does not answer is the configured failure policy's to decide, as everywhere.
@@ -85,10 +90,6 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         for (int i = 0; i < request.getDescriptorsCount(); i++) {
             RateLimitDescriptor given = request.getDescriptors(i);
             String field = "descriptors[" + i + "]";
-            if (given.hasLimit()) {
-                throw new BadRequest(field + ".limit: Sluice takes its limits from its policies, not from the call;"
-                        + " leave the override out");
-            }
             if (given.getEntriesCount() == 0) {
                 throw new BadRequest(field + ".entries: at least one entry is needed");
             }
@@ -108,9 +109,25 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
                             + " can be");
                 }
             }
-            descriptors.add(new Descriptor(request.getDomain(), entries, own));
+            descriptors.add(new Descriptor(request.getDomain(), entries, own, given.hasLimit() ? limit(given, field) : null));
         }
         return descriptors;
+    }
+
+    /** A descriptor's limit override, as Envoy's service reads it: so many requests a unit. */
+    private static Limit limit(RateLimitDescriptor given, String field) {
+        RateLimitDescriptor.RateLimitOverride override = given.getLimit();
+        long amount = Integer.toUnsignedLong(override.getRequestsPerUnit());
+        if (amount == 0) {
+            throw new BadRequest(field + ".limit.requests_per_unit: 0; Sluice's limits start at 1 request");
+        }
+        Unit unit = Unit.forNumber(override.getUnitValue()); // the answer's enum: the same numbers, WEEK included
+        EnvoyUnit length = unit == null ? null : EnvoyUnit.named(unit.name());
+        if (length == null) {
+            throw new BadRequest(field + ".limit.unit: expected one of " + EnvoyUnit.names().toUpperCase(Locale.ROOT)
+                    + ", got " + (unit == null ? Integer.toString(override.getUnitValue()) : unit.name()));
+        }
+        return Limit.of(amount, length.nanos());
     }
 
     /**
@@ -154,15 +171,7 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
 
     /** Envoy's unit for a period of exactly one of them; any other period has none ({@code UNKNOWN}). */
     static Unit unit(long periodNanos) {
-        return switch (Duration.ofNanos(periodNanos).toString()) {
-            case "PT1S" -> Unit.SECOND;
-            case "PT1M" -> Unit.MINUTE;
-            case "PT1H" -> Unit.HOUR;
-            case "PT24H" -> Unit.DAY;
-            case "PT168H" -> Unit.WEEK;
-            case "PT720H" -> Unit.MONTH; // 30 days, as Envoy's service counts a month
-            case "PT8760H" -> Unit.YEAR; // 365 days
-            default -> Unit.UNKNOWN;
-        };
+        EnvoyUnit unit = EnvoyUnit.of(periodNanos);
+        return unit == null ? Unit.UNKNOWN : Unit.valueOf(unit.name());
     }
 }

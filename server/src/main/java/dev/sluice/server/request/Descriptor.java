@@ -1,5 +1,7 @@
 package dev.sluice.server.request;
 
+import dev.sluice.Limit;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -9,9 +11,11 @@ import java.util.List;
  * its domain and the keys of its entries apply, and their {@code descriptor:KEY} key parts read its values. It has
  * none of an HTTP request's parts, so a policy that matches HTTP requests never matches it, and the other way round.
  *
- * @param hits how many hits it adds: each matching policy is charged its {@code cost} times this (0 only looks)
+ * @param hits  how many hits it adds: each matching policy is charged its {@code cost} times this (0 only looks)
+ * @param limit the limit the call brings for it (Envoy's limit override, {@code descriptors[i].limit}), which then
+ *              decides it instead of the policies; null when it brings none
  */
-public record Descriptor(String domain, List<Entry> entries, long hits) implements ClientRequest {
+public record Descriptor(String domain, List<Entry> entries, long hits, Limit limit) implements ClientRequest {
     /**
      * One entry: {@code remote_address = 10.0.0.7}. In a policy's pattern, a null value stands for any value, and a
      * value that ends in {@code *} for any value that starts with what comes before it ({@code 10.0.*}), as in
@@ -40,6 +44,27 @@ public record Descriptor(String domain, List<Entry> entries, long hits) implemen
 
     public Descriptor {
         entries = List.copyOf(entries);
+    }
+
+    /** A descriptor decided by the policies (no limit override). */
+    public Descriptor(String domain, List<Entry> entries, long hits) {
+        this(domain, entries, hits, null);
+    }
+
+    /**
+     * Its entries as one key, {@code key|value|key|value}, each part escaped as a key's parts are, so that two
+     * descriptors have the same text only if they have the same entries.
+     */
+    public String text() {
+        StringBuilder text = new StringBuilder();
+        for (Entry entry : entries) {
+            if (!text.isEmpty()) {
+                text.append('|');
+            }
+            KeyPart.escaped(text, entry.key()).append('|');
+            KeyPart.escaped(text, entry.value());
+        }
+        return text.toString();
     }
 
     /** The value of the first entry with this key, or null. */

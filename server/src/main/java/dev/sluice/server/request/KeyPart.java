@@ -161,15 +161,21 @@ public sealed interface KeyPart {
             if (i > 0) {
                 key.append('|');
             }
-            for (int c = 0; c < value.length(); c++) {
-                char ch = value.charAt(c);
-                switch (ch) {
-                    case '|' -> key.append("%7C");
-                    case '%' -> key.append("%25");
-                    default -> key.append(ch);
-                }
-            }
+            escaped(key, value);
         }
         return key.toString();
+    }
+
+    /** Appends {@code value} with {@code |} (which joins the parts of a key) and {@code %} escaped. */
+    static StringBuilder escaped(StringBuilder key, String value) {
+        for (int c = 0; c < value.length(); c++) {
+            char ch = value.charAt(c);
+            switch (ch) {
+                case '|' -> key.append("%7C");
+                case '%' -> key.append("%25");
+                default -> key.append(ch);
+            }
+        }
+        return key;
     }
 }

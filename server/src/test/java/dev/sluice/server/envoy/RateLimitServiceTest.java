@@ -13,6 +13,7 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.envoyproxy.envoy.type.v3.RateLimitUnit;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -256,9 +257,15 @@ class RateLimitServiceTest {
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
                 .addDescriptors(descriptor("remote_address", "10.0.0.7", "", "x")).build(),
                 "descriptors[1].entries[1].key: must not be empty");
-        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good.toBuilder()
-                .setLimit(RateLimitDescriptor.RateLimitOverride.newBuilder().setRequestsPerUnit(10))).build(),
-                "descriptors[0].limit: Sluice takes its limits from its policies, not from the call; leave the override out");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(overridden(good, 0, RateLimitUnit.MINUTE_VALUE)).build(),
+                "descriptors[1].limit.requests_per_unit: 0; Sluice's limits start at 1 request");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(overridden(good, 10, RateLimitUnit.UNKNOWN_VALUE)).build(),
+                "descriptors[1].limit.unit: expected one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR, got UNKNOWN");
+        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
+                .addDescriptors(overridden(good, 10, 99)).build(),
+                "descriptors[1].limit.unit: expected one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR, got 99");
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
                 .addDescriptors(good.toBuilder().setHitsAddend(UInt64Value.of(-1))).build(),
                 "descriptors[1].hits_addend: 18446744073709551615 is more than a cost can be");
@@ -267,6 +274,52 @@ class RateLimitServiceTest {
                 "hits_addend 9223372036854775807 times the cost 3 of policy weighted is more than a cost can be");
         // none of the calls above took anything
         assertThat(ask("edge", good).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    /** {@code descriptor} with a limit override of {@code amount} a unit (the unit by its number in Envoy's enum). */
+    static RateLimitDescriptor overridden(RateLimitDescriptor descriptor, int amount, int unit) {
+        return descriptor.toBuilder().setLimit(RateLimitDescriptor.RateLimitOverride.newBuilder()
+                .setRequestsPerUnit(amount).setUnitValue(unit)).build();
+    }
+
+    @Test
+    void aLimitOverrideDecidesItsDescriptorInsteadOfThePolicies() {
+        RateLimitDescriptor address = overridden(descriptor("remote_address", "10.0.0.7"), 2, RateLimitUnit.MINUTE_VALUE);
+        for (int remaining = 1; remaining >= 0; remaining--) {
+            RateLimitResponse answer = ask("edge", address);
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            DescriptorStatus status = answer.getStatuses(0);
+            assertThat(status.getCurrentLimit().getName()).isEqualTo("edge/override");
+            assertThat(status.getCurrentLimit().getRequestsPerUnit()).isEqualTo(2);
+            assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.MINUTE);
+            assertThat(status.getLimitRemaining()).isEqualTo(remaining);
+            assertThat(headers(answer)).containsEntry("RateLimit-Policy", "\"edge/override\";q=2;w=60");
+        }
+        RateLimitResponse over = ask("edge", address);
+        assertThat(over.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        // fixed windows aligned to the epoch, as Envoy's are: the window ends on the minute
+        com.google.protobuf.Duration reset = over.getStatuses(0).getDurationUntilReset();
+        long endsAtMs = System.currentTimeMillis() + reset.getSeconds() * 1_000 + reset.getNanos() / 1_000_000;
+        assertThat(Math.floorMod(endsAtMs + 30_000, 60_000L) - 30_000).as("ms from a whole minute").isBetween(-2_000L, 2_000L);
+        // the policy of the address was not asked: it has all of its 3 left
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.7")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+        // counted per descriptor and per limit: another address, or another override, starts afresh
+        assertThat(ask("edge", overridden(descriptor("remote_address", "10.0.0.8"), 2, RateLimitUnit.MINUTE_VALUE))
+                .getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask("edge", overridden(descriptor("remote_address", "10.0.0.7"), 5, RateLimitUnit.MINUTE_VALUE))
+                .getStatuses(0).getLimitRemaining()).isEqualTo(4);
+        // a descriptor no policy takes is limited too, hits_addend is its cost, and Envoy's WEEK (7) is understood
+        RateLimitResponse weekly = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge").setHitsAddend(3)
+                .addDescriptors(overridden(descriptor("user", "bob"), 4, 7)).build());
+        assertThat(weekly.getStatuses(0).getCurrentLimit().getUnit()).isEqualTo(Unit.WEEK);
+        assertThat(weekly.getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        // in a domain no policy names there are no limits, the call's own included, as in Envoy's service
+        RateLimitResponse elsewhere = ask("other", address);
+        assertThat(elsewhere.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(elsewhere.getStatuses(0).hasCurrentLimit()).isFalse();
+        assertThat(live.metrics().scrape())
+                .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"edge/override\"} 5.0")
+                .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge/override\"} 1.0");
     }
 
     private void assertRefused(RateLimitRequest request, String message) {
@@ -322,6 +375,8 @@ class RateLimitServiceTest {
         assertThat(RateLimitService.unit(3_600_000_000_000L)).isEqualTo(Unit.HOUR);
         assertThat(RateLimitService.unit(86_400_000_000_000L)).isEqualTo(Unit.DAY);
         assertThat(RateLimitService.unit(7 * 86_400_000_000_000L)).isEqualTo(Unit.WEEK);
+        assertThat(RateLimitService.unit(30 * 86_400_000_000_000L)).isEqualTo(Unit.MONTH);
+        assertThat(RateLimitService.unit(365 * 86_400_000_000_000L)).isEqualTo(Unit.YEAR);
         assertThat(RateLimitService.unit(10_000_000_000L)).isEqualTo(Unit.UNKNOWN);
         assertThat(RateLimitService.unit(1_000_000_001L)).isEqualTo(Unit.UNKNOWN);
     }
@@ -456,6 +511,11 @@ class RateLimitServiceTest {
                 assertThat(second.shouldRateLimit(request).getStatuses(0).getLimitRemaining()).isZero();
                 assertThat(first.shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
                 assertThat(second.shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+                // a limit the call brings is shared alike
+                RateLimitRequest overriding = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(overridden(descriptor("user", "bob"), 1, RateLimitUnit.HOUR_VALUE)).build();
+                assertThat(second.shouldRateLimit(overriding).getOverallCode()).isEqualTo(Code.OK);
+                assertThat(first.shouldRateLimit(overriding).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
             } finally {
                 toOne.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
                 toTwo.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);

@@ -76,4 +76,15 @@ class DescriptorTest {
         assertThat(asked("plan=basic").fits(pattern("plan"))).isTrue();
         assertThat(asked("plan=basic user=u").fits(pattern("plan"))).isFalse();
     }
+
+    @Test
+    void twoDescriptorsHaveTheSameTextOnlyIfTheyHaveTheSameEntries() {
+        Descriptor one = new Descriptor("edge", List.of(new Descriptor.Entry("a", "1|b")), 1);
+        Descriptor two = new Descriptor("edge", List.of(new Descriptor.Entry("a", "1"), new Descriptor.Entry("b", "")), 1);
+        Descriptor three = new Descriptor("edge", List.of(new Descriptor.Entry("a|1", "b")), 1);
+        assertThat(one.text()).isEqualTo("a|1%7Cb");
+        assertThat(two.text()).isEqualTo("a|1|b|");
+        assertThat(three.text()).isEqualTo("a%7C1|b");
+        assertThat(asked("a=1 b=2").text()).isEqualTo(asked("a=1 b=2").text()).isNotEqualTo(asked("b=2 a=1").text());
+    }
 }
