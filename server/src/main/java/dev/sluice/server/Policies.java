@@ -132,12 +132,16 @@ public final class Policies {
         RateLimiter limiter = limiters.get(policy.name());
         String prefix = prefixes.get(policy.name());
         if (limiter == null) { // a limit a call brought (an Envoy limit override), not a policy of the file
-            limiter = overrides.computeIfAbsent(policy.rule(), rule -> {
+            limiter = overrides.get(policy.rule());
+            if (limiter == null) {
                 if (overrides.size() >= MAX_OVERRIDES) {
-                    overrides.clear(); // a limiter is only a rule on the store: making it again loses no count
+                    // a limiter is only a rule on the store: making it again loses no count (cleared outside
+                    // computeIfAbsent, whose function must not change the map)
+                    overrides.clear();
                 }
-                return RateLimiter.builder().rule(rule).store(store).build();
-            });
+                limiter = overrides.computeIfAbsent(policy.rule(),
+                        rule -> RateLimiter.builder().rule(rule).store(store).build());
+            }
             prefix = prefix(policy);
         }
         return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, decision, asked));

@@ -322,6 +322,22 @@ class RateLimitServiceTest {
                 .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge/override\"} 1.0");
     }
 
+    @Test
+    void overridesPastTheLimitersKeptForThemLoseNoCount() {
+        RateLimitDescriptor once = overridden(descriptor("user", "carol"), 1, RateLimitUnit.HOUR_VALUE);
+        assertThat(ask("edge", once).getOverallCode()).isEqualTo(Code.OK);
+        RateLimitRequest.Builder many = RateLimitRequest.newBuilder().setDomain("edge");
+        for (int amount = 2; amount <= 1_200; amount++) { // more limits than the 1,024 limiters kept
+            many.addDescriptors(overridden(descriptor("user", "dave"), amount, RateLimitUnit.HOUR_VALUE));
+        }
+        RateLimitResponse answer = envoy.shouldRateLimit(many.build());
+        assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(answer.getStatusesList()).hasSize(1_199).allSatisfy(status ->
+                assertThat(status.getLimitRemaining()).isEqualTo(status.getCurrentLimit().getRequestsPerUnit() - 1));
+        // the count lives in the store, not in the limiter made again
+        assertThat(ask("edge", once).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+    }
+
     private void assertRefused(RateLimitRequest request, String message) {
         assertThatThrownBy(() -> envoy.shouldRateLimit(request)).isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
             assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
