@@ -3,6 +3,7 @@ package dev.sluice.server;
 import dev.sluice.Algorithm;
 import dev.sluice.ConcurrencyLimiter;
 import dev.sluice.Decision;
+import dev.sluice.Limit;
 import dev.sluice.Permit;
 import dev.sluice.RateLimiter;
 import dev.sluice.Mode;
@@ -48,8 +49,11 @@ public final class Policies {
     private final Map<String, RateLimiter> limiters = new HashMap<>();
     private final Map<String, ConcurrencyLimiter> inFlight;
     private final Map<String, String> prefixes = new HashMap<>();
-    /** The limiters of the limits calls bring (Envoy's limit overrides), by rule; at most {@link #MAX_OVERRIDES}. */
-    private final Map<Rule, RateLimiter> overrides = new ConcurrentHashMap<>();
+    /**
+     * The rules and limiters of the limits calls bring (Envoy's limit overrides), by limit, at most
+     * {@link #MAX_OVERRIDES}: one rule a limit, since a store keeps what it works out for a rule by the rule.
+     */
+    private final Map<Limit, Overriding> overrides = new ConcurrentHashMap<>();
     private static final int MAX_OVERRIDES = 1_024;
     /** What a policy's name cannot hold, made {@code _} in the name of a domain's overrides. */
     private static final Pattern NOT_IN_NAME = Pattern.compile("[^A-Za-z0-9._-]");
@@ -132,16 +136,7 @@ public final class Policies {
         RateLimiter limiter = limiters.get(policy.name());
         String prefix = prefixes.get(policy.name());
         if (limiter == null) { // a limit a call brought (an Envoy limit override), not a policy of the file
-            limiter = overrides.get(policy.rule());
-            if (limiter == null) {
-                if (overrides.size() >= MAX_OVERRIDES) {
-                    // a limiter is only a rule on the store: making it again loses no count (cleared outside
-                    // computeIfAbsent, whose function must not change the map)
-                    overrides.clear();
-                }
-                limiter = overrides.computeIfAbsent(policy.rule(),
-                        rule -> RateLimiter.builder().rule(rule).store(store).build());
-            }
+            limiter = overriding(policy.limits().get(0)).limiter();
             prefix = prefix(policy);
         }
         return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, decision, asked));
@@ -244,20 +239,49 @@ public final class Policies {
     /**
      * The charge of a descriptor that brings its own limit (Envoy's limit override): that limit decides it, in
      * fixed windows aligned to the epoch, whatever policies its walk would end on, as in Envoy's own service. It is
-     * counted per descriptor (every entry, {@link Descriptor#text}) and per limit (a different override starts
+     * counted per descriptor (its domain and every entry, {@link Descriptor#text}) and per limit (a different override starts
      * afresh, as a policy whose limits change does), never in shadow mode, and reported under the name
      * {@code <domain>/override}, which no policy of a file can take. A domain no policy names has no limits at
      * all, as in Envoy's service, and its overrides charge nothing.
      */
     private List<Charge> overridden(Descriptor descriptor) {
-        if (!patterns.containsKey(descriptor.domain())) {
+        if (!names(descriptor.domain())) {
             return List.of();
         }
-        String name = NOT_IN_NAME.matcher(descriptor.domain()).replaceAll("_") + "/override";
-        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(descriptor.limit()), Mode.REJECT, 0);
-        PolicyConfig policy = new PolicyConfig(name, new PolicyConfig.Match(null, null, null, descriptor.domain(),
-                descriptor.entries()), List.of(), rule, null, 1, null, false, false);
+        PolicyConfig policy = new PolicyConfig(overrideName(descriptor.domain()), new PolicyConfig.Match(null, null,
+                null, descriptor.domain(), descriptor.entries()), List.of(), overriding(descriptor.limit()).rule(),
+                null, 1, null, false, false);
         return List.of(new Charge(policy, descriptor.text(), descriptor.hits()));
+    }
+
+    /** The name the limits calls bring for descriptors of {@code domain} are reported and counted under. */
+    public static String overrideName(String domain) {
+        return NOT_IN_NAME.matcher(domain).replaceAll("_") + "/override";
+    }
+
+    /** Whether a policy, or a limit of Envoy's files, names {@code domain}: else it has no limits at all. */
+    public boolean names(String domain) {
+        return patterns.containsKey(domain);
+    }
+
+    /** The rule and limiter of a limit a call brings. */
+    private record Overriding(Rule rule, RateLimiter limiter) {
+    }
+
+    private Overriding overriding(Limit limit) {
+        Overriding kept = overrides.get(limit);
+        if (kept != null) {
+            return kept;
+        }
+        if (overrides.size() >= MAX_OVERRIDES) {
+            // a limiter is only a rule on the store: making it again loses no count (cleared here, outside
+            // computeIfAbsent, whose function must not change the map)
+            overrides.clear();
+        }
+        return overrides.computeIfAbsent(limit, given -> {
+            Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(given), Mode.REJECT, 0);
+            return new Overriding(rule, RateLimiter.builder().rule(rule).store(store).build());
+        });
     }
 
     /** One policy to charge: under which key, at what cost. */

@@ -12,15 +12,20 @@ import java.util.stream.Collectors;
 public enum EnvoyUnit {
     SECOND(1), MINUTE(60), HOUR(3_600), DAY(86_400), WEEK(7 * 86_400), MONTH(30 * 86_400), YEAR(365 * 86_400);
 
-    private final long nanos;
+    private final long seconds;
 
     EnvoyUnit(long seconds) {
-        this.nanos = seconds * 1_000_000_000L;
+        this.seconds = seconds;
+    }
+
+    /** Its length in seconds. */
+    public long seconds() {
+        return seconds;
     }
 
     /** Its length in nanoseconds. */
     public long nanos() {
-        return nanos;
+        return seconds * 1_000_000_000L;
     }
 
     /** The unit of this name in any case ({@code minute}, {@code MINUTE}), or null. */
@@ -36,7 +41,7 @@ public enum EnvoyUnit {
     /** The unit exactly {@code periodNanos} long, or null: Sluice's periods need not be one. */
     public static EnvoyUnit of(long periodNanos) {
         for (EnvoyUnit unit : values()) {
-            if (unit.nanos == periodNanos) {
+            if (unit.nanos() == periodNanos) {
                 return unit;
             }
         }

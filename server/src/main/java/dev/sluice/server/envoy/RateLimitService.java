@@ -22,6 +22,7 @@ import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -57,7 +58,14 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         List<Policies.Charge> charges = new ArrayList<>();
         int[] ends = new int[request.getDescriptorsCount()];
         try {
-            List<List<Policies.Charge>> each = policies.charges(descriptors(request));
+            Call call = call(request);
+            if (call.nothing() >= 0 && policies.names(request.getDomain())) {
+                answer.onNext(nothingAllowed(request, call));
+                answer.onCompleted();
+                live.metrics().rejected(Policies.overrideName(request.getDomain()));
+                return;
+            }
+            List<List<Policies.Charge>> each = policies.charges(call.descriptors());
             for (int i = 0; i < each.size(); i++) {
                 charges.addAll(each.get(i));
                 ends[i] = charges.size();
@@ -76,8 +84,43 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         });
     }
 
+    /**
+     * A call's descriptors, and the first of them that brings a limit of 0 requests, with its unit ({@code -1} and
+     * null when none does).
+     */
+    private record Call(List<Descriptor> descriptors, int nothing, EnvoyUnit nothingUnit) {
+    }
+
+    /**
+     * The answer to a call one of whose descriptors brings a limit of 0 requests (in a domain that has limits): over
+     * the limit whole, as in Envoy's service, where no hit fits in 0; nothing is charged, since no request of
+     * the call could be admitted. That descriptor's status says so, with the end of its unit's window; the others
+     * are not decided ({@code UNKNOWN}).
+     */
+    private static RateLimitResponse nothingAllowed(RateLimitRequest request, Call call) {
+        // windows aligned to the epoch, as Envoy's are: what is left of the one now
+        Instant now = Instant.now();
+        long intoWindow = now.getEpochSecond() % call.nothingUnit().seconds() * 1_000_000_000L + now.getNano();
+        Duration reset = Duration.ofNanos(call.nothingUnit().nanos() - intoWindow);
+        RateLimitResponse.Builder response = RateLimitResponse.newBuilder().setOverallCode(Code.OVER_LIMIT);
+        for (int i = 0; i < request.getDescriptorsCount(); i++) {
+            if (i != call.nothing()) {
+                response.addStatuses(DescriptorStatus.newBuilder().setCode(Code.UNKNOWN));
+                continue;
+            }
+            response.addStatuses(DescriptorStatus.newBuilder().setCode(Code.OVER_LIMIT)
+                    .setCurrentLimit(RateLimitResponse.RateLimit.newBuilder()
+                            .setName(Policies.overrideName(request.getDomain())).setRequestsPerUnit(0)
+                            .setUnit(Unit.valueOf(call.nothingUnit().name())))
+                    .setLimitRemaining(0)
+                    .setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
+                            .setSeconds(reset.getSeconds()).setNanos(reset.getNano())));
+        }
+        return response.build();
+    }
+
     /** The call's descriptors, checked field by field. */
-    private static List<Descriptor> descriptors(RateLimitRequest request) {
+    private static Call call(RateLimitRequest request) {
         if (request.getDomain().isEmpty()) {
             throw new BadRequest("domain: must not be empty");
         }
@@ -87,6 +130,8 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         // hits_addend 0 is "not set" in proto3: one hit, as in Envoy's own service
         long hits = request.getHitsAddend() == 0 ? 1 : Integer.toUnsignedLong(request.getHitsAddend());
         List<Descriptor> descriptors = new ArrayList<>(request.getDescriptorsCount());
+        int nothing = -1;
+        EnvoyUnit nothingUnit = null;
         for (int i = 0; i < request.getDescriptorsCount(); i++) {
             RateLimitDescriptor given = request.getDescriptors(i);
             String field = "descriptors[" + i + "]";
@@ -109,25 +154,31 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
                             + " can be");
                 }
             }
-            descriptors.add(new Descriptor(request.getDomain(), entries, own, given.hasLimit() ? limit(given, field) : null));
+            Limit limit = null;
+            if (given.hasLimit()) {
+                EnvoyUnit unit = unit(given.getLimit(), field);
+                long amount = Integer.toUnsignedLong(given.getLimit().getRequestsPerUnit());
+                if (amount > 0) {
+                    limit = Limit.of(amount, unit.nanos());
+                } else if (nothing < 0) {
+                    nothing = i;
+                    nothingUnit = unit;
+                }
+            }
+            descriptors.add(new Descriptor(request.getDomain(), entries, own, limit));
         }
-        return descriptors;
+        return new Call(descriptors, nothing, nothingUnit);
     }
 
-    /** A descriptor's limit override, as Envoy's service reads it: so many requests a unit. */
-    private static Limit limit(RateLimitDescriptor given, String field) {
-        RateLimitDescriptor.RateLimitOverride override = given.getLimit();
-        long amount = Integer.toUnsignedLong(override.getRequestsPerUnit());
-        if (amount == 0) {
-            throw new BadRequest(field + ".limit.requests_per_unit: 0; Sluice's limits start at 1 request");
-        }
+    /** The unit of a descriptor's limit override (Envoy's service takes so many requests a unit). */
+    private static EnvoyUnit unit(RateLimitDescriptor.RateLimitOverride override, String field) {
         Unit unit = Unit.forNumber(override.getUnitValue()); // the answer's enum: the same numbers, WEEK included
         EnvoyUnit length = unit == null ? null : EnvoyUnit.named(unit.name());
         if (length == null) {
             throw new BadRequest(field + ".limit.unit: expected one of " + EnvoyUnit.names().toUpperCase(Locale.ROOT)
                     + ", got " + (unit == null ? Integer.toString(override.getUnitValue()) : unit.name()));
         }
-        return Limit.of(amount, length.nanos());
+        return length;
     }
 
     /**

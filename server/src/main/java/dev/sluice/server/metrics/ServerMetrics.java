@@ -95,6 +95,11 @@ public final class ServerMetrics {
         traffic.record(policy, checked.key(), checked.outcome());
     }
 
+    /** Counts a rejection no store was asked for: a limit of 0 requests that a call to Envoy's service brings. */
+    public void rejected(String policy) {
+        decisions.computeIfAbsent(policy, this::countersOf).get(Checked.Outcome.REJECTED).increment();
+    }
+
     private Map<Checked.Outcome, Counter> countersOf(String policy) {
         Map<Checked.Outcome, Counter> counters = new EnumMap<>(Checked.Outcome.class);
         for (Checked.Outcome outcome : Checked.Outcome.values()) {

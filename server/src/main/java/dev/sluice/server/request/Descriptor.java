@@ -52,16 +52,13 @@ public record Descriptor(String domain, List<Entry> entries, long hits, Limit li
     }
 
     /**
-     * Its entries as one key, {@code key|value|key|value}, each part escaped as a key's parts are, so that two
-     * descriptors have the same text only if they have the same entries.
+     * Its domain and entries as one key, {@code domain|key|value|key|value}, each part escaped as a key's parts
+     * are, so that two descriptors have the same text only if they have the same domain and entries.
      */
     public String text() {
-        StringBuilder text = new StringBuilder();
+        StringBuilder text = KeyPart.escaped(new StringBuilder(), domain);
         for (Entry entry : entries) {
-            if (!text.isEmpty()) {
-                text.append('|');
-            }
-            KeyPart.escaped(text, entry.key()).append('|');
+            KeyPart.escaped(text.append('|'), entry.key()).append('|');
             KeyPart.escaped(text, entry.value());
         }
         return text.toString();

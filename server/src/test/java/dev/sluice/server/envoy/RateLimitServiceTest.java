@@ -258,9 +258,6 @@ class RateLimitServiceTest {
                 .addDescriptors(descriptor("remote_address", "10.0.0.7", "", "x")).build(),
                 "descriptors[1].entries[1].key: must not be empty");
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
-                .addDescriptors(overridden(good, 0, RateLimitUnit.MINUTE_VALUE)).build(),
-                "descriptors[1].limit.requests_per_unit: 0; Sluice's limits start at 1 request");
-        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
                 .addDescriptors(overridden(good, 10, RateLimitUnit.UNKNOWN_VALUE)).build(),
                 "descriptors[1].limit.unit: expected one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR, got UNKNOWN");
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
@@ -320,6 +317,32 @@ class RateLimitServiceTest {
         assertThat(live.metrics().scrape())
                 .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"edge/override\"} 5.0")
                 .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge/override\"} 1.0");
+    }
+
+    @Test
+    void anOverrideOfNoRequestsPutsTheCallOverTheLimitAndChargesNothing() {
+        RateLimitDescriptor good = descriptor("remote_address", "10.0.0.7");
+        RateLimitResponse answer = ask("edge", good, overridden(descriptor("user", "eve"), 0, RateLimitUnit.HOUR_VALUE),
+                overridden(descriptor("user", "mallory"), 0, RateLimitUnit.UNKNOWN_VALUE + 1));
+        assertThat(answer.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(answer.getStatusesList()).extracting(DescriptorStatus::getCode)
+                .containsExactly(Code.UNKNOWN, Code.OVER_LIMIT, Code.UNKNOWN);
+        DescriptorStatus none = answer.getStatuses(1);
+        assertThat(none.getCurrentLimit().getName()).isEqualTo("edge/override");
+        assertThat(none.getCurrentLimit().getRequestsPerUnit()).isZero();
+        assertThat(none.getCurrentLimit().getUnit()).isEqualTo(Unit.HOUR);
+        assertThat(none.getLimitRemaining()).isZero();
+        // until the end of the hour, as windows aligned to the epoch
+        long endsAtMs = System.currentTimeMillis() + none.getDurationUntilReset().getSeconds() * 1_000
+                + none.getDurationUntilReset().getNanos() / 1_000_000;
+        assertThat(Math.floorMod(endsAtMs + 1_800_000, 3_600_000L) - 1_800_000).as("ms from a whole hour")
+                .isBetween(-2_000L, 2_000L);
+        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge/override\"} 1.0");
+        // the address before it was not charged
+        assertThat(ask("edge", good).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+        // where there are no limits, there are none
+        assertThat(ask("other", overridden(descriptor("user", "eve"), 0, RateLimitUnit.HOUR_VALUE)).getOverallCode())
+                .isEqualTo(Code.OK);
     }
 
     @Test

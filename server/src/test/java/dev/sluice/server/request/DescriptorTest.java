@@ -78,13 +78,16 @@ class DescriptorTest {
     }
 
     @Test
-    void twoDescriptorsHaveTheSameTextOnlyIfTheyHaveTheSameEntries() {
+    void twoDescriptorsHaveTheSameTextOnlyIfTheyHaveTheSameDomainAndEntries() {
         Descriptor one = new Descriptor("edge", List.of(new Descriptor.Entry("a", "1|b")), 1);
         Descriptor two = new Descriptor("edge", List.of(new Descriptor.Entry("a", "1"), new Descriptor.Entry("b", "")), 1);
         Descriptor three = new Descriptor("edge", List.of(new Descriptor.Entry("a|1", "b")), 1);
-        assertThat(one.text()).isEqualTo("a|1%7Cb");
-        assertThat(two.text()).isEqualTo("a|1|b|");
-        assertThat(three.text()).isEqualTo("a%7C1|b");
+        assertThat(one.text()).isEqualTo("edge|a|1%7Cb");
+        assertThat(two.text()).isEqualTo("edge|a|1|b|");
+        assertThat(three.text()).isEqualTo("edge|a%7C1|b");
         assertThat(asked("a=1 b=2").text()).isEqualTo(asked("a=1 b=2").text()).isNotEqualTo(asked("b=2 a=1").text());
+        // domains a name would make alike ("a b" and "a_b/override") stay apart
+        assertThat(new Descriptor("a b", List.of(new Descriptor.Entry("k", "v")), 1).text())
+                .isNotEqualTo(new Descriptor("a_b", List.of(new Descriptor.Entry("k", "v")), 1).text());
     }
 }

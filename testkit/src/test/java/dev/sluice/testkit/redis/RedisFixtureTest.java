@@ -61,7 +61,8 @@ class RedisFixtureTest {
             assertThat(views).hasSize(1);
             List<String> masterEpochs = views.iterator().next().lines().filter(line -> line.contains(" master "))
                     .map(line -> line.split(" ")[3]).toList();
-            assertThat(masterEpochs).as("each master its own config epoch").hasSize(3).doesNotHaveDuplicates();
+            // the epochs given before the nodes met (Redis would settle a clash by bumps, to other numbers)
+            assertThat(masterEpochs).as("each master its own config epoch").containsExactlyInAnyOrder("1", "2", "3");
             // a past bug: masters met with equal epochs and settled them while the test ran; a master killed at
             // once could leave its replica asking for votes with an epoch the others refused, and no failover came
             RedisServer master = cluster.masterOf("sluice:{x}");
