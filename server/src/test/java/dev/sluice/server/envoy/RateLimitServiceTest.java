@@ -346,6 +346,22 @@ class RateLimitServiceTest {
     }
 
     @Test
+    void aCallOfManyDescriptorsIsDecidedWhole() {
+        // a past bug: each decision the in-memory store had made at once was taken one continuation deeper, and a
+        // call of 1,200 descriptors overflowed the stack (INTERNAL: StackOverflowError)
+        RateLimitRequest.Builder many = RateLimitRequest.newBuilder().setDomain("edge");
+        for (int i = 0; i < 20_000; i++) {
+            many.addDescriptors(descriptor("bulk", "b-" + i));
+        }
+        RateLimitResponse answer = envoy.shouldRateLimit(many.build());
+        assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(answer.getStatusesList()).hasSize(20_000).allSatisfy(status -> {
+            assertThat(status.getCurrentLimit().getName()).isEqualTo("bulk");
+            assertThat(status.getLimitRemaining()).isEqualTo(99);
+        });
+    }
+
+    @Test
     void overridesPastTheLimitersKeptForThemLoseNoCount() {
         RateLimitDescriptor once = overridden(descriptor("user", "carol"), 1, RateLimitUnit.HOUR_VALUE);
         assertThat(ask("edge", once).getOverallCode()).isEqualTo(Code.OK);
