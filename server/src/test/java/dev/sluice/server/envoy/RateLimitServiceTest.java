@@ -295,9 +295,7 @@ class RateLimitServiceTest {
         RateLimitResponse over = ask("edge", address);
         assertThat(over.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
         // fixed windows aligned to the epoch, as Envoy's are: the window ends on the minute
-        com.google.protobuf.Duration reset = over.getStatuses(0).getDurationUntilReset();
-        long endsAtMs = System.currentTimeMillis() + reset.getSeconds() * 1_000 + reset.getNanos() / 1_000_000;
-        assertThat(Math.floorMod(endsAtMs + 30_000, 60_000L) - 30_000).as("ms from a whole minute").isBetween(-2_000L, 2_000L);
+        assertEndsOnAWhole(over.getStatuses(0).getDurationUntilReset(), 60_000);
         // the policy of the address was not asked: it has all of its 3 left
         assertThat(ask("edge", descriptor("remote_address", "10.0.0.7")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
         // counted per descriptor and per limit: another address, or another override, starts afresh
@@ -333,10 +331,7 @@ class RateLimitServiceTest {
         assertThat(none.getCurrentLimit().getUnit()).isEqualTo(Unit.HOUR);
         assertThat(none.getLimitRemaining()).isZero();
         // until the end of the hour, as windows aligned to the epoch
-        long endsAtMs = System.currentTimeMillis() + none.getDurationUntilReset().getSeconds() * 1_000
-                + none.getDurationUntilReset().getNanos() / 1_000_000;
-        assertThat(Math.floorMod(endsAtMs + 1_800_000, 3_600_000L) - 1_800_000).as("ms from a whole hour")
-                .isBetween(-2_000L, 2_000L);
+        assertEndsOnAWhole(none.getDurationUntilReset(), 3_600_000);
         assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge/override\"} 1.0");
         // the address before it was not charged
         assertThat(ask("edge", good).getStatuses(0).getLimitRemaining()).isEqualTo(2);
@@ -375,6 +370,13 @@ class RateLimitServiceTest {
                 assertThat(status.getLimitRemaining()).isEqualTo(status.getCurrentLimit().getRequestsPerUnit() - 1));
         // the count lives in the store, not in the limiter made again
         assertThat(ask("edge", once).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+    }
+
+    /** That {@code reset} from now ends on a whole {@code unitMs} since the epoch (within 2 s). */
+    private static void assertEndsOnAWhole(com.google.protobuf.Duration reset, long unitMs) {
+        long endsAtMs = System.currentTimeMillis() + reset.getSeconds() * 1_000 + reset.getNanos() / 1_000_000;
+        assertThat(Math.floorMod(endsAtMs + unitMs / 2, unitMs) - unitMs / 2).as("ms from a whole unit of " + unitMs
+                + " ms").isBetween(-2_000L, 2_000L);
     }
 
     private void assertRefused(RateLimitRequest request, String message) {
