@@ -22,6 +22,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -88,13 +89,13 @@ public final class Policies {
             prefixes.put(policy.name(), prefix(policy));
         }
         // Envoy's files first, in their order (which of two wildcards is followed), then the file's own patterns
-        Map<String, java.util.Set<List<Descriptor.Entry>>> ordered = new HashMap<>();
+        Map<String, Set<List<Descriptor.Entry>>> ordered = new HashMap<>();
         for (PolicyConfig.Match pattern : config.envoy().patterns()) {
-            ordered.computeIfAbsent(pattern.domain(), domain -> new java.util.LinkedHashSet<>()).add(pattern.descriptor());
+            ordered.computeIfAbsent(pattern.domain(), domain -> new LinkedHashSet<>()).add(pattern.descriptor());
         }
         for (PolicyConfig policy : config.policies()) {
             if (policy.match().domain() != null) {
-                ordered.computeIfAbsent(policy.match().domain(), domain -> new java.util.LinkedHashSet<>())
+                ordered.computeIfAbsent(policy.match().domain(), domain -> new LinkedHashSet<>())
                         .add(policy.match().descriptor());
             }
         }
@@ -171,23 +172,21 @@ public final class Policies {
     }
 
     /**
-     * What {@code request} is charged, policy by policy, in file order: every policy that matches an HTTP
-     * request; for an Envoy {@link Descriptor}, the policies of the pattern its walk through the patterns of its
-     * domain ends on ({@link Descriptor#walk}: a value named beats a wildcard, which beats any value, entry by
-     * entry, as in Envoy's own service), so that a limit for one value can stand in for the limit of the rest.
-     * A malformed cost is a {@link BadRequest}.
+     * What {@code request} is charged, policy by policy, in file order: every policy that matches an HTTP request;
+     * a descriptor is charged as a call of its own ({@link #charges(List)}). A malformed cost is a
+     * {@link BadRequest}.
      */
-    public List<Charge> charges(ClientRequest request) {
-        if (request instanceof Descriptor overriding && overriding.limit() != null) {
-            return overridden(overriding);
-        }
-        return charges(request, request instanceof Descriptor descriptor ? pattern(descriptor) : null);
+    private List<Charge> charges(ClientRequest request) {
+        return request instanceof Descriptor descriptor ? charges(List.of(descriptor)).get(0) : charges(request, null);
     }
 
     /**
-     * What one call of Envoy's rate limit service is charged, descriptor by descriptor: each descriptor's charges
-     * (as {@link #charges(ClientRequest)}), less the policies that the limit another descriptor of the call ends
-     * on {@code replaces} (Envoy's {@code replaces}; only limits given a name can be replaced).
+     * What one call of Envoy's rate limit service is charged, descriptor by descriptor: for each, the policies of
+     * the pattern its walk through the patterns of its domain ends on ({@link Descriptor#walk}: a value named beats
+     * a wildcard, which beats any value, entry by entry, as in Envoy's own service, so that a limit for one value
+     * can stand in for the limit of the rest), or the limit it brings ({@link #overridden}); less the policies
+     * that the limit another descriptor of the call ends on {@code replaces} (Envoy's {@code replaces}; only limits
+     * given a name can be replaced).
      */
     public List<List<Charge>> charges(List<Descriptor> call) {
         List<List<Charge>> each = new ArrayList<>(call.size());
@@ -239,8 +238,8 @@ public final class Policies {
     /**
      * The charge of a descriptor that brings its own limit (Envoy's limit override): that limit decides it, in
      * fixed windows aligned to the epoch, whatever policies its walk would end on, as in Envoy's own service. It is
-     * counted per descriptor (its domain and every entry, {@link Descriptor#text}) and per limit (a different override starts
-     * afresh, as a policy whose limits change does), never in shadow mode, and reported under the name
+     * counted per descriptor (its domain and every entry, {@link Descriptor#text}) and per limit (a different override
+     * starts afresh, as a policy whose limits change does), never in shadow mode, and reported under the name
      * {@code <domain>/override}, which no policy of a file can take. A domain no policy names has no limits at
      * all, as in Envoy's service, and its overrides charge nothing.
      */

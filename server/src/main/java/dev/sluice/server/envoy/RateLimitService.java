@@ -108,13 +108,8 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
                 response.addStatuses(DescriptorStatus.newBuilder().setCode(Code.UNKNOWN));
                 continue;
             }
-            response.addStatuses(DescriptorStatus.newBuilder().setCode(Code.OVER_LIMIT)
-                    .setCurrentLimit(RateLimitResponse.RateLimit.newBuilder()
-                            .setName(Policies.overrideName(request.getDomain())).setRequestsPerUnit(0)
-                            .setUnit(Unit.valueOf(call.nothingUnit().name())))
-                    .setLimitRemaining(0)
-                    .setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
-                            .setSeconds(reset.getSeconds()).setNanos(reset.getNano())));
+            response.addStatuses(status(Code.OVER_LIMIT, Policies.overrideName(request.getDomain()), 0,
+                    Unit.valueOf(call.nothingUnit().name()), 0, reset));
         }
         return response.build();
     }
@@ -209,12 +204,17 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
     private static DescriptorStatus status(Code code, Checked checked) {
         Decision decision = checked.decision();
         Limit limit = decision.limit();
-        Duration reset = Duration.ofNanos(decision.resetAfterNanos());
+        return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()), decision.remaining(),
+                Duration.ofNanos(decision.resetAfterNanos()));
+    }
+
+    /** A descriptor's status: its limit ({@code uint32} fields, so capped), what is left of it, and when it resets. */
+    private static DescriptorStatus status(Code code, String name, long amount, Unit unit, long remaining,
+                                           Duration reset) {
         return DescriptorStatus.newBuilder().setCode(code)
-                .setCurrentLimit(RateLimitResponse.RateLimit.newBuilder().setName(checked.policy().name())
-                        .setRequestsPerUnit((int) Math.min(limit.amount(), UINT32_MAX))
-                        .setUnit(unit(limit.periodNanos())))
-                .setLimitRemaining((int) Math.min(Math.max(decision.remaining(), 0), UINT32_MAX))
+                .setCurrentLimit(RateLimitResponse.RateLimit.newBuilder().setName(name)
+                        .setRequestsPerUnit((int) Math.min(amount, UINT32_MAX)).setUnit(unit))
+                .setLimitRemaining((int) Math.min(Math.max(remaining, 0), UINT32_MAX))
                 .setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
                         .setSeconds(reset.getSeconds()).setNanos(reset.getNano()))
                 .build();
