@@ -267,12 +267,13 @@ public final class RateLimiter {
 
         /**
          * @throws IllegalArgumentException naming what is wrong (no limit, burst for fixed-window, delay mode
-         *                                  for sliding-log, ...)
+         *                                  for sliding-log, a limit the store cannot decide ({@link Store#check}), ...)
          */
         public RateLimiter build() {
             Rule rule = Rule.of(algorithm, limits, mode, mode == Mode.DELAY ? maxDelayNanos : 0);
-            return new RateLimiter(rule, store == null ? new InMemoryStore() : store, clock, sleeper,
-                    listeners.toArray(DecisionListener[]::new));
+            Store decides = store == null ? new InMemoryStore() : store;
+            decides.check(rule);
+            return new RateLimiter(rule, decides, clock, sleeper, listeners.toArray(DecisionListener[]::new));
         }
     }
 }

@@ -38,6 +38,17 @@ public interface Store {
         }
     }
 
+    /**
+     * Checks that this store can decide {@code rule}, before anything is decided: a rule a store cannot decide
+     * would fail every decision, so it is refused where it is made ({@code RateLimiter.Builder.build}, a
+     * configuration as it loads). The in-memory store decides every rule; the Redis store refuses limits its Lua
+     * arithmetic could not keep exact.
+     *
+     * @throws IllegalArgumentException naming the limit (or the max delay) the store cannot decide
+     */
+    default void check(Rule rule) {
+    }
+
     /** Forgets {@code key}: its next request finds it untouched. */
     void reset(Rule rule, String key);
 }

@@ -701,12 +701,18 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
-     * Checks that this store can decide {@code rule} exactly, before anything is decided.
+     * Checks that a Redis store can decide {@code rule} exactly, before anything is decided, and before any
+     * store is connected to.
      *
      * @throws IllegalArgumentException naming the limit (or max delay) beyond Lua's exact range
      */
-    public static void check(Rule rule) {
+    public static void checkExact(Rule rule) {
         ruleArguments(rule);
+    }
+
+    @Override
+    public void check(Rule rule) {
+        checkExact(rule);
     }
 
     /** Refuses a limit whose arithmetic could leave the doubles' exact range (see the class comment). */

@@ -149,6 +149,11 @@ class RedisStoreTest {
                 .hasMessageContaining("B × L is 2^53 or more");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1d burst=100"))), "k", 1, t))
                 .hasMessageContaining("B × P / L is 52 days or longer");
+        // a limiter is refused as it is built, not on each of its decisions; the same rule in memory is exact
+        assertThatThrownBy(() -> RateLimiter.builder().store(store).algorithm(Algorithm.FIXED_WINDOW).limit("1/200d").build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("its period is 104 days or longer");
+        assertThat(RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/200d").build().tryAcquire("k")
+                .allowed()).isTrue();
         assertThatThrownBy(() -> RedisStore.connect("http://localhost:6379"))
                 .hasMessage("bad Redis address \"http://localhost:6379\": expected redis://host:port[/db] or "
                         + "redis-cluster://host:port,host:port");

@@ -183,7 +183,7 @@ final class SimulateCommand implements Callable<Integer> {
                     + "redis-cluster://HOST:PORT,HOST:PORT");
         }
         option("--store " + store, () -> {
-            RedisStore.check(rule);
+            RedisStore.checkExact(rule);
             return rule;
         });
         try {

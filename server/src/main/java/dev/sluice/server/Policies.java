@@ -187,13 +187,20 @@ public final class Policies {
      * can stand in for the limit of the rest), or the limit it brings ({@link #overridden}); less the policies
      * that the limit another descriptor of the call ends on {@code replaces} (Envoy's {@code replaces}; only limits
      * given a name can be replaced).
+     *
+     * @throws BadRequest for a limit a descriptor brings that the store cannot decide (a year, on Redis)
      */
     public List<List<Charge>> charges(List<Descriptor> call) {
         List<List<Charge>> each = new ArrayList<>(call.size());
         Set<String> replaced = new HashSet<>();
-        for (Descriptor descriptor : call) {
+        for (int i = 0; i < call.size(); i++) {
+            Descriptor descriptor = call.get(i);
             if (descriptor.limit() != null) {
-                each.add(overridden(descriptor)); // no name: it neither replaces nor is replaced
+                try {
+                    each.add(overridden(descriptor)); // no name: it neither replaces nor is replaced
+                } catch (IllegalArgumentException e) { // a limit the store cannot decide (Store.check)
+                    throw new BadRequest("descriptors[" + i + "].limit: " + e.getMessage());
+                }
                 continue;
             }
             List<Descriptor.Entry> pattern = pattern(descriptor);

@@ -70,6 +70,9 @@ class ConfigLoaderTest {
             "a concurrency policy that delays|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s]\\n    mode: delay|t.yaml:6: policies[0].mode: a concurrency policy rejects or shadows, got \"delay\"",
             "a concurrency policy with a burst|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s]\\n    burst: 3|t.yaml:6: policies[0].burst: burst is for rate limits, not concurrency",
             "concurrency on Redis|store: redis://localhost:6379\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [10/30s]|t.yaml:3: policies[0].algorithm: concurrency is counted in the memory of each server, so servers sharing redis://localhost:6379 would each count their own; use store: memory",
+            "a period beyond the Redis store|store: redis://localhost:6379\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: fixed-window\\n    limits: [10/1m,\\n             1/200d]|t.yaml:7: policies[0].limits[1]: limit 1/200d is beyond the Redis store: its period is 104 days or longer (Lua's numbers are exact only up to 2^53)",
+            "a burst beyond the Redis store|store: redis-cluster://a:1,b:2\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1d]\\n    burst: 100|t.yaml:6: policies[0].limits[0]: limit 1/1d burst=100 is beyond the Redis store: B × P / L is 52 days or longer (Lua's numbers are exact only up to 2^53)",
+            "a max delay beyond the Redis store|store: redis://localhost:6379\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay\\n    max_delay: 60d|t.yaml:8: policies[0].max_delay: max delay 5184000000000000ns is too long for the Redis store: at most 2^52 ns (52 days)",
             "a bad Redis address|store: redis://local host:6379\\npolicies: []|t.yaml:1: store: bad Redis address \"local host:6379\" in \"redis://local host:6379\": expected host:port[/db]",
             "a bad Redis port|store: redis-cluster://a:1,b:70000\\npolicies: []|t.yaml:1: store: bad Redis address \"b:70000\" in \"redis-cluster://a:1,b:70000\": expected host:port,host:port",
             "a leaky queue with max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: leaky-bucket\\n    limits: [5/1s]\\n    mode: delay\\n    max_delay: 2s|t.yaml:7: policies[0].max_delay: leaky-bucket in mode: delay is a queue that holds burst requests; it takes no max_delay",
@@ -98,6 +101,15 @@ class ConfigLoaderTest {
     void refusesABadFileNamingLineAndField(String problem, String text, String message) {
         assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", text.replace("\\n", "\n")))
                 .isInstanceOf(ConfigException.class).hasMessage(message);
+    }
+
+    @Test
+    void acceptsOnMemoryWhatIsBeyondTheRedisStore() throws ConfigException {
+        // Lua's doubles bound the Redis store, not Sluice: in memory every period and burst is exact
+        ServerConfig config = ConfigLoader.parse("t.yaml", "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n"
+                + "    limits: [1/200d]\n    burst: 10\n    mode: delay\n    max_delay: 60d\n");
+        assertThat(config.policy("p").rule().limits()).containsExactly(Limit.parse("1/200d burst=10"));
+        assertThat(config.policy("p").rule().maxDelayNanos()).isEqualTo(60 * 86_400_000_000_000L);
     }
 
     @Test

@@ -6,6 +6,7 @@ import dev.sluice.Limit;
 import dev.sluice.Mode;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.redis.RedisStore;
 import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
@@ -141,7 +142,7 @@ public final class ConfigLoader {
         List<PolicyConfig> policies = new ArrayList<>();
         Map<String, Integer> names = new HashMap<>();
         for (int i = 0; i < items.size(); i++) {
-            PolicyConfig policy = policy(items.get(i), "policies[" + i + "]");
+            PolicyConfig policy = policy(items.get(i), "policies[" + i + "]", !store.equals("memory"));
             Integer first = names.putIfAbsent(policy.name(), line(items.get(i)));
             if (first != null) {
                 throw error(items.get(i), "policies[" + i + "].name", "duplicate policy name \"" + policy.name()
@@ -155,7 +156,7 @@ public final class ConfigLoader {
         }
         ServerConfig.Envoy envoy = ServerConfig.Envoy.NONE;
         if (top.containsKey("envoy_configs")) {
-            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file);
+            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file, !store.equals("memory"));
             List<Node> paths = list(top.get("envoy_configs"), "envoy_configs");
             if (paths.isEmpty()) {
                 throw error(top.get("envoy_configs"), "envoy_configs", "at least one file or directory is needed");
@@ -202,7 +203,7 @@ public final class ConfigLoader {
         return parent == null ? Path.of("").toAbsolutePath() : parent;
     }
 
-    private PolicyConfig policy(Node node, String field) throws ConfigException {
+    private PolicyConfig policy(Node node, String field, boolean onRedis) throws ConfigException {
         Map<String, Node> fields = fields(node, field + ".", POLICY);
         String name = scalar(required(fields, node, field, "name"), field + ".name");
         if (!NAME.matcher(name).matches()) {
@@ -284,7 +285,31 @@ public final class ConfigLoader {
         Mode chosen = mode;
         long delay = maxDelay;
         Rule rule = parsed(node, field, () -> Rule.of(algorithm, limits, chosen, delay));
+        if (onRedis) {
+            decidableOnRedis(rule, limitNodes, fields.get("max_delay"), field);
+        }
         return new PolicyConfig(name, match, List.copyOf(key), rule, null, cost.fixed(), cost.header(), shadow, skip);
+    }
+
+    /**
+     * Refuses a rule the Redis store could not decide exactly ({@link RedisStore#checkExact}: Lua's numbers are
+     * doubles), naming the limit, or the max delay, that is beyond it: loaded, such a rule would fail every decision.
+     */
+    private void decidableOnRedis(Rule rule, List<Node> limitNodes, Node maxDelay, String field)
+            throws ConfigException {
+        for (int i = 0; i < rule.limits().size(); i++) {
+            Rule one = Rule.of(rule.algorithm(), List.of(rule.limits().get(i)), Mode.REJECT, 0);
+            parsed(limitNodes.get(i), field + ".limits[" + i + "]", () -> {
+                RedisStore.checkExact(one);
+                return one;
+            });
+        }
+        if (maxDelay != null) { // the limits fit, so only the max delay can be beyond
+            parsed(maxDelay, field + ".max_delay", () -> {
+                RedisStore.checkExact(rule);
+                return rule;
+            });
+        }
     }
 
     /**

@@ -4,6 +4,7 @@ import dev.sluice.Algorithm;
 import dev.sluice.Limit;
 import dev.sluice.Mode;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.redis.RedisStore;
 import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import org.yaml.snakeyaml.nodes.Node;
@@ -55,6 +56,8 @@ final class EnvoyConfigFiles {
 
     private final Map<String, Integer> sluiceNames;
     private final String sluiceFile;
+    /** Whether the store is Redis, whose Lua arithmetic stays exact for periods under 104 days only: no year. */
+    private final boolean onRedis;
     private final Map<String, String> names = new HashMap<>();
     private final Map<String, String> domains = new HashMap<>();
     private final List<PolicyConfig> policies = new ArrayList<>();
@@ -67,9 +70,10 @@ final class EnvoyConfigFiles {
      * @param sluiceNames the names of the policies of {@code sluiceFile} and their lines, which no limit may take
      *                    (a name made from a path takes a suffix instead, {@code edge.a.b-2})
      */
-    EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile) {
+    EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile, boolean onRedis) {
         this.sluiceNames = sluiceNames;
         this.sluiceFile = sluiceFile;
+        this.onRedis = onRedis;
     }
 
     /**
@@ -322,6 +326,13 @@ final class EnvoyConfigFiles {
                     : new KeyPart.DescriptorValue(path.get(i).key()));
         }
         Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.of(amount, period)), Mode.REJECT, 0);
+        if (onRedis) {
+            try {
+                RedisStore.checkExact(rule);
+            } catch (IllegalArgumentException e) { // a year: loaded, it would fail every decision
+                throw nodes.error(fields.get("unit"), field + ".unit", e.getMessage());
+            }
+        }
         policies.add(new PolicyConfig(name, pattern, List.copyOf(key), rule, null, 1, null, shadow, false));
     }
 

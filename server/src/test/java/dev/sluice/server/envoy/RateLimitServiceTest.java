@@ -5,6 +5,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -573,6 +575,24 @@ class RateLimitServiceTest {
                         .addDescriptors(overridden(descriptor("user", "bob"), 1, RateLimitUnit.HOUR_VALUE)).build();
                 assertThat(second.shouldRateLimit(overriding).getOverallCode()).isEqualTo(Code.OK);
                 assertThat(first.shouldRateLimit(overriding).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+                // a month is within what the Redis store keeps exact, a year is not: refused, nothing charged
+                RateLimitRequest monthly = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(overridden(descriptor("user", "ann"), 1, RateLimitUnit.MONTH_VALUE)).build();
+                assertThat(first.shouldRateLimit(monthly).getStatuses(0).getCurrentLimit().getUnit())
+                        .isEqualTo(Unit.MONTH);
+                RateLimitRequest yearly = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("user", "cy"))
+                        .addDescriptors(overridden(descriptor("user", "cy"), 5, RateLimitUnit.YEAR_VALUE)).build();
+                assertThatThrownBy(() -> second.shouldRateLimit(yearly)).isInstanceOfSatisfying(StatusRuntimeException.class,
+                        e -> {
+                            assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                            assertThat(e.getStatus().getDescription()).isEqualTo("descriptors[1].limit: limit 5/365d is"
+                                    + " beyond the Redis store: its period is 104 days or longer (Lua's numbers are exact"
+                                    + " only up to 2^53)");
+                        });
+                try (Resp resp = redis.connect()) {
+                    assertThat((List<?>) resp.call("KEYS", "*cy*")).isEmpty();
+                }
             } finally {
                 toOne.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
                 toTwo.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
