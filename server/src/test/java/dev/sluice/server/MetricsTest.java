@@ -75,6 +75,11 @@ class MetricsTest {
                     .containsEntry("sluice_store_errors_total{store=\"memory\"}", 0.0)
                     .containsEntry("sluice_fail_open_total", 0.0)
                     .containsEntry("sluice_fail_closed_total", 0.0)
+                    .containsEntry("sluice_store_timeouts_total{store=\"memory\"}", 0.0)
+                    .containsEntry("sluice_store_short_circuited_total{store=\"memory\"}", 0.0)
+                    .containsEntry("sluice_store_breaker_openings_total{store=\"memory\"}", 0.0)
+                    .containsEntry("sluice_store_script_reloads_total{store=\"memory\"}", 0.0)
+                    .containsEntry("sluice_store_remembered_rejections_total{store=\"memory\"}", 0.0)
                     .containsEntry("sluice_config_reloads_total{result=\"success\"}", 0.0)
                     .containsEntry("sluice_config_reloads_total{result=\"failure\"}", 0.0);
             assertThat(samples).containsKey("sluice_store_seconds_bucket{le=\"+Inf\"}");
@@ -143,11 +148,19 @@ class MetricsTest {
         for (String policy : new String[] {"open", "closed"}) {
             try (RedisServer redis = RedisServer.start()) {
                 String config = "store: " + redis.uri() + "\non_store_failure: " + policy + "\nstore_timeout: 2s\n"
-                        + "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [100/1s]\n";
+                        + "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [100/1s]\n"
+                        + "  - name: tight\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1h]\n";
                 try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
                      ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
                     assertThat(call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}").statusCode()).isEqualTo(200);
                     assertThat(call(server, "/healthz", null).statusCode()).isEqualTo(200);
+                    // rejected by Redis once, then from the process's memory until the retry-after has passed
+                    for (int expected : new int[] {200, 429, 429, 429}) {
+                        assertThat(call(server, "/v1/check", "{\"policy\":\"tight\",\"key\":\"t\"}").statusCode())
+                                .isEqualTo(expected);
+                    }
+                    assertThat(scrape(server)).containsEntry("sluice_store_remembered_rejections_total{store=\"redis\"}", 2.0)
+                            .containsEntry("sluice_store_errors_total{store=\"redis\"}", 0.0);
                     redis.kill();
                     for (int i = 0; i < 5; i++) {
                         int status = call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}").statusCode();
@@ -156,6 +169,10 @@ class MetricsTest {
                     Map<String, Double> samples = scrape(server);
                     assertThat(samples.get("sluice_fail_" + policy + "_total")).isEqualTo(5.0);
                     assertThat(samples.get("sluice_store_errors_total{store=\"redis\"}")).isGreaterThanOrEqualTo(3.0);
+                    // three failures in a row open the breaker; each of the five was asked of Redis or spared by it
+                    assertThat(samples.get("sluice_store_breaker_openings_total{store=\"redis\"}")).isGreaterThanOrEqualTo(1.0);
+                    assertThat(samples.get("sluice_store_errors_total{store=\"redis\"}")
+                            + samples.get("sluice_store_short_circuited_total{store=\"redis\"}")).isEqualTo(5.0);
                     HttpResponse<String> health = call(server, "/healthz", null);
                     assertThat(health.statusCode()).isEqualTo(503);
                     assertThat(health.body()).contains("store unavailable");

@@ -19,14 +19,17 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToLongFunction;
 
 /**
  * The server's counters under the Prometheus names of spec/server.md, and the JVM's own:
  * {@code sluice_decisions_total{policy,outcome}}, {@code sluice_store_errors_total{store}},
  * {@code sluice_store_seconds} (a histogram of the time from asking the store to its answer),
- * {@code sluice_fail_open_total}, {@code sluice_fail_closed_total}, {@code sluice_config_reloads_total{result}}.
- * The store's failure counts are read from the store when scraped ({@link RedisStore#counts()}); the in-memory
- * store never fails.
+ * {@code sluice_fail_open_total}, {@code sluice_fail_closed_total}, {@code sluice_config_reloads_total{result}};
+ * and, beyond the spec, what the Redis store's failure policy did ({@link StoreEvent}: timeouts, calls the open
+ * circuit breaker spared, its openings, scripts loaded again, rejections answered from memory), each
+ * {@code sluice_store_<event>_total{store}}. The store's counts are read from the store when scraped
+ * ({@link RedisStore#counts()}), those of the stores a reload replaced kept; the in-memory store never fails.
  */
 public final class ServerMetrics {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -35,7 +38,8 @@ public final class ServerMetrics {
     /** The store decided on now, and the failure counts of the stores it replaced (a counter never goes back). */
     private volatile Store store;
     private volatile String storeKind;
-    private final Map<String, long[]> retired = new ConcurrentHashMap<>(); // kind -> failures, open, closed
+    /** The counts of the stores a reload replaced, by kind, in the order of {@link StoreEvent}. */
+    private final Map<String, long[]> retired = new ConcurrentHashMap<>();
     private final Traffic traffic = new Traffic();
 
     public ServerMetrics() {
@@ -45,10 +49,10 @@ public final class ServerMetrics {
             Counter.builder("sluice.config.reloads").tag("result", result)
                     .description("Configuration reloads, applied (success) or refused (failure)").register(registry);
         }
-        FunctionCounter.builder("sluice.fail.open", this, metrics -> metrics.total(null, 1))
-                .description("Decisions admitted because the store did not answer").register(registry);
-        FunctionCounter.builder("sluice.fail.closed", this, metrics -> metrics.total(null, 2))
-                .description("Decisions rejected because the store did not answer").register(registry);
+        FunctionCounter.builder("sluice.fail.open", this, metrics -> metrics.total(null, StoreEvent.FAILED_OPEN))
+                .description(StoreEvent.FAILED_OPEN.description).register(registry);
+        FunctionCounter.builder("sluice.fail.closed", this, metrics -> metrics.total(null, StoreEvent.FAILED_CLOSED))
+                .description(StoreEvent.FAILED_CLOSED.description).register(registry);
         new ClassLoaderMetrics().bindTo(registry);
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
@@ -57,32 +61,63 @@ public final class ServerMetrics {
         new UptimeMetrics().bindTo(registry);
     }
 
+    /** What a store's failure policy counts ({@link RedisStore.Counts}), and the meter of each by store kind. */
+    private enum StoreEvent {
+        FAILURES("sluice.store.errors", "Store calls that failed or timed out", RedisStore.Counts::failures),
+        FAILED_OPEN(null, "Decisions admitted because the store did not answer", RedisStore.Counts::failedOpen),
+        FAILED_CLOSED(null, "Decisions rejected because the store did not answer", RedisStore.Counts::failedClosed),
+        TIMEOUTS("sluice.store.timeouts", "Store calls that got no answer within the store timeout",
+                RedisStore.Counts::timeouts),
+        SHORT_CIRCUITED("sluice.store.short.circuited", "Decisions the open circuit breaker made without asking the"
+                + " store", RedisStore.Counts::shortCircuited),
+        BREAKER_OPENINGS("sluice.store.breaker.openings", "Times the circuit breaker opened on a failing store",
+                RedisStore.Counts::breakerOpenings),
+        SCRIPT_RELOADS("sluice.store.script.reloads", "Scripts loaded again into a store that had forgotten them",
+                RedisStore.Counts::scriptReloads),
+        REMEMBERED_REJECTIONS("sluice.store.remembered.rejections", "Rejections answered from memory, before their"
+                + " retry-after, without asking the store", RedisStore.Counts::localRejections);
+
+        /** The meter, tagged with the store's kind; null for the spec's two untagged ones. */
+        final String meter;
+        final String description;
+        final ToLongFunction<RedisStore.Counts> count;
+
+        StoreEvent(String meter, String description, ToLongFunction<RedisStore.Counts> count) {
+            this.meter = meter;
+            this.description = description;
+            this.count = count;
+        }
+    }
+
     /** Counts the failures of {@code current}, the store the policies now decide on, of kind {@code kind}. */
     public synchronized void watch(Store current, String kind) {
         if (store instanceof RedisStore redis) {
             RedisStore.Counts counts = redis.counts();
-            long[] sums = retired.computeIfAbsent(storeKind, k -> new long[3]);
-            sums[0] += counts.failures();
-            sums[1] += counts.failedOpen();
-            sums[2] += counts.failedClosed();
+            long[] sums = retired.computeIfAbsent(storeKind, k -> new long[StoreEvent.values().length]);
+            for (StoreEvent event : StoreEvent.values()) {
+                sums[event.ordinal()] += event.count.applyAsLong(counts);
+            }
         }
         store = current;
         storeKind = kind;
-        FunctionCounter.builder("sluice.store.errors", this, metrics -> metrics.total(kind, 0))
-                .tag("store", kind).description("Store calls that failed or timed out").register(registry);
+        for (StoreEvent event : StoreEvent.values()) {
+            if (event.meter != null) {
+                FunctionCounter.builder(event.meter, this, metrics -> metrics.total(kind, event))
+                        .tag("store", kind).description(event.description).register(registry);
+            }
+        }
     }
 
-    /** Count {@code field} (0 failures, 1 failed open, 2 failed closed) of the stores of {@code kind} (null: all). */
-    private double total(String kind, int field) {
+    /** The count of {@code event} over the stores of {@code kind} (null: all), the current one and those replaced. */
+    private double total(String kind, StoreEvent event) {
         long sum = 0;
         for (Map.Entry<String, long[]> entry : retired.entrySet()) {
             if (kind == null || kind.equals(entry.getKey())) {
-                sum += entry.getValue()[field];
+                sum += entry.getValue()[event.ordinal()];
             }
         }
         if (store instanceof RedisStore redis && (kind == null || kind.equals(storeKind))) {
-            RedisStore.Counts counts = redis.counts();
-            sum += field == 0 ? counts.failures() : field == 1 ? counts.failedOpen() : counts.failedClosed();
+            sum += event.count.applyAsLong(redis.counts());
         }
         return sum;
     }
