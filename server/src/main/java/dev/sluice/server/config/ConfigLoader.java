@@ -232,6 +232,14 @@ public final class ConfigLoader {
             return concurrencyPolicy(node, fields, field, name, match, List.copyOf(key));
         }
         Algorithm algorithm = parsed(algorithmNode, field + ".algorithm", () -> Algorithm.parse(algorithmName));
+        // what only some algorithms take is refused at its own line (Rule.of would name the policy only)
+        if (fields.containsKey("burst") && !algorithm.hasBurst()) {
+            throw error(fields.get("burst"), field + ".burst", "burst is for token-bucket, gcra and leaky-bucket, not "
+                    + algorithm);
+        }
+        if (fields.containsKey("refill") && algorithm != Algorithm.TOKEN_BUCKET) {
+            throw error(fields.get("refill"), field + ".refill", "refill is for token-bucket, not " + algorithm);
+        }
         Long burst = fields.containsKey("burst") ? whole(fields.get("burst"), field + ".burst", 1) : null;
         Refill refill = null;
         if (fields.containsKey("refill")) {
@@ -263,7 +271,13 @@ public final class ConfigLoader {
         Mode mode;
         switch (modeText) {
             case "reject", "shadow" -> mode = Mode.REJECT;
-            case "delay" -> mode = algorithm == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : Mode.DELAY;
+            case "delay" -> {
+                mode = algorithm == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : Mode.DELAY;
+                if (mode == Mode.DELAY && !algorithm.canDelay()) {
+                    throw error(fields.get("mode"), field + ".mode", "delay mode is for token-bucket and gcra (and"
+                            + " leaky-bucket, as a queue), not " + algorithm);
+                }
+            }
             default -> throw error(fields.get("mode"), field + ".mode",
                     "expected reject, delay or shadow, got \"" + modeText + "\"");
         }
