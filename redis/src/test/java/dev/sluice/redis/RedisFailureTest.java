@@ -159,6 +159,46 @@ class RedisFailureTest {
     }
 
     /**
+     * While Redis hangs, three timeouts in a row open the breaker, and from then on each decision follows the policy
+     * (here: closed) at once, without a call: counted exactly, and far inside the timeout. When Redis answers again
+     * and the breaker's time is up, decisions are Redis's again.
+     */
+    @Test
+    void aHangingRedisOpensTheBreakerAndLaterDecisionsSkipTheTimeout() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).onFailure(FailurePolicy.CLOSED)
+                     .breaker(3, Duration.ofSeconds(3)).build()) {
+            RateLimiter limiter = oneAnHour(store);
+            awaitRedisDeciding(limiter);
+            CompletableFuture<Object> sleeping = sleep(redis, 4);
+            awaitHanging(redis);
+            for (int i = 0; i < 3; i++) {
+                long start = System.nanoTime();
+                assertThat(limiter.tryAcquire("k").allowed()).as("failed closed").isFalse();
+                assertThat(System.nanoTime() - start).as("a timeout, not the hang")
+                        .isBetween(TIMEOUT.toNanos() * 4 / 5, TimeUnit.MILLISECONDS.toNanos(2500));
+            }
+            assertThat(store.counts().timeouts()).isEqualTo(3);
+            assertThat(store.counts().breakerOpenings()).isEqualTo(1);
+            assertThat(store.healthy()).isFalse();
+            for (int i = 0; i < 20; i++) {
+                long start = System.nanoTime();
+                assertThat(limiter.tryAcquire("k-" + i).allowed()).as("failed closed").isFalse();
+                assertThat(System.nanoTime() - start).as("no call, no timeout").isLessThan(TIMEOUT.toNanos());
+            }
+            RedisStore.Counts counts = store.counts();
+            assertThat(counts.shortCircuited()).isEqualTo(20);
+            assertThat(counts.timeouts()).as("Redis was not asked").isEqualTo(3);
+            assertThat(counts.failedClosed()).isEqualTo(23);
+            assertThat(counts.failedOpen()).isZero();
+            sleeping.get(10, TimeUnit.SECONDS);
+            awaitRedisDeciding(limiter);
+            assertThat(store.healthy()).isTrue();
+            assertThat(limiter.tryAcquire("fresh").allowed()).as("decided by Redis again").isTrue();
+        }
+    }
+
+    /**
      * A decision that waits behind a call in flight (to be sent with others when it is answered) waits for
      * Redis no longer than the timeout in all: its deadline runs from its arrival, not from its sending.
      */
