@@ -2,9 +2,9 @@ package dev.sluice.cli;
 
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.envoy.EnvoyRateLimitServer;
 import dev.sluice.server.http.ApiServer;
 import picocli.CommandLine.Command;
-import dev.sluice.server.envoy.EnvoyRateLimitServer;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 

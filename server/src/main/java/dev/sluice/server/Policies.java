@@ -51,10 +51,10 @@ public final class Policies {
     private final Map<String, ConcurrencyLimiter> inFlight;
     private final Map<String, String> prefixes = new HashMap<>();
     /**
-     * The rules and limiters of the limits calls bring (Envoy's limit overrides), by limit, at most
-     * {@link #MAX_OVERRIDES}: one rule a limit, since a store keeps what it works out for a rule by the rule.
+     * The limits calls bring (Envoy's limit overrides), by domain and limit, each made once with its policy, limiter
+     * and key prefix, at most {@link #MAX_OVERRIDES}: a store keeps what it works out for a rule by the rule.
      */
-    private final Map<Limit, Overriding> overrides = new ConcurrentHashMap<>();
+    private final Map<Overridden, Overriding> overrides = new ConcurrentHashMap<>();
     private static final int MAX_OVERRIDES = 1_024;
     /** What a policy's name cannot hold, made {@code _} in the name of a domain's overrides. */
     private static final Pattern NOT_IN_NAME = Pattern.compile("[^A-Za-z0-9._-]");
@@ -137,8 +137,9 @@ public final class Policies {
         RateLimiter limiter = limiters.get(policy.name());
         String prefix = prefixes.get(policy.name());
         if (limiter == null) { // a limit a call brought (an Envoy limit override), not a policy of the file
-            limiter = overriding(policy.limits().get(0)).limiter();
-            prefix = prefix(policy);
+            Overriding overriding = overriding(policy.match().domain(), policy.limits().get(0));
+            limiter = overriding.limiter();
+            prefix = overriding.prefix();
         }
         return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, decision, asked));
     }
@@ -254,9 +255,7 @@ public final class Policies {
         if (!names(descriptor.domain())) {
             return List.of();
         }
-        PolicyConfig policy = new PolicyConfig(overrideName(descriptor.domain()), new PolicyConfig.Match(null, null,
-                null, descriptor.domain(), descriptor.entries()), List.of(), overriding(descriptor.limit()).rule(),
-                null, 1, null, false, false);
+        PolicyConfig policy = overriding(descriptor.domain(), descriptor.limit()).policy();
         return List.of(new Charge(policy, descriptor.text(), descriptor.hits()));
     }
 
@@ -270,12 +269,17 @@ public final class Policies {
         return patterns.containsKey(domain);
     }
 
-    /** The rule and limiter of a limit a call brings. */
-    private record Overriding(Rule rule, RateLimiter limiter) {
+    /** A limit a call brings for a descriptor of a domain. */
+    private record Overridden(String domain, Limit limit) {
     }
 
-    private Overriding overriding(Limit limit) {
-        Overriding kept = overrides.get(limit);
+    /** What a limit a call brings is decided and reported by: a policy of its own, its limiter, its keys' prefix. */
+    private record Overriding(PolicyConfig policy, RateLimiter limiter, String prefix) {
+    }
+
+    private Overriding overriding(String domain, Limit limit) {
+        Overridden overridden = new Overridden(domain, limit);
+        Overriding kept = overrides.get(overridden);
         if (kept != null) {
             return kept;
         }
@@ -284,9 +288,13 @@ public final class Policies {
             // computeIfAbsent, whose function must not change the map)
             overrides.clear();
         }
-        return overrides.computeIfAbsent(limit, given -> {
-            Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(given), Mode.REJECT, 0);
-            return new Overriding(rule, RateLimiter.builder().rule(rule).store(store).build());
+        return overrides.computeIfAbsent(overridden, given -> {
+            Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(given.limit()), Mode.REJECT, 0);
+            RateLimiter limiter = RateLimiter.builder().rule(rule).store(store).build();
+            // a descriptor's entries are its key (Descriptor#text), so the policy matches the domain only
+            PolicyConfig policy = new PolicyConfig(overrideName(given.domain()), new PolicyConfig.Match(null, null, null,
+                    given.domain(), List.of()), List.of(), rule, null, 1, null, false, false);
+            return new Overriding(policy, limiter, prefix(policy));
         });
     }
 

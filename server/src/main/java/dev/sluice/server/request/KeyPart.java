@@ -1,6 +1,7 @@
 package dev.sluice.server.request;
 
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * One part of a policy's key (spec/server.md): the parts' values, joined with {@code |}, are the key a request
@@ -9,7 +10,7 @@ import java.util.List;
  */
 public sealed interface KeyPart {
     /** A header or query parameter name: an HTTP token (RFC 9110 §5.6.2). */
-    java.util.regex.Pattern NAME = java.util.regex.Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
+    Pattern NAME = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
 
     /** This part's value for {@code request}, or null when the request does not carry it. */
     String valueOf(ClientRequest request);
@@ -83,7 +84,7 @@ public sealed interface KeyPart {
     /** The value of an entry of an Envoy descriptor ({@link Descriptor}); an HTTP request has none. */
     record DescriptorValue(String key) implements KeyPart {
         /** An entry's key as a policy may name it: anything without white space or {@code =}. */
-        public static final java.util.regex.Pattern KEY = java.util.regex.Pattern.compile("[^\\s=]+");
+        public static final Pattern KEY = Pattern.compile("[^\\s=]+");
 
         public String valueOf(ClientRequest request) {
             return request instanceof Descriptor descriptor ? descriptor.value(key) : null;
