@@ -13,11 +13,21 @@ import java.time.Duration;
  * @param delayNanos      in delay and shaping modes, how long the caller must hold the admitted request
  * @param limit           the limit that decided: for a rejection the one that needs the longest wait, for an
  *                        admission the one with the least remaining
+ * @param limitResetAfterNanos the wait until {@code limit} alone is back to untouched if nothing else arrived: what
+ *                        the response headers report beside that limit ({@code RateLimit}'s {@code t},
+ *                        {@code X-RateLimit-Reset}). A key's other limits may take longer, so it is at most
+ *                        {@code resetAfterNanos}, and equal to it for a key with one limit.
  */
 public record Decision(boolean allowed, long remaining, long retryAfterNanos, long resetAfterNanos,
-                       long delayNanos, Limit limit) {
+                       long delayNanos, Limit limit, long limitResetAfterNanos) {
     /** {@code retry_after} of a request that can never be admitted: its cost is greater than the capacity. */
     public static final long NEVER = -1;
+
+    /** The decision on a key with one limit, {@code limit}: the key's reset is that limit's. */
+    public Decision(boolean allowed, long remaining, long retryAfterNanos, long resetAfterNanos, long delayNanos,
+                    Limit limit) {
+        this(allowed, remaining, retryAfterNanos, resetAfterNanos, delayNanos, limit, resetAfterNanos);
+    }
 
     public Duration retryAfter() {
         return Duration.ofNanos(retryAfterNanos);

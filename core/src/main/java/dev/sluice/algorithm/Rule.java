@@ -262,8 +262,9 @@ public final class Rule {
                 least = i;
             }
         }
-        Limit limit = limits.get(decider >= 0 ? decider : least);
-        return new Decision(allowed, remaining, retryAfter, longestReset(states, t), delay, limit);
+        int reported = decider >= 0 ? decider : least;
+        return new Decision(allowed, remaining, retryAfter, longestReset(states, t), delay, limits.get(reported),
+                transitions[reported].resetAfter(states[reported], t));
     }
 
     @Override

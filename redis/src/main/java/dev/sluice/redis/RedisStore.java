@@ -482,7 +482,7 @@ public final class RedisStore implements Store, AutoCloseable {
         Decision first = rejection.decision;
         long elapsed = now - rejection.at;
         return new Decision(false, first.remaining(), rejection.until - now, Math.max(0, first.resetAfterNanos() - elapsed),
-                0, first.limit());
+                0, first.limit(), Math.max(0, first.limitResetAfterNanos() - elapsed));
     }
 
     private Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision) {
@@ -547,7 +547,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * The decision a script answered: {@code gcra.lua}'s {@value #BINARY_ANSWER} bytes (its first, allowed, is
-     * the byte 0 or 1), or {@code decide.lua}'s six whole numbers separated by single spaces (its first is the
+     * the byte 0 or 1), or {@code decide.lua}'s seven whole numbers separated by single spaces (its first is the
      * digit 0 or 1). The scripts say why each answers as it does.
      */
     static Decision decision(Rule rule, String reply) {
@@ -557,18 +557,18 @@ public final class RedisStore implements Store, AutoCloseable {
         if (!reply.isEmpty() && reply.charAt(0) <= 1) {
             return binaryDecision(rule, reply);
         }
-        long[] fields = new long[6];
+        long[] fields = new long[7];
         int at = 0;
         for (int i = 0; i < fields.length; i++) {
             int end = i == fields.length - 1 ? reply.length() : reply.indexOf(' ', at);
             if (end < 0) {
-                throw new IllegalStateException("expected six numbers");
+                throw new IllegalStateException("expected seven numbers, got " + reply);
             }
             fields[i] = Long.parseLong(reply, at, end, 10);
             at = end + 1;
         }
         return new Decision(fields[0] == 1, fields[1], fields[2], fields[3], fields[4],
-                rule.limits().get((int) fields[5]));
+                rule.limits().get((int) fields[5]), fields[6]);
     }
 
     private static Decision binaryDecision(Rule rule, String reply) {

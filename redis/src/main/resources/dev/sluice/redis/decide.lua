@@ -4,7 +4,8 @@
 -- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode, max_delay_ns, ttl_margin_ms, limit count,
 --          then for each limit its algorithm (1 fixed-window, 2 sliding-log, 3 sliding-window, 4 gcra and
 --          greedy token-bucket and leaky-bucket, 5 token-bucket with interval refill), amount, period_ms, burst
--- returns  'allowed(0|1) remaining retry_after_ns reset_after_ns delay_ns deciding_limit(0-based)', one string:
+-- returns  'allowed(0|1) remaining retry_after_ns reset_after_ns delay_ns deciding_limit(0-based)
+--          deciding_limit_reset_after_ns', one string:
 --          a table reply costs Redis several times what a string does (it builds the reply's length after
 --          its elements, in a buffer of its own), and that was the largest single cost of a decision
 --
@@ -381,15 +382,16 @@ for i = 1, count do
 end
 
 local function answer(allowed, retry, delay, decider)
-  local remaining, least, reset = nil, 0, 0
+  local remaining, least, reset, resets = nil, 0, 0, {}
   for i = 1, count do
     local left = limits[i].alg.remaining(limits[i], states[i], t)
     if remaining == nil or left < remaining then remaining = left; least = i end
-    reset = math.max(reset, limits[i].alg.reset(limits[i], states[i], t))
+    resets[i] = limits[i].alg.reset(limits[i], states[i], t)
+    reset = math.max(reset, resets[i])
   end
   if decider == nil then decider = least end
-  return string.format('%d %.0f %.0f %.0f %.0f %d', allowed and 1 or 0, remaining, retry, reset, delay, decider - 1),
-    reset
+  return string.format('%d %.0f %.0f %.0f %.0f %d %.0f', allowed and 1 or 0, remaining, retry, reset, delay,
+    decider - 1, resets[decider]), reset
 end
 
 -- a key back to untouched is dropped, its clock with it, as the in-memory store drops it: nothing observable

@@ -375,7 +375,15 @@ class RedisStoreTest {
         assertThat(decision.resetAfterNanos()).isEqualTo(1_000_000_000L);
         assertThat(decision.delayNanos()).isEqualTo(-1);
         assertThat(RedisStore.decision(rule, binary(1, 0, 0, 0, 0)).allowed()).isTrue();
-        assertThat(RedisStore.decision(rule, "1 7 0 3 0 0").remaining()).as("decide.lua's text").isEqualTo(7);
+        assertThat(decision.limitResetAfterNanos()).as("one limit: the key's reset is its").isEqualTo(1_000_000_000L);
+        Rule stacked = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")));
+        Decision text = RedisStore.decision(stacked, "1 7 0 30 0 0 2");
+        assertThat(text.remaining()).as("decide.lua's text").isEqualTo(7);
+        assertThat(text.resetAfterNanos()).isEqualTo(30);
+        assertThat(text.limit()).isEqualTo(Limit.parse("10/1s"));
+        assertThat(text.limitResetAfterNanos()).isEqualTo(2);
+        assertThatThrownBy(() -> RedisStore.decision(stacked, "1 7 0 3 0 0"))
+                .hasMessage("expected seven numbers, got 1 7 0 3 0 0");
 
         assertThatThrownBy(() -> RedisStore.decision(rule, null)).hasMessage("expected a decision, got nil");
         assertThatThrownBy(() -> RedisStore.decision(rule, answer.substring(0, 20)))

@@ -118,7 +118,10 @@ class CheckApiTest {
         assertThat(policyItems[0].trim()).startsWith("\"per-user\"");
         Map<String, Long> rateLimit = item(header(rejected, "RateLimit"));
         assertThat(rateLimit.get("r")).isZero();
-        assertThat(rateLimit.get("t")).isEqualTo((body.get("reset_after_ms").asLong() + 999) / 1000);
+        // t is the reset of the limit reported, 3/1h, whose window ends when the request may be retried; the
+        // body's reset_after is the key's, at the end of the day's window
+        assertThat(rateLimit.get("t")).isEqualTo(Long.parseLong(header(rejected, "Retry-After")));
+        assertThat(body.get("reset_after_ms").asLong()).isGreaterThanOrEqualTo(retryMs);
         assertThat(header(rejected, "X-RateLimit-Limit")).isEqualTo("3");
         assertThat(header(rejected, "X-RateLimit-Remaining")).isEqualTo("0");
         assertThat(header(rejected, "X-RateLimit-Reset")).isEqualTo(Long.toString(rateLimit.get("t")));

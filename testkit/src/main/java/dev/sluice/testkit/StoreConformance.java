@@ -251,19 +251,59 @@ public abstract class StoreConformance {
         Limit perTen = Limit.parse("3/10s");
         Decision first = limiter.tryAcquire("k");
         expect(first, true, 1, 0, 10 * S, 0);
-        assertThat(first.limit()).isEqualTo(perSecond);
+        reports(first, perSecond, S);
         expect(limiter.tryAcquire("k"), true, 0, 0, 10 * S, 0);
         Decision blocked = limiter.tryAcquire("k");
         expect(blocked, false, 0, S, 10 * S, 0);
-        assertThat(blocked.limit()).isEqualTo(perSecond);
+        reports(blocked, perSecond, S);
         at(TEN_O_CLOCK + S);
         // the per-second limit admits 2, the per-ten-seconds one only 1: neither takes the request of 2
         Decision tooBig = limiter.tryAcquire("k", 2);
         expect(tooBig, false, 1, 9 * S, 9 * S, 0);
-        assertThat(tooBig.limit()).isEqualTo(perTen);
+        reports(tooBig, perTen, 9 * S);
         expect(limiter.tryAcquire("k"), true, 0, 0, 9 * S, 0);
         at(TEN_O_CLOCK + 2 * S);
-        expect(limiter.tryAcquire("k"), false, 0, 8 * S, 8 * S, 0);
+        reports(limiter.tryAcquire("k"), perTen, 8 * S);
+    }
+
+    /**
+     * The reset reported beside the deciding limit is that limit's own, not the key's: the headers name the limit
+     * and its reset together. A past bug: the key's reset (its longest limit's) was reported beside a per-second
+     * limit, telling a client of a 600/1m and 3600/1h key to come back in an hour.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "SLIDING_WINDOW", "SLIDING_LOG", "GCRA"})
+    void theDecidingLimitsResetIsItsOwn(Algorithm algorithm) {
+        RateLimiter limiter = limiter(algorithm, "4/1s", "5/1m");
+        Limit perSecond = Limit.parse("4/1s");
+        Limit perMinute = Limit.parse("5/1m");
+        // at the start of a second and of a minute: the per-second limit's reset after one request and after
+        // four, the key's after one, and the per-minute limit's two seconds later. The sliding window counts a
+        // request until the end of the window after its own; gcra's emission intervals are 0.25 s and 12 s.
+        long[] resets = switch (algorithm) {
+            case FIXED_WINDOW, SLIDING_LOG -> new long[]{S, S, 60 * S, 58 * S};
+            case SLIDING_WINDOW -> new long[]{2 * S, 2 * S, 120 * S, 118 * S};
+            default -> new long[]{S / 4, S, 12 * S, 46 * S};
+        };
+        Decision first = limiter.tryAcquire("k");
+        expect(first, true, 3, 0, resets[2], 0);
+        reports(first, perSecond, resets[0]);
+        for (int i = 0; i < 3; i++) {
+            limiter.tryAcquire("k");
+        }
+        Decision blocked = limiter.tryAcquire("k");
+        assertThat(blocked.allowed()).isFalse();
+        reports(blocked, perSecond, resets[1]);
+        at(TEN_O_CLOCK + 2 * S);
+        // the per-second limit is untouched again; the per-minute one, one request from rejecting, is reported
+        Decision later = limiter.tryAcquire("k", 0);
+        expect(later, true, 1, 0, resets[3], 0);
+        reports(later, perMinute, resets[3]);
+    }
+
+    private static void reports(Decision decision, Limit limit, long limitResetAfterNanos) {
+        assertThat(decision.limit() + " reset after " + decision.limitResetAfterNanos() + "ns")
+                .isEqualTo(limit + " reset after " + limitResetAfterNanos + "ns");
     }
 
     @Test

@@ -205,7 +205,7 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         Decision decision = checked.decision();
         Limit limit = decision.limit();
         return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()), decision.remaining(),
-                Duration.ofNanos(decision.resetAfterNanos()));
+                Duration.ofNanos(decision.limitResetAfterNanos()));
     }
 
     /** A descriptor's status: its limit ({@code uint32} fields, so capped), what is left of it, and when it resets. */

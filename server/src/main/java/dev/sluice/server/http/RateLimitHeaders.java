@@ -16,6 +16,10 @@ import java.util.Set;
  * per limit of every policy that decided) and {@code RateLimit} (the decision reported, the one closest to
  * rejecting), the legacy {@code X-RateLimit-*}, and {@code Retry-After} on every rejection that some wait can
  * cure (none when the cost can never fit: a Retry-After would be a lie). Durations are whole seconds, rounded up.
+ *
+ * <p>The reset reported ({@code t}, {@code X-RateLimit-Reset}) is that of the limit the headers name beside it,
+ * not the key's: a key under 600/1m and 3600/1h that is closest to its minute limit resets that limit within a
+ * minute, though the key is untouched only an hour later.
  */
 public final class RateLimitHeaders {
     private RateLimitHeaders() {
@@ -28,7 +32,7 @@ public final class RateLimitHeaders {
             return headers;
         }
         Decision decision = reported.decision();
-        long reset = DurationFormat.toSecondsCeil(decision.resetAfterNanos());
+        long reset = DurationFormat.toSecondsCeil(decision.limitResetAfterNanos());
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {
             headers.put("RateLimit-Policy", policyItems(checked));
             headers.put("RateLimit", quote(new StringBuilder(), reported).append(";r=").append(decision.remaining())
