@@ -6,7 +6,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -35,23 +37,49 @@ class MultiProcessConcurrencyTest {
         redis.close();
     }
 
+    /**
+     * How many requests the processes admitted together. Each is started, connects and says it is ready; all are
+     * then told to go at once, and the test checks that their runs overlapped in time: one process finishing
+     * before the other began would prove nothing about concurrency.
+     */
     private static long admittedByAll(String algorithm, String limit, String key, String time) throws Exception {
-        long start = System.currentTimeMillis() + 2_000;
         List<Process> processes = new ArrayList<>();
+        List<BufferedReader> outputs = new ArrayList<>();
         for (int p = 0; p < PROCESSES; p++) {
-            processes.add(new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            Process process = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-cp", System.getProperty("java.class.path"), Hammer.class.getName(), redis.uri(), algorithm, limit,
-                    key, Integer.toString(THREADS), Integer.toString(ATTEMPTS), Long.toString(start), time)
-                    .redirectErrorStream(true).start());
+                    key, Integer.toString(THREADS), Integer.toString(ATTEMPTS), time)
+                    .redirectErrorStream(true).start();
+            processes.add(process);
+            outputs.add(new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)));
+        }
+        for (int p = 0; p < PROCESSES; p++) {
+            StringBuilder before = new StringBuilder();
+            String line;
+            while ((line = outputs.get(p).readLine()) != null && !line.equals("ready")) {
+                before.append(line).append('\n');
+            }
+            assertThat(line).as("process %d said ready; it printed:%n%s", p, before).isEqualTo("ready");
+        }
+        for (Process process : processes) {
+            process.getOutputStream().write("go\n".getBytes(StandardCharsets.UTF_8));
+            process.getOutputStream().flush();
         }
         long admitted = 0;
-        for (Process process : processes) {
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        long latestFirst = Long.MIN_VALUE;
+        long earliestLast = Long.MAX_VALUE;
+        for (int p = 0; p < PROCESSES; p++) {
+            Process process = processes.get(p);
+            String output = outputs.get(p).lines().reduce("", (a, b) -> a + b + "\n").trim();
             assertThat(process.waitFor(2, TimeUnit.MINUTES)).isTrue();
             assertThat(process.exitValue()).as(output).isZero();
             String[] lines = output.split("\n");
-            admitted += Long.parseLong(lines[lines.length - 1].trim());
+            String[] result = lines[lines.length - 1].trim().split(" ");
+            admitted += Long.parseLong(result[0]);
+            latestFirst = Math.max(latestFirst, Long.parseLong(result[1]));
+            earliestLast = Math.min(earliestLast, Long.parseLong(result[2]));
         }
+        assertThat(latestFirst).as("every process began before any had finished").isLessThan(earliestLast);
         return admitted;
     }
 
