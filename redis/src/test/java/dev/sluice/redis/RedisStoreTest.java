@@ -8,6 +8,8 @@ import dev.sluice.algorithm.Rule;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -45,6 +47,27 @@ class RedisStoreTest {
             List<?> time = (List<?>) resp.call("TIME");
             long serverMillis = Long.parseLong((String) time.get(0)) * 1000 + Long.parseLong((String) time.get(1)) / 1000;
             assertThat(serverMillis - stateMillis).isBetween(0L, 5_000L);
+        }
+    }
+
+    /**
+     * The general script, too, gives a key decided on the server's clock a TTL of its {@code reset_after}: here
+     * the hour limit's, the longer of the two, so the minute limit's state is not dropped with a key still counting.
+     */
+    @Test
+    void theGeneralScriptLetsAKeyExpireAfterItsLongestLimitsReset() throws IOException {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.SLIDING_WINDOW).limit("10/1m").limit("100/1h")
+                .store(store).build();
+        Decision first = limiter.tryAcquire("expiring-user", 3);
+        assertThat(first.allowed()).isTrue();
+        long resetMs = first.resetAfterNanos() / 1_000_000;
+        assertThat(first.limitResetAfterNanos()).as("the minute limit's").isLessThanOrEqualTo(120 * S);
+        assertThat(resetMs).as("the hour limit's: the rest of this hour's window, and the next").isGreaterThan(3_600_000L);
+        try (Resp resp = redis.connect()) {
+            long ttl = (Long) resp.call("PTTL", "sluice:{expiring-user}");
+            assertThat(ttl).as("reset_after (%d ms) less the time since the decision", resetMs)
+                    .isBetween(resetMs - 5_000, resetMs + 1);
+            assertThat((String) resp.call("GET", "sluice:{expiring-user}")).doesNotStartWith("g");
         }
     }
 
@@ -271,28 +294,38 @@ class RedisStoreTest {
                 .hasMessage("a batch holds at least 1 decision, got 0");
     }
 
-    @Test
-    void aRejectionIsRememberedUntilItsRetryAfterWithoutCallingRedis() throws Exception {
-        // 2/4s: remembered for about 2 s, time enough for the calls below on a slow machine
-        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("2/4s").store(store).build();
+    /**
+     * Each algorithm whose rejections are remembered by default: gcra and token-bucket 2/4s refill one unit in
+     * 2 s; a fixed window of 2 s, entered just after it starts, ends about 2 s later. Time enough for the calls
+     * below on a slow machine.
+     */
+    @ParameterizedTest
+    @CsvSource({"gcra, 2/4s", "token-bucket, 2/4s", "fixed-window, 2/2s"})
+    void aRejectionIsRememberedUntilItsRetryAfterWithoutCallingRedis(String algorithm, String limit) throws Exception {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.parse(algorithm)).limit(limit).store(store).build();
+        String key = "remembered-" + algorithm;
         long before = store.counts().localRejections();
+        if (algorithm.equals("fixed-window")) {
+            Thread.sleep(2_000 - System.currentTimeMillis() % 2_000 + 20);
+        }
         try (Resp resp = redis.connect()) {
-            assertThat(limiter.tryAcquire("remembered", 2).allowed()).isTrue();
-            Decision rejected = limiter.tryAcquire("remembered");
+            assertThat(limiter.tryAcquire(key, 2).allowed()).isTrue();
+            Decision rejected = limiter.tryAcquire(key);
+            assertThat(rejected.retryAfterNanos()).isGreaterThan(1_500_000_000L);
             assertThat(rejected.allowed()).isFalse();
             resp.call("CONFIG", "RESETSTAT");
             for (int i = 0; i < 10; i++) {
-                Decision local = limiter.tryAcquire("remembered");
+                Decision local = limiter.tryAcquire(key);
                 assertThat(local.allowed()).isFalse();
                 assertThat(local.retryAfterNanos()).isPositive().isLessThanOrEqualTo(rejected.retryAfterNanos());
             }
             assertThat(calls(resp, "evalsha")).as("answered in this process").isZero();
             assertThat(store.counts().localRejections() - before).isEqualTo(10);
             // a peek still asks Redis
-            limiter.tryAcquire("remembered", 0);
+            limiter.tryAcquire(key, 0);
             assertThat(calls(resp, "evalsha")).isEqualTo(1);
             Thread.sleep(rejected.retryAfter().toMillis() + 50);
-            assertThat(limiter.tryAcquire("remembered").allowed()).as("after retry_after, Redis admits").isTrue();
+            assertThat(limiter.tryAcquire(key).allowed()).as("after retry_after, Redis admits").isTrue();
         }
     }
 
