@@ -9,7 +9,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -18,11 +21,14 @@ import java.net.http.HttpResponse;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -144,7 +150,12 @@ class GatewayTest {
         long retryMs = body.get("retry_after_ms").asLong();
         assertThat(retryMs).isBetween(1L, 3_600_000L);
         assertThat(header(rejected, "Retry-After")).isEqualTo(Long.toString((retryMs + 999) / 1000));
+        // both header sets on the 429 too; a fixed window's limit resets when the request may be retried
+        assertThat(header(rejected, "RateLimit-Policy")).isEqualTo("\"per-user\";q=2;w=3600");
+        assertThat(header(rejected, "RateLimit")).isEqualTo("\"per-user\";r=0;t=" + header(rejected, "Retry-After"));
+        assertThat(header(rejected, "X-RateLimit-Limit")).isEqualTo("2");
         assertThat(header(rejected, "X-RateLimit-Remaining")).isEqualTo("0");
+        assertThat(header(rejected, "X-RateLimit-Reset")).isEqualTo(header(rejected, "Retry-After"));
         assertThat(header(rejected, "Content-Type")).isEqualTo("application/json");
         assertThat(upstream.requests.get()).as("the upstream never sees a rejected request").isEqualTo(2);
         assertThat(send(request("/api/items").header("X-User", "bob")).statusCode()).as("another key").isEqualTo(200);
@@ -218,6 +229,69 @@ class GatewayTest {
             }
         }
         assertThat(read).isEqualTo(bytes);
+    }
+
+    /**
+     * Streamed, not buffered whole: the first bytes of an answer reach the client while the upstream still holds
+     * the rest back, and the first bytes of a request's body reach the upstream while the client still holds the
+     * rest back. A gateway that buffered either would never let the other side go on, and the waits would time out.
+     */
+    @Test
+    void bodiesStreamWithoutWaitingForTheirEnd() throws Exception {
+        HttpResponse<InputStream> drip = CLIENT.send(request("/drip").build(), HttpResponse.BodyHandlers.ofInputStream());
+        assertThat(drip.statusCode()).isEqualTo(200);
+        try (InputStream in = drip.body()) {
+            CompletableFuture<byte[]> first = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return in.readNBytes(5);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            try {
+                assertThat(new String(first.get(10, TimeUnit.SECONDS))).as("while the upstream holds the rest")
+                        .isEqualTo("first");
+            } finally {
+                upstream.dripRest.countDown();
+            }
+            assertThat(new String(in.readAllBytes())).isEqualTo("rest");
+        }
+
+        CountDownLatch clientMayFinish = new CountDownLatch(1);
+        InputStream held = new InputStream() {
+            private int sent;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xFF;
+            }
+
+            @Override
+            public int read(byte[] to, int offset, int length) throws IOException {
+                if (sent == 65_536) {
+                    try {
+                        if (!upstream.trickleBegun.await(10, TimeUnit.SECONDS)) {
+                            throw new IOException("the upstream saw none of the first 64 KiB in 10 s");
+                        }
+                    } catch (InterruptedException e) {
+                        throw new InterruptedIOException();
+                    }
+                    clientMayFinish.countDown();
+                }
+                if (sent == 2 * 65_536) {
+                    return -1;
+                }
+                int n = Math.min(length, 65_536 - sent % 65_536);
+                Arrays.fill(to, offset, offset + n, (byte) 'x');
+                sent += n;
+                return n;
+            }
+        };
+        HttpResponse<String> trickled = send(request("/trickle").POST(HttpRequest.BodyPublishers.ofInputStream(() -> held)));
+        assertThat(clientMayFinish.getCount()).as("the upstream began reading before the body's end was sent").isZero();
+        assertThat(trickled.statusCode()).isEqualTo(200);
+        assertThat(trickled.body()).isEqualTo(Integer.toString(2 * 65_536));
     }
 
     @Test

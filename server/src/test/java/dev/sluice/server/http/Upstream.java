@@ -13,19 +13,26 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A real upstream API for the gateway's tests, on the JDK's own HTTP server (another implementation than the
  * gateway's): it counts and records what reaches it. {@code /upload} answers the SHA-256 and length of the body
  * it received, {@code /download?bytes=N} sends N bytes of a known pattern, anything else answers 200 {@code hello}.
+ * Two paths show whether bodies are streamed: {@code /drip} sends {@code first}, then waits for
+ * {@link #dripRest} before it sends {@code rest}; {@code /trickle} counts {@link #trickleBegun} down once the first
+ * bytes of a body have reached it, and answers the body's length at its end.
  */
 final class Upstream implements AutoCloseable {
     private final HttpServer server;
     final AtomicInteger requests = new AtomicInteger();
     final List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
+    final CountDownLatch dripRest = new CountDownLatch(1);
+    final CountDownLatch trickleBegun = new CountDownLatch(1);
 
     Upstream() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -87,6 +94,25 @@ final class Upstream implements AutoCloseable {
                         sent += n;
                     }
                 }
+            } else if (path.equals("/drip")) {
+                exchange.sendResponseHeaders(200, 0); // chunked
+                OutputStream out = exchange.getResponseBody();
+                out.write("first".getBytes());
+                out.flush();
+                if (dripRest.await(30, TimeUnit.SECONDS)) {
+                    out.write("rest".getBytes());
+                }
+                out.close();
+            } else if (path.equals("/trickle")) {
+                long length = 0;
+                byte[] buffer = new byte[65536];
+                try (InputStream in = exchange.getRequestBody()) {
+                    for (int n; (n = in.read(buffer)) > 0; ) {
+                        length += n;
+                        trickleBegun.countDown();
+                    }
+                }
+                send(exchange, 200, Long.toString(length).getBytes());
             } else if (path.equals("/broken")) {
                 exchange.sendResponseHeaders(200, 1_000_000); // promises a million bytes, sends ten, hangs up
                 exchange.getResponseBody().write("0123456789".getBytes());
