@@ -18,6 +18,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -105,6 +107,72 @@ class ServeLauncherIT {
             process.destroy();
             assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
         }
+    }
+
+    /**
+     * {@code sluice serve --config FILE} watches its file: a good edit is in force within seconds and the counters
+     * of an unchanged policy go on; a bad edit is reported on the process's output with file, line and field, and
+     * the last good configuration keeps deciding.
+     */
+    @Test
+    void picksUpAGoodEditWhileRunningAndKeepsTheLastGoodOneOnABadEdit() throws Exception {
+        String kept = "policies:\n  - name: kept\n    key: [ip]\n    algorithm: fixed-window\n    limits: [3/1h]\n";
+        String added = "  - name: added\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n";
+        Path config = Files.writeString(dir.resolve("sluice.yaml"), kept);
+        Process process = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
+                "--config", config.toString())).redirectErrorStream(true).start();
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> new BufferedReader(new InputStreamReader(process.getInputStream(),
+                StandardCharsets.UTF_8)).lines().forEach(lines::add));
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            String listening = lines.poll(60, TimeUnit.SECONDS);
+            Matcher where = Pattern.compile("sluice: serving 1 policy from .* on http://localhost:(\\d+) \\(store: memory\\)")
+                    .matcher(String.valueOf(listening));
+            assertThat(where.matches()).as(listening).isTrue();
+            String base = "http://localhost:" + where.group(1);
+            HttpClient client = HttpClient.newHttpClient();
+            String check = "{\"policy\":\"kept\",\"key\":\"10.0.0.7\"}";
+            assertThat(post(client, base, check)).contains("\"remaining\":2");
+
+            Files.writeString(config, kept + added);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            String policies;
+            do {
+                Thread.sleep(100);
+                policies = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/policies")).build(),
+                        HttpResponse.BodyHandlers.ofString()).body();
+            } while (!policies.contains("\"name\":\"added\"") && System.nanoTime() < deadline);
+            assertThat(policies).contains("\"name\":\"added\"");
+            assertThat(post(client, base, check)).as("an unchanged policy keeps its count").contains("\"remaining\":1");
+
+            Files.writeString(config, kept.replace("[3/1h]", "[3/1y]") + added);
+            String expected = config + ":5: policies[0].limits[0]: bad limit \"3/1y\": ";
+            String reported = null;
+            while (System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(20)) {
+                String line = lines.poll(1, TimeUnit.SECONDS);
+                if (line != null && line.contains(expected)) {
+                    reported = line;
+                    break;
+                }
+            }
+            assertThat(reported).as("the bad edit reported with file, line and field").isNotNull()
+                    .endsWith("(the last good configuration stays in force)");
+            assertThat(post(client, base, check)).as("the last good configuration decides").contains("\"remaining\":0");
+            String metrics = client.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            assertThat(metrics).contains("sluice_config_reloads_total{result=\"success\"} 1.0")
+                    .contains("sluice_config_reloads_total{result=\"failure\"} 1.0");
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    private static String post(HttpClient client, String base, String body) throws Exception {
+        return client.send(HttpRequest.newBuilder(URI.create(base + "/v1/check"))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()).body();
     }
 
     @Test

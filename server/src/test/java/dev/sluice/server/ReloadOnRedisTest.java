@@ -1,0 +1,79 @@
+package dev.sluice.server;
+
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.store.Store;
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Hot reload with the counters on a real Redis: new store settings open a new connection to the same Redis, whose
+ * keys still hold the counts of unchanged policies; an edit that names a Redis nobody answers is refused, and the
+ * last good store goes on deciding.
+ */
+class ReloadOnRedisTest {
+    private static final String POLICIES = """
+            policies:
+              - name: kept
+                key: [ip]
+                algorithm: gcra
+                limits: [3/1h]
+              - name: changed
+                key: [ip]
+                algorithm: sliding-window
+                limits: [2/1h]
+            """;
+
+    @TempDir
+    Path dir;
+
+    private static long remaining(LiveConfig live, String policy, String key) throws Exception {
+        Policies policies = live.policies();
+        return policies.check(policies.policy(policy), key, 1).toCompletableFuture().get().decision().remaining();
+    }
+
+    private static int unusedPort() throws Exception {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    @Test
+    void anEditKeepsTheCountsOnRedisAndAnUnreachableStoreIsRefused() throws Exception {
+        try (RedisServer redis = RedisServer.start(); Resp resp = redis.connect()) {
+            Path file = dir.resolve("sluice.yaml");
+            Files.writeString(file, "store: " + redis.uri() + "\n" + POLICIES);
+            ServerMetrics metrics = new ServerMetrics();
+            try (LiveConfig live = LiveConfig.load(file, metrics)) {
+                assertThat(remaining(live, "kept", "10.0.0.1")).isEqualTo(2);
+                assertThat(remaining(live, "changed", "10.0.0.1")).isEqualTo(1);
+                Store first = live.store();
+
+                Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 2s\n"
+                        + POLICIES.replace("[2/1h]", "[4/1h]"));
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).as("new settings, a new connection").isNotSameAs(first);
+                assertThat(remaining(live, "kept", "10.0.0.1")).as("the count Redis kept").isEqualTo(1);
+                assertThat(remaining(live, "changed", "10.0.0.1")).as("new limits: a fresh start").isEqualTo(3);
+                assertThat((List<?>) resp.call("KEYS", "sluice:{changed@*")).as("old limits' key and new")
+                        .hasSize(2);
+
+                Store good = live.store();
+                Files.writeString(file, "store: redis://127.0.0.1:" + unusedPort() + "\n" + POLICIES);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+                assertThat(live.store()).isSameAs(good);
+                assertThat(remaining(live, "kept", "10.0.0.1")).as("still decided on the good Redis").isZero();
+                assertThat(metrics.reloads(true)).isEqualTo(1);
+                assertThat(metrics.reloads(false)).isEqualTo(1);
+            }
+        }
+    }
+}
