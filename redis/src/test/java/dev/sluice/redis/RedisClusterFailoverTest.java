@@ -6,7 +6,8 @@ import dev.sluice.RateLimiter;
 import dev.sluice.testkit.redis.RedisCluster;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,18 +16,23 @@ import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** A Cluster master killed: its replica takes over, the store follows the new topology and keeps deciding. */
+/**
+ * A Cluster master killed: its replica takes over, the store follows the new topology and keeps deciding. Once for
+ * each script: fixed-window goes through {@code decide.lua}, a single gcra limit through {@code gcra.lua}, whose
+ * calls carry several keys of one slot.
+ */
 class RedisClusterFailoverTest {
-    @Test
-    void keepsDecidingAfterAMasterFailsOver() throws Exception {
+    @ParameterizedTest
+    @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "GCRA"})
+    void keepsDecidingAfterAMasterFailsOver(Algorithm algorithm) throws Exception {
         try (RedisCluster cluster = RedisCluster.start(3, 1);
              RedisStore store = RedisStore.builder(cluster.uri()).timeout(Duration.ofMillis(200))
                      .breaker(3, Duration.ofMillis(200)).build()) {
-            RateLimiter limiter = oneAnHour(store);
+            RateLimiter limiter = oneAnHour(algorithm, store);
             String key = "failover-key";
             // written through a store that never fails open, so a slow machine cannot leave the key untouched
             try (RedisStore exacting = SharedRedis.exacting(cluster.uri())) {
-                RateLimiter before = oneAnHour(exacting);
+                RateLimiter before = oneAnHour(algorithm, exacting);
                 assertThat(before.tryAcquire(key).allowed()).isTrue();
                 assertThat(before.tryAcquire(key, 0).remaining()).isZero();
             }
@@ -64,15 +70,15 @@ class RedisClusterFailoverTest {
             // that never fails open: the first run of this test on a loaded machine had the limiter's 200 ms
             // call time out right after the failover and answer as for an untouched key)
             try (RedisStore exacting = SharedRedis.exacting(cluster.uri())) {
-                assertThat(oneAnHour(exacting).tryAcquire(key, 0).remaining()).isZero();
+                assertThat(oneAnHour(algorithm, exacting).tryAcquire(key, 0).remaining()).isZero();
             }
             assertThat(store.counts().failures()).isPositive();
         }
     }
 
-    /** The limit of this test, on {@code store}: one request an hour in fixed windows. */
-    private static RateLimiter oneAnHour(RedisStore store) {
-        return RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
+    /** The limit of this test, on {@code store}: one request an hour. */
+    private static RateLimiter oneAnHour(Algorithm algorithm, RedisStore store) {
+        return RateLimiter.builder().algorithm(algorithm).limit("1/1h").store(store).build();
     }
 
     /** Waits until the key's write has reached the master's replica (replication is asynchronous). */
