@@ -562,7 +562,7 @@ public final class RedisStore implements Store, AutoCloseable {
         for (int i = 0; i < fields.length; i++) {
             int end = i == fields.length - 1 ? reply.length() : reply.indexOf(' ', at);
             if (end < 0) {
-                throw new IllegalStateException("expected seven numbers, got " + reply);
+                throw new IllegalStateException("expected seven numbers");
             }
             fields[i] = Long.parseLong(reply, at, end, 10);
             at = end + 1;

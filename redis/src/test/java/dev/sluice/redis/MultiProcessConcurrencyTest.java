@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -53,34 +54,48 @@ class MultiProcessConcurrencyTest {
             processes.add(process);
             outputs.add(new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)));
         }
-        for (int p = 0; p < PROCESSES; p++) {
-            StringBuilder before = new StringBuilder();
-            String line;
-            while ((line = outputs.get(p).readLine()) != null && !line.equals("ready")) {
-                before.append(line).append('\n');
+        try {
+            for (int p = 0; p < PROCESSES; p++) {
+                BufferedReader output = outputs.get(p);
+                String said = CompletableFuture.supplyAsync(() -> {
+                    StringBuilder before = new StringBuilder();
+                    try {
+                        for (String line; (line = output.readLine()) != null; ) {
+                            if (line.equals("ready")) {
+                                return line;
+                            }
+                            before.append(line).append('\n');
+                        }
+                    } catch (IOException e) {
+                        before.append(e);
+                    }
+                    return before.toString();
+                }).get(2, TimeUnit.MINUTES);
+                assertThat(said).as("process %d said ready", p).isEqualTo("ready");
             }
-            assertThat(line).as("process %d said ready; it printed:%n%s", p, before).isEqualTo("ready");
+            for (Process process : processes) {
+                process.getOutputStream().write("go\n".getBytes(StandardCharsets.UTF_8));
+                process.getOutputStream().flush();
+            }
+            long admitted = 0;
+            long latestFirst = Long.MIN_VALUE;
+            long earliestLast = Long.MAX_VALUE;
+            for (int p = 0; p < PROCESSES; p++) {
+                Process process = processes.get(p);
+                assertThat(process.waitFor(2, TimeUnit.MINUTES)).as("process %d ended", p).isTrue();
+                String output = outputs.get(p).lines().reduce("", (a, b) -> a + b + "\n").trim();
+                assertThat(process.exitValue()).as(output).isZero();
+                String[] lines = output.split("\n");
+                String[] result = lines[lines.length - 1].trim().split(" ");
+                admitted += Long.parseLong(result[0]);
+                latestFirst = Math.max(latestFirst, Long.parseLong(result[1]));
+                earliestLast = Math.min(earliestLast, Long.parseLong(result[2]));
+            }
+            assertThat(latestFirst).as("every process began before any had finished").isLessThan(earliestLast);
+            return admitted;
+        } finally {
+            processes.forEach(Process::destroyForcibly);
         }
-        for (Process process : processes) {
-            process.getOutputStream().write("go\n".getBytes(StandardCharsets.UTF_8));
-            process.getOutputStream().flush();
-        }
-        long admitted = 0;
-        long latestFirst = Long.MIN_VALUE;
-        long earliestLast = Long.MAX_VALUE;
-        for (int p = 0; p < PROCESSES; p++) {
-            Process process = processes.get(p);
-            String output = outputs.get(p).lines().reduce("", (a, b) -> a + b + "\n").trim();
-            assertThat(process.waitFor(2, TimeUnit.MINUTES)).isTrue();
-            assertThat(process.exitValue()).as(output).isZero();
-            String[] lines = output.split("\n");
-            String[] result = lines[lines.length - 1].trim().split(" ");
-            admitted += Long.parseLong(result[0]);
-            latestFirst = Math.max(latestFirst, Long.parseLong(result[1]));
-            earliestLast = Math.min(earliestLast, Long.parseLong(result[2]));
-        }
-        assertThat(latestFirst).as("every process began before any had finished").isLessThan(earliestLast);
-        return admitted;
     }
 
     @ParameterizedTest(name = "{0} {1}")

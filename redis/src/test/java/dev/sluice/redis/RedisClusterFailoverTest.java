@@ -18,8 +18,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A Cluster master killed: its replica takes over, the store follows the new topology and keeps deciding. Once for
- * each script: fixed-window goes through {@code decide.lua}, a single gcra limit through {@code gcra.lua}, whose
- * calls carry several keys of one slot.
+ * each script: fixed-window goes through {@code decide.lua}, a single gcra limit through {@code gcra.lua} (one key a
+ * call on a Cluster).
  */
 class RedisClusterFailoverTest {
     @ParameterizedTest

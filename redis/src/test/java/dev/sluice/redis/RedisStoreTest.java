@@ -305,10 +305,11 @@ class RedisStoreTest {
         RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.parse(algorithm)).limit(limit).store(store).build();
         String key = "remembered-" + algorithm;
         long before = store.counts().localRejections();
-        if (algorithm.equals("fixed-window")) {
-            Thread.sleep(2_000 - System.currentTimeMillis() % 2_000 + 20);
-        }
         try (Resp resp = redis.connect()) {
+            limiter.tryAcquire("warm-" + key, 0); // the script loaded before the window is entered
+            if (algorithm.equals("fixed-window")) {
+                Thread.sleep(2_000 - System.currentTimeMillis() % 2_000 + 20);
+            }
             assertThat(limiter.tryAcquire(key, 2).allowed()).isTrue();
             Decision rejected = limiter.tryAcquire(key);
             assertThat(rejected.retryAfterNanos()).isGreaterThan(1_500_000_000L);
@@ -416,7 +417,7 @@ class RedisStoreTest {
         assertThat(text.limit()).isEqualTo(Limit.parse("10/1s"));
         assertThat(text.limitResetAfterNanos()).isEqualTo(2);
         assertThatThrownBy(() -> RedisStore.decision(stacked, "1 7 0 3 0 0"))
-                .hasMessage("expected seven numbers, got 1 7 0 3 0 0");
+                .hasMessage("expected seven numbers");
 
         assertThatThrownBy(() -> RedisStore.decision(rule, null)).hasMessage("expected a decision, got nil");
         assertThatThrownBy(() -> RedisStore.decision(rule, answer.substring(0, 20)))

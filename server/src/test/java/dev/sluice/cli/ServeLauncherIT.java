@@ -17,6 +17,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -116,7 +117,8 @@ class ServeLauncherIT {
      */
     @Test
     void picksUpAGoodEditWhileRunningAndKeepsTheLastGoodOneOnABadEdit() throws Exception {
-        String kept = "policies:\n  - name: kept\n    key: [ip]\n    algorithm: fixed-window\n    limits: [3/1h]\n";
+        // gcra: 3/1h gives one back every 20 minutes, so no window can start afresh during the test
+        String kept = "policies:\n  - name: kept\n    key: [ip]\n    algorithm: gcra\n    limits: [3/1h]\n";
         String added = "  - name: added\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n";
         Path config = Files.writeString(dir.resolve("sluice.yaml"), kept);
         Process process = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
@@ -136,7 +138,7 @@ class ServeLauncherIT {
             String check = "{\"policy\":\"kept\",\"key\":\"10.0.0.7\"}";
             assertThat(post(client, base, check)).contains("\"remaining\":2");
 
-            Files.writeString(config, kept + added);
+            replace(config, kept + added);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             String policies;
             do {
@@ -147,7 +149,7 @@ class ServeLauncherIT {
             assertThat(policies).contains("\"name\":\"added\"");
             assertThat(post(client, base, check)).as("an unchanged policy keeps its count").contains("\"remaining\":1");
 
-            Files.writeString(config, kept.replace("[3/1h]", "[3/1y]") + added);
+            replace(config, kept.replace("[3/1h]", "[3/1y]") + added);
             String expected = config + ":5: policies[0].limits[0]: bad limit \"3/1y\": ";
             String reported = null;
             while (System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(20)) {
@@ -168,6 +170,12 @@ class ServeLauncherIT {
             process.destroy();
             assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
         }
+    }
+
+    /** Replaces the file whole at once, as an editor saves it: the server, reading every second, never sees half. */
+    private static void replace(Path file, String text) throws Exception {
+        Path next = Files.writeString(file.resolveSibling(file.getFileName() + ".next"), text);
+        Files.move(next, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
 
     private static String post(HttpClient client, String base, String body) throws Exception {

@@ -263,7 +263,9 @@ public abstract class StoreConformance {
         reports(tooBig, perTen, 9 * S);
         expect(limiter.tryAcquire("k"), true, 0, 0, 9 * S, 0);
         at(TEN_O_CLOCK + 2 * S);
-        reports(limiter.tryAcquire("k"), perTen, 8 * S);
+        Decision waiting = limiter.tryAcquire("k");
+        expect(waiting, false, 0, 8 * S, 8 * S, 0);
+        reports(waiting, perTen, 8 * S);
     }
 
     /**

@@ -90,6 +90,13 @@ class RateLimitServiceTest {
                 key: [ip]
                 algorithm: fixed-window
                 limits: [1/1h]
+              - name: paced
+                match:
+                  domain: edge
+                  descriptor: [client]
+                key: [descriptor:client]
+                algorithm: gcra
+                limits: [2/1s, 100/1h]
             """;
 
     private LiveConfig live;
@@ -131,6 +138,24 @@ class RateLimitServiceTest {
             headers.put(header.getKey(), header.getValue());
         }
         return headers;
+    }
+
+    /**
+     * Of a policy of two limits, the status reports the one closest to rejecting, with its own reset: the second's
+     * half-second emission interval, not the 36 s after which the whole key, hour limit and all, is untouched.
+     */
+    @Test
+    void theStatusReportsTheResetOfItsLimitNotOfTheKey() {
+        RateLimitResponse answer = ask("edge", descriptor("client", "c-1"));
+        DescriptorStatus status = answer.getStatuses(0);
+        assertThat(status.getCurrentLimit().getRequestsPerUnit()).isEqualTo(2);
+        assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.SECOND);
+        assertThat(status.getLimitRemaining()).isEqualTo(1);
+        assertThat(status.getDurationUntilReset()).isEqualTo(com.google.protobuf.Duration.newBuilder()
+                .setNanos(500_000_000).build());
+        assertThat(headers(answer)).containsEntry("RateLimit", "\"paced\";r=1;t=1")
+                .containsEntry("RateLimit-Policy", "\"paced\";q=2;w=1, \"paced\";q=100;w=3600")
+                .containsEntry("X-RateLimit-Reset", "1");
     }
 
     @Test
