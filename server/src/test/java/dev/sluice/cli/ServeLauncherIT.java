@@ -152,7 +152,8 @@ class ServeLauncherIT {
             replace(config, kept.replace("[3/1h]", "[3/1y]") + added);
             String expected = config + ":5: policies[0].limits[0]: bad limit \"3/1y\": ";
             String reported = null;
-            while (System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(20)) {
+            long reportedBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (System.nanoTime() < reportedBy) {
                 String line = lines.poll(1, TimeUnit.SECONDS);
                 if (line != null && line.contains(expected)) {
                     reported = line;

@@ -131,7 +131,7 @@ class CheckApiTest {
 
     /**
      * The headers' reset is that of the limit they report, the body's that of the whole key: after one request of
-     * 2/1s and 100/1h (gcra), the second-limit is closest to rejecting and untouched in 0.5 s (t=1, rounded up),
+     * 2/1s and 100/1h (gcra), the per-second limit is closest to rejecting and untouched in 0.5 s (t=1, rounded up),
      * while the key is untouched only when the hour limit's 36 s emission interval has passed.
      */
     @Test

@@ -117,9 +117,9 @@ public final class ReferenceModel {
             }
             return true;
         });
-        Meter reported = meters[decider >= 0 ? decider : least];
-        return new Decision(allowed, remaining, retryAfter, resetAfter, delay,
-                limits.get(decider >= 0 ? decider : least), smallestWait(t, reported::untouched));
+        int reported = decider >= 0 ? decider : least;
+        return new Decision(allowed, remaining, retryAfter, resetAfter, delay, limits.get(reported),
+                smallestWait(t, meters[reported]::untouched));
     }
 
     /** The smallest {@code d ≥ 0} with {@code holds(t + d)}; {@code holds} must stay true once it is. */
