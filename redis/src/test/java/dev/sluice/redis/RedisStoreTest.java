@@ -297,13 +297,19 @@ class RedisStoreTest {
     /**
      * Each algorithm whose rejections are remembered by default: gcra and token-bucket 2/4s refill one unit in
      * 2 s; a fixed window of 2 s, entered just after it starts, ends about 2 s later. Time enough for the calls
-     * below on a slow machine.
+     * below on a slow machine. With a second, longer limit beside it (decided by decide.lua, not gcra.lua), the
+     * remembered answer still names the limit that rejected and counts down that limit's own reset.
      */
     @ParameterizedTest
-    @CsvSource({"gcra, 2/4s", "token-bucket, 2/4s", "fixed-window, 2/2s"})
-    void aRejectionIsRememberedUntilItsRetryAfterWithoutCallingRedis(String algorithm, String limit) throws Exception {
-        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.parse(algorithm)).limit(limit).store(store).build();
-        String key = "remembered-" + algorithm;
+    @CsvSource({"gcra, 2/4s", "token-bucket, 2/4s", "fixed-window, 2/2s",
+            "gcra, 2/4s 50/1h", "token-bucket, 2/4s 50/1h", "fixed-window, 2/2s 50/1h"})
+    void aRejectionIsRememberedUntilItsRetryAfterWithoutCallingRedis(String algorithm, String limits) throws Exception {
+        RateLimiter.Builder builder = RateLimiter.builder().algorithm(Algorithm.parse(algorithm)).store(store);
+        for (String limit : limits.split(" ")) {
+            builder.limit(limit);
+        }
+        RateLimiter limiter = builder.build();
+        String key = "remembered-" + algorithm + "-" + limits.split(" ").length;
         long before = store.counts().localRejections();
         try (Resp resp = redis.connect()) {
             limiter.tryAcquire("warm-" + key, 0); // the script loaded before the window is entered
@@ -319,6 +325,11 @@ class RedisStoreTest {
                 Decision local = limiter.tryAcquire(key);
                 assertThat(local.allowed()).isFalse();
                 assertThat(local.retryAfterNanos()).isPositive().isLessThanOrEqualTo(rejected.retryAfterNanos());
+                assertThat(local.limit()).isEqualTo(rejected.limit()).isEqualTo(Limit.parse(limits.split(" ")[0]));
+                assertThat(local.remaining()).isEqualTo(rejected.remaining());
+                assertThat(local.limitResetAfterNanos()).isLessThanOrEqualTo(rejected.limitResetAfterNanos())
+                        .isLessThanOrEqualTo(local.resetAfterNanos());
+                assertThat(local.resetAfterNanos()).isLessThanOrEqualTo(rejected.resetAfterNanos());
             }
             assertThat(calls(resp, "evalsha")).as("answered in this process").isZero();
             assertThat(store.counts().localRejections() - before).isEqualTo(10);
