@@ -16,9 +16,16 @@ import java.time.Duration;
  * congested intervals, and climbs back within {@code ceil((C − F) / increase)} healthy ones.
  *
  * <p>Requests are decided by a greedy token bucket at the current rate, holding at most one period's worth
- * ({@code capacity = rate}); when the rate falls, tokens above the new capacity are dropped. The bucket is
- * kept as a level in units of token·nanosecond, so every decision is exact in integers; that needs
- * {@code ceiling × period} below 2^62 (a billion per second fits).
+ * ({@code capacity = rate}). When the rate falls, the tokens held stay, but those above the new capacity are
+ * dropped; when it rises, the room it adds is there at once (a full bucket stays full, so a quiet limiter is
+ * untouched whatever its rate). The bucket is kept as a level (the room taken) in units of token·nanosecond, so
+ * every decision is exact in integers; that needs {@code ceiling × period} below 2^62 (a billion per second fits).
+ *
+ * <p>{@code retry_after} and {@code reset_after} are waits "if nothing else arrived" (spec/algorithms.md), and
+ * with nothing arriving the rate keeps moving: down once at the end of an interval that already saw congestion,
+ * then up by {@code increase} at the end of every interval. So they are worked out along that schedule, interval
+ * by interval while the bucket drains, then in one step for the rate to reach the cost; {@code retry_after} is
+ * −1 only for a cost above the ceiling, which no rate admits.
  *
  * <p>One limiter protects one resource: it has no keys. Its methods take a short lock.
  *
@@ -85,24 +92,74 @@ public final class AdaptiveLimiter {
         long now = advance();
         long capacity = rate * period;
         Limit limit = Limit.of(rate, period);
-        if (cost > rate) {
-            return new Decision(false, remaining(capacity), Decision.NEVER, resetAfter(), 0, limit);
+        if (cost > ceiling) {
+            return new Decision(false, remaining(capacity), Decision.NEVER, untilFits(now, UNTOUCHED), 0, limit);
         }
-        long needed = levelTimesPeriod + cost * period - capacity;
-        if (needed > 0) {
-            return new Decision(false, remaining(capacity), ceilDiv(needed, rate), resetAfter(), 0, limit);
+        if (cost > rate || levelTimesPeriod + cost * period > capacity) {
+            return new Decision(false, remaining(capacity), untilFits(now, cost), untilFits(now, UNTOUCHED), 0, limit);
         }
         levelTimesPeriod += cost * period;
         since = now;
-        return new Decision(true, remaining(capacity), 0, resetAfter(), 0, limit);
+        return new Decision(true, remaining(capacity), 0, untilFits(now, UNTOUCHED), 0, limit);
     }
 
     private long remaining(long capacity) {
         return (capacity - levelTimesPeriod) / period;
     }
 
-    private long resetAfter() {
-        return ceilDiv(levelTimesPeriod, rate);
+    /** The "cost" of {@link #untilFits} that asks for the bucket to be full again: untouched. */
+    private static final long UNTOUCHED = -1;
+
+    /**
+     * The wait from {@code now} (where the bucket was just drained) until a request of {@code cost} fits, or, for
+     * {@link #UNTOUCHED}, until the bucket is full, if nothing else arrived: the rate moves at each interval's end
+     * as {@link #advance} would move it with no signal but those already seen. Within an interval the level drains
+     * at that interval's rate, so a fit inside it is one division; at its end the rate moves and the next interval
+     * is tried. Once the bucket is full and the interval's congestion spent, only the rate can still be short of
+     * the cost, and it climbs by {@code increase} an interval: that is one step. The loop drains a level within a
+     * period ({@code period / interval + 2} turns at most, as {@link #advance}). {@code cost} is at most the
+     * ceiling.
+     */
+    private long untilFits(long now, long cost) {
+        long t = now;
+        long level = levelTimesPeriod;
+        long r = rate;
+        long end = intervalEnd;
+        boolean congestedHere = congested;
+        while (true) {
+            if (cost == UNTOUCHED || cost <= r) {
+                long fitsAt = cost == UNTOUCHED ? 0 : (r - cost) * period; // the level at which it fits
+                long wait = level <= fitsAt ? 0 : ceilDiv(level - fitsAt, r);
+                if (wait < end - t) { // at the interval's end the rate moves first, as in advance()
+                    return t + wait - now;
+                }
+            } else if (level == 0 && !congestedHere) {
+                long intervals = ceilDiv(cost - r, increase); // rate r + k·increase >= cost after k ends
+                long later = Math.multiplyHigh(intervals - 1, interval) != 0 ? Long.MAX_VALUE : (intervals - 1) * interval;
+                return later > Long.MAX_VALUE - (end - now) ? Long.MAX_VALUE : end - now + later;
+            }
+            long drained = Math.multiplyHigh(end - t, r) != 0 ? Long.MAX_VALUE : (end - t) * r;
+            level = drained < 0 || drained >= level ? 0 : level - drained;
+            t = end;
+            long next = next(r, congestedHere);
+            level = lowered(level, r, next);
+            r = next;
+            congestedHere = false;
+            end += interval;
+        }
+    }
+
+    /** The rate after an interval that was congested or not. */
+    private long next(long r, boolean congestedThen) {
+        return congestedThen ? Math.max(floor, (long) (r * decrease)) : Math.min(ceiling, r + increase);
+    }
+
+    /**
+     * The level after the rate moves from {@code from} to {@code to}: a fall takes the lost capacity from the room
+     * left first, so the tokens held stay up to the new capacity; a rise adds room and leaves the level.
+     */
+    private long lowered(long level, long from, long to) {
+        return to >= from ? level : Math.max(0, level - (from - to) * period);
     }
 
     private static long ceilDiv(long a, long b) {
@@ -118,8 +175,9 @@ public final class AdaptiveLimiter {
         long now = Math.max(since, clock.nanos());
         while (now >= intervalEnd) {
             drainTo(intervalEnd);
-            long next = congested ? Math.max(floor, (long) (rate * decrease)) : Math.min(ceiling, rate + increase);
-            setRate(next);
+            long next = next(rate, congested);
+            levelTimesPeriod = lowered(levelTimesPeriod, rate, next);
+            rate = next;
             congested = false;
             intervalEnd += interval;
             if (levelTimesPeriod == 0 && now >= intervalEnd) {
@@ -139,11 +197,6 @@ public final class AdaptiveLimiter {
             levelTimesPeriod = drained < 0 || drained >= levelTimesPeriod ? 0 : levelTimesPeriod - drained;
             since = t;
         }
-    }
-
-    private void setRate(long next) {
-        rate = next;
-        levelTimesPeriod = Math.min(levelTimesPeriod, rate * period);
     }
 
     /** A request succeeded in {@code latency}; over the target, that is congestion. */

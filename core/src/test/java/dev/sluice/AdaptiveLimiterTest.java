@@ -80,6 +80,78 @@ class AdaptiveLimiterTest {
         assertThat(limiter.tryAcquire(4).never()).isTrue();
     }
 
+    /** Past bug: a fall of the rate took the lost capacity from the tokens held, not from those above it. */
+    @Test
+    void aFallingRateKeepsTheTokensHeldUpToTheNewCapacity() {
+        AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(100).interval(Duration.ofMillis(100)).clock(clock)
+                .build();
+        assertThat(limiter.tryAcquire(80).remaining()).isEqualTo(20);
+        limiter.onOverload();
+        clock.advanceNanos(100 * MS);
+        // 20 held + 10 refilled in the interval; the rate halves to 50, which still holds all 30
+        Decision after = limiter.tryAcquire();
+        assertThat(after.allowed()).isTrue();
+        assertThat(after.remaining()).isEqualTo(29);
+        assertThat(after.limit()).isEqualTo(Limit.of(50, S));
+        assertThat(limiter.tryAcquire(30).allowed()).isFalse();
+        // tokens above the new capacity are dropped: full at 100, then a fall to 50 holds 50
+        clock.advanceNanos(S);
+        limiter.onOverload();
+        clock.advanceNanos(100 * MS);
+        assertThat(limiter.rate()).isLessThan(100);
+        assertThat(limiter.tryAcquire(0).remaining()).isEqualTo(limiter.rate());
+    }
+
+    /**
+     * "If nothing else arrived" the rate climbs an increase an interval, so a wait is worked out along that climb:
+     * at 1/s, a second request fits after 100 ms, when the rate is 2/s and the first token has drained a tenth.
+     */
+    @Test
+    void waitsFollowTheRateAsItClimbs() {
+        AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(10).initial(1).increase(1)
+                .interval(Duration.ofMillis(100)).clock(clock).build();
+        Decision first = limiter.tryAcquire();
+        assertThat(first.allowed()).isTrue();
+        // drained 1/10, 2/10, 3/10, 4/10 of the token in the four intervals at 1, 2, 3, 4 per second
+        assertThat(first.resetAfterNanos()).isEqualTo(400 * MS);
+        Decision second = limiter.tryAcquire();
+        assertThat(second.allowed()).isFalse();
+        assertThat(second.retryAfterNanos()).isEqualTo(100 * MS);
+        clock.advanceNanos(100 * MS - 1);
+        assertThat(limiter.tryAcquire().allowed()).as("a nanosecond early").isFalse();
+        clock.advanceNanos(1);
+        assertThat(limiter.tryAcquire().allowed()).isTrue();
+
+        // a cost above the rate but within the ceiling waits for the rate to reach it: 2 → 5 in three ends
+        AdaptiveLimiter climbing = AdaptiveLimiter.builder().ceiling(10).initial(2).increase(1)
+                .interval(Duration.ofMillis(100)).clock(clock).build();
+        Decision five = climbing.tryAcquire(5);
+        assertThat(five.never()).isFalse();
+        assertThat(five.retryAfterNanos()).isEqualTo(300 * MS);
+        assertThat(climbing.tryAcquire(11).never()).as("above the ceiling no rate admits it").isTrue();
+        clock.advanceNanos(300 * MS - 1);
+        assertThat(climbing.tryAcquire(5).allowed()).isFalse();
+        clock.advanceNanos(1);
+        assertThat(climbing.tryAcquire(5).allowed()).isTrue();
+    }
+
+    /** Congestion already seen in this interval lowers the rate at its end first, and the wait knows it. */
+    @Test
+    void aWaitKnowsTheFallAlreadySignalled() {
+        AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(100).increase(10).interval(Duration.ofMillis(100))
+                .clock(clock).build();
+        assertThat(limiter.tryAcquire(100).allowed()).isTrue();
+        limiter.onOverload();
+        // tokens held: 10 at 100 ms, where the rate halves to 50 and the 10 stay; 15 at 200 ms, where a rise to 60
+        // adds its room, 25; 31 at 300 ms, 41 at 70/s; 48 at 400 ms, 58 at 80/s; the last 2 take 25 ms: 425 ms
+        Decision sixty = limiter.tryAcquire(60);
+        assertThat(sixty.retryAfterNanos()).isEqualTo(425 * MS);
+        clock.advanceNanos(425 * MS - 1);
+        assertThat(limiter.tryAcquire(60).allowed()).isFalse();
+        clock.advanceNanos(1);
+        assertThat(limiter.tryAcquire(60).allowed()).isTrue();
+    }
+
     @Test
     void slowSuccessesAndErrorsCountAsCongestion() {
         AdaptiveLimiter limiter = limiter();
