@@ -93,7 +93,7 @@ import java.util.function.Supplier;
  *
  * <h2>Rejections remembered</h2>
  * Once a key is rejected with {@code retry_after = x} on the server's clock, this process answers "rejected"
- * for that key, for the same cost or more, until {@code x} has passed, without calling Redis: nothing another
+ * for that key and the same cost until {@code x} has passed, without calling Redis: nothing another
  * process does can make it admissible sooner (only {@code reset} could, and it is not on the request path).
  * On by default for fixed-window, gcra and token-bucket; such an answer carries the remembered
  * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock.
@@ -475,7 +475,8 @@ public final class RedisStore implements Store, AutoCloseable {
             byKey.remove(key, rejection);
             return null;
         }
-        if (cost < rejection.cost) {
+        if (cost != rejection.cost) {
+            // another cost has another retry_after (a greater one may never fit): only Redis knows it
             return null;
         }
         localRejections.increment();

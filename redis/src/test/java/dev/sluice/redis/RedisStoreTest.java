@@ -336,6 +336,15 @@ class RedisStoreTest {
             // a peek still asks Redis
             limiter.tryAcquire(key, 0);
             assertThat(calls(resp, "evalsha")).isEqualTo(1);
+            // another cost has another answer, which only Redis knows: more than the capacity can never fit, and
+            // the whole capacity waits longer than one unit does on the buckets (a remembered answer gave 2 s)
+            assertThat(limiter.tryAcquire(key, 3).retryAfterNanos()).isEqualTo(Decision.NEVER);
+            Decision whole = limiter.tryAcquire(key, 2);
+            assertThat(calls(resp, "evalsha")).isEqualTo(3);
+            assertThat(whole.allowed()).isFalse();
+            if (!algorithm.equals("fixed-window")) {
+                assertThat(whole.retryAfterNanos()).isGreaterThan(rejected.retryAfterNanos());
+            }
             Thread.sleep(rejected.retryAfter().toMillis() + 50);
             assertThat(limiter.tryAcquire(key).allowed()).as("after retry_after, Redis admits").isTrue();
         }
