@@ -13,9 +13,12 @@ import java.util.Set;
 
 /**
  * The response headers of a decision (spec/server.md): the IETF draft's {@code RateLimit-Policy} (one item
- * per limit of every policy that decided) and {@code RateLimit} (the decision reported, the one closest to
- * rejecting), the legacy {@code X-RateLimit-*}, and {@code Retry-After} on every rejection that some wait can
+ * per limit of every enforced policy that decided) and {@code RateLimit} (the decision reported, the one closest
+ * to rejecting), the legacy {@code X-RateLimit-*}, and {@code Retry-After} on every rejection that some wait can
  * cure (none when the cost can never fit: a Retry-After would be a lie). Durations are whole seconds, rounded up.
+ *
+ * <p>Shadow policies never show: a limit being tried out must not make clients that honour these headers hold
+ * back. A request that only shadow policies decided gets no rate limit headers, as one no policy matched.
  *
  * <p>The reset reported ({@code t}, {@code X-RateLimit-Reset}) is that of the limit the headers name beside it,
  * not the key's: a key under 600/1m and 3600/1h that is closest to its minute limit resets that limit within a
@@ -28,7 +31,7 @@ public final class RateLimitHeaders {
     public static Map<String, String> of(List<Checked> checked, Checked reported, boolean rejected,
                                          Set<ServerConfig.HeaderSet> sets) {
         Map<String, String> headers = new LinkedHashMap<>();
-        if (reported == null) {
+        if (reported == null || reported.policy().shadow()) {
             return headers;
         }
         Decision decision = reported.decision();
@@ -50,12 +53,15 @@ public final class RateLimitHeaders {
     }
 
     /**
-     * One item per limit of every policy that decided, in one builder: a JFR allocation profile of the gateway at
+     * One item per limit of every enforced policy that decided, in one builder: a JFR allocation profile of the gateway at
      * half load found this header, made with a stream and a string per item, making a tenth of Sluice's garbage.
      */
     private static String policyItems(List<Checked> checked) {
         StringBuilder items = new StringBuilder(64);
         for (Checked one : checked) {
+            if (one.policy().shadow()) {
+                continue;
+            }
             for (Limit limit : one.policy().limits()) {
                 if (!items.isEmpty()) {
                     items.append(", ");

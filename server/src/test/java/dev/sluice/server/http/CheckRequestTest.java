@@ -45,6 +45,13 @@ class CheckRequestTest {
                 algorithm: fixed-window
                 limits: [1/1h]
                 mode: shadow
+              - name: preview
+                match:
+                  path: /preview
+                key: [ip]
+                algorithm: fixed-window
+                limits: [1/1h]
+                mode: shadow
               - name: teams
                 match:
                   path: /teams
@@ -105,7 +112,7 @@ class CheckRequestTest {
         assertThat(body.get("checked").get(0).get("remaining").asLong()).isEqualTo(1);
         assertThat(body.get("checked").get(1).get("remaining").asLong()).isEqualTo(2);
         assertThat(first.headers().firstValue("RateLimit-Policy").orElseThrow()).isEqualTo(
-                "\"per-key\";q=2;w=3600, \"per-ip\";q=3;w=3600, \"per-ip\";q=100;w=86400, \"trial\";q=1;w=3600");
+                "\"per-key\";q=2;w=3600, \"per-ip\";q=3;w=3600, \"per-ip\";q=100;w=86400"); // no shadow trial
         assertThat(first.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"per-key\";r=1;t=");
 
         JsonNode other = JSON.readTree(post(api("DELETE", "/api/items", "api.example.com", "10.0.0.7", "k1")).body());
@@ -114,6 +121,23 @@ class CheckRequestTest {
         assertThat(checked(elsewhere)).as("per-key is for one host").containsExactly("per-ip", "trial");
         assertThat(elsewhere.get("checked").get(1).get("shadow_rejected").asBoolean()).isTrue();
         assertThat(elsewhere.get("checked").get(1).get("allowed").asBoolean()).isTrue();
+    }
+
+    @Test
+    void aRequestOnlyShadowPoliciesDecidedCarriesNoRateLimitHeaders() throws Exception {
+        String request = "{\"method\":\"GET\",\"path\":\"/preview\",\"ip\":\"10.0.3.1\"}";
+        post(request);
+        HttpResponse<String> over = post(request);
+        assertThat(over.statusCode()).isEqualTo(200);
+        JsonNode body = JSON.readTree(over.body());
+        assertThat(body.get("policy").asText()).as("the body still says who decided").isEqualTo("preview");
+        assertThat(body.get("checked").get(0).get("shadow_rejected").asBoolean()).isTrue();
+        assertThat(over.headers().map().keySet()).noneMatch(name -> name.toLowerCase().contains("ratelimit")
+                || name.equalsIgnoreCase("Retry-After"));
+        // the same answer for an enforced policy carries both header sets: their absence above is the shadow's
+        HttpResponse<String> enforced = post(api("GET", "/api/x", "api.example.com", "10.0.3.1", "k9"));
+        assertThat(enforced.headers().firstValue("RateLimit")).isPresent();
+        assertThat(enforced.headers().firstValue("X-RateLimit-Remaining")).isPresent();
     }
 
     @Test

@@ -354,6 +354,8 @@ class GatewayTest {
             HttpResponse<String> response = send(request("/shadow"));
             assertThat(response.statusCode()).isEqualTo(200);
             assertThat(response.body()).isEqualTo("hello");
+            assertThat(response.headers().firstValue("RateLimit-Policy")).as("a shadow policy stays unseen").isEmpty();
+            assertThat(response.headers().firstValue("X-RateLimit-Remaining")).isEmpty();
         }
         assertThat(upstream.requests.get()).isEqualTo(3);
         String metrics = live.metrics().scrape();
