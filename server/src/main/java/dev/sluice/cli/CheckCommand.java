@@ -43,7 +43,7 @@ final class CheckCommand implements Callable<Integer> {
             throw new BadInput(e.getMessage());
         }
         int count = checked.policies().size();
-        out.printf("%s: ok, %d %s, store %s%n", file, count, count == 1 ? "policy" : "policies", checked.store());
+        out.printf("%s: ok, %d %s, store %s%n", file, count, count == 1 ? "policy" : "policies", checked.storeShown());
         for (PolicyConfig policy : checked.policies()) {
             out.printf("  %s: %s %s, %s, key %s%s%n", policy.name(), policy.algorithm(),
                     policy.limits().stream().map(Limit::toString).collect(Collectors.joining(", ", "[", "]")),

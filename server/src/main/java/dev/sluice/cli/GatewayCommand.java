@@ -74,7 +74,7 @@ final class GatewayCommand implements Callable<Integer> {
         String host = ServiceOptions.reachableAt(options.host);
         out.printf("sluice: gateway on http://%s:%d to %s, %d %s from %s (store: %s)%n", host, gateway.port(), target,
                 settings.policies().size(), settings.policies().size() == 1 ? "policy" : "policies", options.file(),
-                settings.store());
+                settings.storeShown());
         if (adminPort != null) {
             out.printf("        API, dashboard and metrics on http://%s:%d/%n", host, ((ApiServer) running.get(0)).port());
         }

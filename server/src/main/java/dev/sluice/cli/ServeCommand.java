@@ -61,7 +61,7 @@ final class ServeCommand implements Callable<Integer> {
         String first = settings.policies().get(0).name();
         String at = ServiceOptions.reachableAt(options.host) + ":" + server.port();
         out.printf("sluice: serving %d %s from %s on http://%s (store: %s)%n", settings.policies().size(),
-                settings.policies().size() == 1 ? "policy" : "policies", options.file(), at, settings.store());
+                settings.policies().size() == 1 ? "policy" : "policies", options.file(), at, settings.storeShown());
         out.printf("try:    curl -si -X POST %s/v1/check -d '{\"policy\":\"%s\",\"key\":\"alice\"}'%n", at, first);
         out.printf("        dashboard http://%s/   metrics http://%s/metrics%n", at, at);
         if (envoy != null) {

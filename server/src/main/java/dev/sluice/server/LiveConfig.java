@@ -174,7 +174,7 @@ public final class LiveConfig implements AutoCloseable {
                     .onFailure(config.onStoreFailure()).build();
         } catch (RuntimeException e) {
             throw new ConfigException((file == null ? "the configuration" : file.toString()) + ": store "
-                    + config.store() + ": cannot connect: " + rootMessage(e));
+                    + config.storeShown() + ": cannot connect: " + rootMessage(e));
         }
     }
 

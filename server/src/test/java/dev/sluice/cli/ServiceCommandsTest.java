@@ -90,4 +90,32 @@ class ServiceCommandsTest {
                 + ":6: policies[0].limits[0]: bad limit \"10/0s\": period must be > 0, got \"0s\"" + System.lineSeparator());
         assertThat(out.toString()).isEmpty();
     }
+    /** A password in the store's URI is never printed: start-up lines, {@code sluice check}, /healthz share one form. */
+    @org.junit.jupiter.api.Test
+    void checkHidesTheRedisPassword() throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"),
+                "store: redis://admin:s3cret@127.0.0.1:6379/2\npolicies:\n  - name: p\n    key: [ip]\n"
+                        + "    algorithm: gcra\n    limits: [10/1s]\n");
+        StringWriter err = new StringWriter();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = Sluice.run(new String[] {"check", "--config", file.toString()},
+                new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+        assertThat(status).isZero();
+        assertThat(out.toString().lines().findFirst().orElseThrow())
+                .isEqualTo(file + ": ok, 1 policy, store redis://admin:****@127.0.0.1:6379/2");
+        assertThat(out.toString() + err).doesNotContain("s3cret");
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
+            "memory|memory",
+            "redis://127.0.0.1:6379|redis://127.0.0.1:6379",
+            "redis://s3cret@10.0.0.1:6379|redis://****@10.0.0.1:6379",
+            "redis://:s3cret@10.0.0.1:6379/1|redis://:****@10.0.0.1:6379/1",
+            "redis://admin:p@ss:w0rd@10.0.0.1|redis://admin:****@10.0.0.1",
+            "admin:s3cret@10.0.0.1:6379|admin:****@10.0.0.1:6379",
+            "redis-cluster://10.0.0.1:7000,10.0.0.2:7000|redis-cluster://10.0.0.1:7000,10.0.0.2:7000"})
+    void aStoreIsShownWithoutItsPassword(String store, String shown) {
+        assertThat(dev.sluice.server.config.ServerConfig.shown(store)).isEqualTo(shown);
+    }
 }

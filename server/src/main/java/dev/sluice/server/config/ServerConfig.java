@@ -6,6 +6,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * {@code sluice.yaml} (spec/server.md), checked.
@@ -49,6 +51,28 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
                         Set<String> replaceable, Map<Path, String> files) {
         public static final Envoy NONE = new Envoy(List.of(), Map.of(), Set.of(), Map.of());
     }
+
+    /**
+     * {@link #store} as it may be shown to anyone (the health check, the dashboard, start-up lines, messages): a
+     * password in a Redis URI ({@code redis://:secret@host}, {@code redis://user:secret@host}, Lettuce's
+     * {@code redis://secret@host}) is written {@code ****}, as {@code /healthz} is commonly open to every prober.
+     */
+    public String storeShown() {
+        return shown(store);
+    }
+
+    /** {@code store}, a setting as written, with its password hidden (see {@link #storeShown()}). */
+    public static String shown(String store) {
+        Matcher credentials = CREDENTIALS.matcher(store);
+        if (!credentials.find()) {
+            return store;
+        }
+        String user = credentials.group(2);
+        return credentials.group(1) + (user == null ? "" : user + ":") + "****@" + store.substring(credentials.end());
+    }
+
+    /** The scheme, then an optional user and the password (all before the last @ of the authority). */
+    private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?[^/]*@");
 
     public PolicyConfig policy(String name) {
         for (PolicyConfig policy : policies) {

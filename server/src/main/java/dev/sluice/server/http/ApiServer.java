@@ -105,7 +105,7 @@ public final class ApiServer implements AutoCloseable {
             case "/healthz" -> get(request, () -> {
                 boolean healthy = dashboard.storeHealthy();
                 json(request.response(), healthy ? 200 : 503, VerdictAnswer.JSON.createObjectNode()
-                        .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().store()));
+                        .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown()));
             });
             case "/metrics" -> get(request, () -> request.response().setStatusCode(200)
                     .putHeader("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -50,7 +50,7 @@ final class Dashboard {
     ObjectNode stats(Policies policies) {
         Traffic traffic = live.metrics().traffic();
         ObjectNode stats = VerdictAnswer.JSON.createObjectNode();
-        ObjectNode store = stats.putObject("store").put("uri", policies.config().store()).put("healthy", storeHealthy());
+        ObjectNode store = stats.putObject("store").put("uri", policies.config().storeShown()).put("healthy", storeHealthy());
         if (live.store() instanceof RedisStore redis) {
             RedisStore.Counts counts = redis.counts();
             store.put("failures", counts.failures()).put("timeouts", counts.timeouts())
