@@ -1,5 +1,6 @@
 package dev.sluice.servlet;
 
+import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
 import jakarta.servlet.http.HttpServletRequest;
@@ -10,8 +11,9 @@ import java.util.List;
 /**
  * A servlet request as policies see it. The path is the one inside the application (without its context path):
  * an application deployed under {@code /shop} is matched by {@code path: /api/**} for {@code /shop/api/items}, as
- * the same application behind the gateway would be. Like the gateway, the path is matched as the client wrote it
- * (not percent-decoded), and the {@code ip} is the connection's address unless it is one of the
+ * the same application behind the gateway would be. Like the gateway, the path is matched as served
+ * ({@link ClientRequest#servedPath}: decoded, slashes merged, dot segments resolved), and the {@code ip} is the
+ * connection's address unless it is one of the
  * {@code trusted_proxies}, when {@code X-Forwarded-For} names the client.
  */
 final class ServletClientRequest extends ReceivedRequest {
@@ -32,7 +34,7 @@ final class ServletClientRequest extends ReceivedRequest {
         String uri = request.getRequestURI();
         String context = request.getContextPath();
         String path = !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
-        return path.isEmpty() ? "/" : path;
+        return path.isEmpty() ? "/" : ClientRequest.servedPath(path);
     }
 
     @Override

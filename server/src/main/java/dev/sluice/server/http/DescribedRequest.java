@@ -37,7 +37,7 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
             throw new BadRequest("path: expected a path that starts with /, got \"" + target + "\"");
         }
         int question = target.indexOf('?');
-        String path = question < 0 ? target : target.substring(0, question);
+        String path = ClientRequest.servedPath(question < 0 ? target : target.substring(0, question));
         Map<String, String> queries = QueryString.parse(question < 0 ? null : target.substring(question + 1));
         Map<String, String> headers = new HashMap<>();
         JsonNode headerNode = body.get("headers");

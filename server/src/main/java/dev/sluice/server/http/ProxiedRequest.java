@@ -1,5 +1,6 @@
 package dev.sluice.server.http;
 
+import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
 import io.vertx.core.http.HttpServerRequest;
@@ -9,6 +10,7 @@ import java.util.List;
 /** A request the gateway is about to forward, as its policies see it. */
 final class ProxiedRequest extends ReceivedRequest {
     private final HttpServerRequest request;
+    private String path;
 
     ProxiedRequest(HttpServerRequest request, TrustedProxies proxies) {
         super(proxies);
@@ -22,7 +24,10 @@ final class ProxiedRequest extends ReceivedRequest {
 
     @Override
     public String path() {
-        return request.path();
+        if (path == null) {
+            path = ClientRequest.servedPath(request.path());
+        }
+        return path;
     }
 
     @Override

@@ -8,7 +8,7 @@ public interface ClientRequest {
     /** In capitals: {@code GET}. */
     String method();
 
-    /** Without the query: {@code /api/items}. */
+    /** Without the query, as {@link #servedPath} makes it: {@code /api/items}. */
     String path();
 
     /** The Host without its port, in lower case, or null when the request has none. */
@@ -22,6 +22,59 @@ public interface ClientRequest {
 
     /** The first value of a query parameter, or null. */
     String query(String name);
+
+    /**
+     * The path as a server that serves it reads it, which is what policies match and {@code route} keys: escapes
+     * ({@code %61}) decoded as UTF-8, repeated slashes merged, {@code .} and {@code ..} segments resolved (none climbs
+     * above the root), as nginx makes {@code $uri} for its locations. Read as written, {@code //api/items},
+     * {@code /./api/items}, {@code /v1/../api/items} and {@code /%61pi/items} would each escape a policy for
+     * {@code /api/**}, or make a {@code route} key of their own, and still reach {@code /api/items} on an upstream
+     * that normalises. A malformed escape is kept as written. The gateway forwards the request as the client wrote it.
+     */
+    static String servedPath(String raw) {
+        if (raw.indexOf('%') < 0 && !raw.contains("//") && !raw.contains("/.")) {
+            return raw;
+        }
+        String decoded = raw.indexOf('%') < 0 ? raw : percentDecoded(raw);
+        java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
+        String last = "";
+        for (String segment : decoded.split("/", -1)) {
+            last = segment;
+            if (segment.equals("..")) {
+                segments.pollLast();
+            } else if (!segment.isEmpty() && !segment.equals(".")) {
+                segments.addLast(segment);
+            }
+        }
+        StringBuilder path = new StringBuilder(decoded.length());
+        for (String segment : segments) {
+            path.append('/').append(segment);
+        }
+        // a path that names a directory (/api/, /api/., /api/x/..) keeps its last slash
+        if (path.isEmpty() || last.isEmpty() || last.equals(".") || last.equals("..")) {
+            path.append('/');
+        }
+        return path.toString();
+    }
+
+    private static String percentDecoded(String raw) {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(raw.length());
+        for (int i = 0; i < raw.length(); i++) {
+            char c = raw.charAt(i);
+            int high = c == '%' && i + 2 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
+            int low = high < 0 ? -1 : Character.digit(raw.charAt(i + 2), 16);
+            if (low >= 0) {
+                bytes.write(high * 16 + low);
+                i += 2;
+            } else {
+                int codePoint = raw.codePointAt(i);
+                byte[] written = new String(Character.toChars(codePoint)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                bytes.write(written, 0, written.length);
+                i += Character.charCount(codePoint) - 1;
+            }
+        }
+        return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
 
     /** {@code api.example.com:8443} → {@code api.example.com}; {@code [::1]:80} → {@code [::1]}. */
     static String hostWithoutPort(String host) {

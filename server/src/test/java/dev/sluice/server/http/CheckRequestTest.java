@@ -169,6 +169,8 @@ class CheckRequestTest {
         post(api("GET", "/api/a?x=1", "api.example.com", "10.0.1.1", "k"));
         post(api("GET", "/api/a?x=2", "api.example.com", "10.0.1.2", "k"));
         assertThat(post(api("GET", "/api/a?x=3", "api.example.com", "10.0.1.3", "k")).statusCode()).isEqualTo(429);
+        // the route as served: the same for another spelling of the path
+        assertThat(post(api("GET", "//api/b/../%61", "api.example.com", "10.0.1.3", "k")).statusCode()).isEqualTo(429);
         assertThat(post(api("GET", "/api/b", "api.example.com", "10.0.1.4", "k")).statusCode()).isEqualTo(200);
     }
 

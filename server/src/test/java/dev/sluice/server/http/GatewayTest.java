@@ -348,6 +348,20 @@ class GatewayTest {
                 .as("an untrusted peer's X-Forwarded-For is ignored: both are 127.0.0.1").isEqualTo(429);
     }
 
+    /** Past weakness: a policy matched the path as written, so another spelling of it slipped past. */
+    @Test
+    void anotherSpellingOfAPathIsTheSamePath() throws Exception {
+        for (String path : new String[] {"/api/items", "/api/items"}) {
+            assertThat(send(request(path).header("X-User", "spelled")).statusCode()).isEqualTo(200);
+        }
+        for (String path : new String[] {"//api/items", "/./api/items", "/v1/../api/items", "/%61pi/items", "/api//items"}) {
+            HttpResponse<String> response = send(request(path).header("X-User", "spelled"));
+            assertThat(response.statusCode()).as(path).isEqualTo(429);
+            assertThat(JSON.readTree(response.body()).get("policy").asText()).isEqualTo("per-user");
+        }
+        assertThat(upstream.requests.get()).isEqualTo(2);
+    }
+
     @Test
     void shadowPoliciesCountButNeverReject() throws Exception {
         for (int i = 0; i < 3; i++) {
