@@ -26,7 +26,10 @@ import java.util.concurrent.TimeUnit;
  * force at once (requests already being decided finish under the old one), on the same store unless the
  * store's settings changed. Counters survive for every policy whose algorithm and limits are unchanged (see
  * {@link Policies}). A file that does not check out changes nothing: its message (file, line, field) goes to
- * the log and {@code sluice_config_reloads_total{result="failure"}} counts it. {@link #watch} reloads every
+ * the log and {@code sluice_config_reloads_total{result="failure"}} counts it, once (a file that cannot be read
+ * is, too, until it can). An edit whose store cannot be reached is refused the same way but tried again at
+ * every look, quietly, and applied once the store answers: a Redis still starting must not leave the edit
+ * waiting for someone to touch the file. {@link #watch} reloads every
  * so often; polling the file's text rather than waiting for file-system events also catches editors that
  * replace the file and configurations mounted through symbolic links. The files of {@code envoy_configs} are
  * watched alike, the names in their directories included.
@@ -41,6 +44,10 @@ public final class LiveConfig implements AutoCloseable {
     private Store store;
     private String storeSettings;
     private String text;
+    /** The message of the read that failed at the last look: a file gone or unreadable is reported once. */
+    private String unreadable;
+    /** A text that checked out but whose store could not be reached: tried again at every look until it is. */
+    private String unreached;
     /** What the files of {@code envoy_configs} held at the last look, as {@link #text} is for the file itself. */
     private Map<Path, String> envoyFiles = Map.of();
     private ScheduledExecutorService watcher;
@@ -106,9 +113,18 @@ public final class LiveConfig implements AutoCloseable {
         try {
             now = read();
         } catch (ConfigException e) {
+            if (e.getMessage().equals(unreadable)) {
+                return Reload.UNCHANGED;
+            }
+            unreadable = e.getMessage();
             return refused(e.getMessage(), null);
         }
-        if (now.equals(text) && !ConfigLoader.changed(envoyFiles)) {
+        unreadable = null;
+        boolean again = now.equals(unreached);
+        if (!again) {
+            unreached = null; // another edit since: that one is tried, and reported, on its own
+        }
+        if (!again && now.equals(text) && !ConfigLoader.changed(envoyFiles)) {
             return Reload.UNCHANGED;
         }
         ServerConfig config;
@@ -120,10 +136,15 @@ public final class LiveConfig implements AutoCloseable {
         }
         try {
             apply(config);
-        } catch (ConfigException e) {
+        } catch (ConfigException e) { // the store could not be reached
             envoyFiles = config.envoy().files();
+            if (again) {
+                return Reload.UNCHANGED; // still not: reported at the first try
+            }
+            unreached = now;
             return refused(e.getMessage(), now);
         }
+        unreached = null;
         text = now;
         envoyFiles = config.envoy().files();
         metrics.reloaded(true);

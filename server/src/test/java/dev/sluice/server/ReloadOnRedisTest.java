@@ -76,4 +76,33 @@ class ReloadOnRedisTest {
             }
         }
     }
+    /** An edit to a Redis that is not up yet is reported once, tried again at each look, and applied when it is. */
+    @Test
+    void anEditToARedisNotUpYetIsAppliedWhenItIs() throws Exception {
+        try (RedisServer first = RedisServer.start(); RedisServer later = RedisServer.start()) {
+            later.kill();
+            Path file = dir.resolve("sluice.yaml");
+            Files.writeString(file, "store: " + first.uri() + "\n" + POLICIES);
+            ServerMetrics metrics = new ServerMetrics();
+            try (LiveConfig live = LiveConfig.load(file, metrics)) {
+                Store good = live.store();
+                Files.writeString(file, "store: " + later.uri() + "\n" + POLICIES);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+                assertThat(live.reload()).as("tried again, not reported again").isEqualTo(LiveConfig.Reload.UNCHANGED);
+                assertThat(live.store()).isSameAs(good);
+                assertThat(metrics.reloads(false)).isEqualTo(1);
+
+                later.restart();
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).isNotSameAs(good);
+                assertThat(live.policies().config().store()).isEqualTo(later.uri());
+                assertThat(remaining(live, "kept", "10.0.0.2")).isEqualTo(2);
+                try (Resp resp = later.connect()) {
+                    assertThat((List<?>) resp.call("KEYS", "sluice:{kept@*")).as("decided on the Redis now up").hasSize(1);
+                }
+                assertThat(metrics.reloads(true)).isEqualTo(1);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+            }
+        }
+    }
 }

@@ -148,6 +148,14 @@ class ReloadTest {
         Files.delete(file);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
         assertThat(live.policies().config().policies()).hasSize(3);
+        // reported once, not at every look while it stays gone
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.metrics().reloads(false)).isEqualTo(1);
+        Files.writeString(file, SECOND);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        Files.delete(file);
+        assertThat(live.reload()).as("gone again: a new failure").isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.metrics().reloads(false)).isEqualTo(2);
     }
 
     @Test
