@@ -7,6 +7,7 @@ import dev.sluice.Mode;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.redis.RedisStore;
+import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
@@ -445,6 +446,10 @@ public final class ConfigLoader {
         if (fields.containsKey("methods")) {
             methods = new ArrayList<>();
             List<Node> items = list(fields.get("methods"), field + ".methods");
+            if (items.isEmpty()) {
+                throw error(fields.get("methods"), field + ".methods", "an empty list matches no request; list the"
+                        + " methods, or leave methods out to match every one");
+            }
             for (int i = 0; i < items.size(); i++) {
                 String method = scalar(items.get(i), field + ".methods[" + i + "]");
                 if (!METHOD.matcher(method).matches()) {
@@ -456,6 +461,14 @@ public final class ConfigLoader {
             methods = List.copyOf(methods);
         }
         String host = fields.containsKey("host") ? scalar(fields.get("host"), field + ".host").toLowerCase(Locale.ROOT) : null;
+        if (host != null && host.isEmpty()) {
+            throw error(fields.get("host"), field + ".host", "must not be empty; leave host out to match every host");
+        }
+        if (host != null && !host.equals(ClientRequest.hostWithoutPort(host))) {
+            // requests are matched on their Host without its port, so a host with one would never match
+            throw error(fields.get("host"), field + ".host", "a host is matched without its port: write \""
+                    + ClientRequest.hostWithoutPort(host) + "\", not \"" + host + "\"");
+        }
         if (!fields.containsKey("domain") && !fields.containsKey("descriptor")) {
             return new PolicyConfig.Match(path, methods, host);
         }
