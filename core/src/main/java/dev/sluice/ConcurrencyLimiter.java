@@ -96,16 +96,18 @@ public final class ConcurrencyLimiter {
     }
 
     /**
-     * Asks for {@code cost} units of in-flight capacity on {@code key}.
+     * Asks for {@code cost} units of in-flight capacity on {@code key}. A cost of 0 is a peek (spec/algorithms.md):
+     * allowed, with what is free now and when the leases held run out, and nothing held (closing its permit gives
+     * nothing back).
      *
-     * @throws IllegalArgumentException for an empty key or a cost below 1
+     * @throws IllegalArgumentException for an empty key or a negative cost
      */
     public Permit tryAcquire(String key, long cost) {
         if (key == null || key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
         }
-        if (cost < 1) {
-            throw new IllegalArgumentException("cost must be a whole number >= 1, got " + cost);
+        if (cost < 0) {
+            throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
         }
         long id = leaseIds.incrementAndGet();
         Decision[] answer = new Decision[1];
@@ -113,6 +115,10 @@ public final class ConcurrencyLimiter {
             long now = clock.nanos(); // read under the key's lock, so expiries stay in order
             Leases live = held == null ? Leases.NONE : held.withoutExpired(now);
             long inFlight = live.inFlight();
+            if (cost == 0) {
+                answer[0] = new Decision(true, limit - inFlight, 0, resetAfter(live, now), 0, described);
+                return live.size() == 0 ? null : live;
+            }
             if (cost > limit || inFlight + cost > limit) {
                 answer[0] = new Decision(false, limit - inFlight, retryAfter(live, now, cost), resetAfter(live, now), 0,
                         described);

@@ -61,6 +61,24 @@ class ConcurrencyLimiterTest {
     }
 
     @Test
+    void costZeroIsAPeekThatHoldsNothing() {
+        ConcurrencyLimiter limiter = limiter(3);
+        Permit untouched = limiter.tryAcquire("k", 0);
+        assertThat(untouched.decision()).isEqualTo(new Decision(true, 3, 0, 0, 0, Limit.of(3, 30 * S)));
+        assertThat(limiter.keyCount()).as("a peek makes no key").isZero();
+        Permit two = limiter.tryAcquire("k", 2);
+        clock.advanceNanos(10 * S);
+        Permit peek = limiter.tryAcquire("k", 0);
+        assertThat(peek.granted()).isTrue();
+        assertThat(peek.decision().remaining()).isEqualTo(1);
+        assertThat(peek.decision().resetAfterNanos()).as("the lease held runs out in 20 s").isEqualTo(20 * S);
+        peek.close();
+        assertThat(limiter.inFlight("k")).as("closing a peek gives nothing back").isEqualTo(2);
+        two.close();
+        assertThat(limiter.inFlight("k")).isZero();
+    }
+
+    @Test
     void worksWithTryWithResources() {
         ConcurrencyLimiter limiter = limiter(1);
         try (Permit permit = limiter.tryAcquire("k")) {
@@ -103,6 +121,6 @@ class ConcurrencyLimiterTest {
     @Test
     void refusesBadSettings() {
         assertThatThrownBy(() -> ConcurrencyLimiter.builder().build()).hasMessage("limit must be between 1 and 1099511627776, got 0");
-        assertThatThrownBy(() -> limiter(2).tryAcquire("k", 0)).hasMessage("cost must be a whole number >= 1, got 0");
+        assertThatThrownBy(() -> limiter(2).tryAcquire("k", -1)).hasMessage("cost must be a whole number >= 0, got -1");
     }
 }

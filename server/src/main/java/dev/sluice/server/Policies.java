@@ -155,11 +155,10 @@ public final class Policies {
 
     private Checked concurrent(PolicyConfig policy, String key, long cost, long asked) {
         ConcurrencyLimiter limiter = inFlight.get(prefixes.get(policy.name()));
-        if (cost == 0) {
-            long free = policy.inFlight().amount() - limiter.inFlight(prefixes.get(policy.name()) + key);
-            return counted(new Checked(policy, key, new Decision(true, free, 0, 0, 0, policy.inFlight())), asked);
-        }
         Permit permit = limiter.tryAcquire(prefixes.get(policy.name()) + key, cost);
+        if (cost == 0) { // a peek holds no place: no permit to hand out
+            return counted(new Checked(policy, key, permit.decision()), asked);
+        }
         return counted(new Checked(policy, key, permit.decision(), permit), asked);
     }
 
