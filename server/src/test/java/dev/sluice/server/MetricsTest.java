@@ -153,7 +153,10 @@ class MetricsTest {
                 try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
                      ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
                     assertThat(call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}").statusCode()).isEqualTo(200);
-                    assertThat(call(server, "/healthz", null).statusCode()).isEqualTo(200);
+                    HttpResponse<String> healthy = call(server, "/healthz", null);
+                    assertThat(healthy.statusCode()).isEqualTo(200);
+                    assertThat(healthy.body()).isEqualTo("{\"status\":\"ok\",\"store\":\"" + redis.uri()
+                            + "\",\"on_store_failure\":\"" + policy + "\"}");
                     // rejected by Redis once, then from the process's memory until the retry-after has passed
                     for (int expected : new int[] {200, 429, 429, 429}) {
                         assertThat(call(server, "/v1/check", "{\"policy\":\"tight\",\"key\":\"t\"}").statusCode())
@@ -174,8 +177,9 @@ class MetricsTest {
                     assertThat(samples.get("sluice_store_errors_total{store=\"redis\"}")
                             + samples.get("sluice_store_short_circuited_total{store=\"redis\"}")).isEqualTo(5.0);
                     HttpResponse<String> health = call(server, "/healthz", null);
-                    assertThat(health.statusCode()).isEqualTo(503);
-                    assertThat(health.body()).contains("store unavailable");
+                    assertThat(health.statusCode()).as("still deciding, by the failure policy").isEqualTo(200);
+                    assertThat(health.body()).isEqualTo("{\"status\":\"store unavailable\",\"store\":\""
+                            + live.policies().config().storeShown() + "\",\"on_store_failure\":\"" + policy + "\"}");
                 }
             }
         }

@@ -102,10 +102,14 @@ public final class ApiServer implements AutoCloseable {
                     body -> release(request, body));
             case "/v1/policies" -> get(request, () -> json(request.response(), 200, policiesJson(policies)));
             case "/v1/stats" -> get(request, () -> json(request.response(), 200, dashboard.stats(policies)));
+            // 200 while the service can decide (spec/server.md), and with the store down it still can, by the failure
+            // policy: a 503 would make every load balancer and readiness probe take out every server on that Redis at
+            // once, handing the calls to whatever their callers do without a limiter. The body tells of the store.
             case "/healthz" -> get(request, () -> {
                 boolean healthy = dashboard.storeHealthy();
-                json(request.response(), healthy ? 200 : 503, VerdictAnswer.JSON.createObjectNode()
-                        .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown()));
+                json(request.response(), 200, VerdictAnswer.JSON.createObjectNode()
+                        .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown())
+                        .put("on_store_failure", policies.config().onStoreFailure().name().toLowerCase(java.util.Locale.ROOT)));
             });
             case "/metrics" -> get(request, () -> request.response().setStatusCode(200)
                     .putHeader("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
