@@ -46,6 +46,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The Redis store: many processes share one limit, decided on the Redis server in one round trip.
@@ -239,6 +241,9 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     private static RedisStore open(Builder settings) {
         String uri = settings.uri;
+        boolean cluster = uri.startsWith("redis-cluster://");
+        // the addresses are read before anything is started, so a bad one leaves nothing running behind it
+        List<RedisURI> seeds = addresses(uri, settings.timeout);
         TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
         ClientResources resources = ClientResources.builder().nettyCustomizer(new NettyCustomizer() {
@@ -252,11 +257,7 @@ public final class RedisStore implements Store, AutoCloseable {
                 channel.pipeline().addFirst(new FlushConsolidationHandler(256, true));
             }
         }).build();
-        if (uri.startsWith("redis-cluster://")) {
-            List<RedisURI> seeds = new ArrayList<>();
-            for (String node : uri.substring("redis-cluster://".length()).split(",")) {
-                seeds.add(address("redis://" + node.trim(), uri, settings.timeout));
-            }
+        if (cluster) {
             RedisClusterClient client = RedisClusterClient.create(resources, seeds);
             client.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
                     .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
@@ -266,17 +267,54 @@ public final class RedisStore implements Store, AutoCloseable {
             List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
             return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, true);
         }
-        if (uri.startsWith("redis://")) {
-            RedisClient client = RedisClient.create(resources, address(uri, uri, settings.timeout));
-            client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
-            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, false);
-        }
-        resources.shutdown();
-        throw new IllegalArgumentException("bad Redis address \"" + uri
-                + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
+        RedisClient client = RedisClient.create(resources, seeds.get(0));
+        client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+        List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
+        return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, false);
     }
+
+    /**
+     * Checks {@code uri} as {@link #connect} reads it, without connecting: a configuration refuses a bad address
+     * as it loads, not at every attempt to connect.
+     *
+     * @throws IllegalArgumentException naming the address, its password hidden
+     */
+    public static void checkAddress(String uri) {
+        addresses(uri, HANDSHAKE);
+    }
+
+    private static List<RedisURI> addresses(String uri, Duration timeout) {
+        List<RedisURI> seeds = new ArrayList<>();
+        if (uri.startsWith("redis-cluster://")) {
+            for (String node : uri.substring("redis-cluster://".length()).split(",")) {
+                seeds.add(address("redis://" + node.trim(), uri, timeout));
+            }
+        } else if (uri.startsWith("redis://")) {
+            seeds.add(address(uri, uri, timeout));
+        } else {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri)
+                    + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
+        }
+        return seeds;
+    }
+
+    /**
+     * {@code uri} as it may be shown to anyone (messages, health checks, dashboards): a password in it
+     * ({@code redis://:secret@host}, {@code redis://user:secret@host}, Lettuce's {@code redis://secret@host}) is
+     * written {@code ****}. Everything before the last {@code @} is credentials: a host, port or database has none.
+     */
+    public static String shown(String uri) {
+        Matcher credentials = CREDENTIALS.matcher(uri);
+        if (!credentials.find()) {
+            return uri;
+        }
+        String user = credentials.group(2);
+        return credentials.group(1) + (user == null ? "" : user + ":") + "****@" + uri.substring(credentials.end());
+    }
+
+    /** The scheme (if any), then an optional user and its colon, then the password, to the last @. */
+    private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?.*@");
 
     /**
      * Opens one connection per I/O thread; if one fails, the client and its threads are shut down (which
@@ -316,7 +354,9 @@ public final class RedisStore implements Store, AutoCloseable {
             address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
             return address;
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("bad Redis address \"" + uri + "\": " + e.getMessage(), e);
+            // not e's message, nor e as the cause: both quote the address, password and all
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": not a valid URI (in a"
+                    + " password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)");
         }
     }
 

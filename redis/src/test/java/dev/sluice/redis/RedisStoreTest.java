@@ -180,6 +180,10 @@ class RedisStoreTest {
         assertThatThrownBy(() -> RedisStore.connect("http://localhost:6379"))
                 .hasMessage("bad Redis address \"http://localhost:6379\": expected redis://host:port[/db] or "
                         + "redis-cluster://host:port,host:port");
+        // an address Lettuce cannot read is refused before anything starts, and its password is never quoted
+        assertThatThrownBy(() -> RedisStore.connect("redis://admin:pa{ss@localhost:6379"))
+                .hasMessageStartingWith("bad Redis address \"redis://admin:****@localhost:6379\": not a valid URI")
+                .hasNoCause().message().doesNotContain("pa{ss");
     }
 
     /** The counts of INFO commandstats, by command. */

@@ -114,7 +114,7 @@ final class SimulateCommand implements Callable<Integer> {
                 tally.computeIfAbsent(request.key(), k -> new long[2])[decision.allowed() ? 0 : 1]++;
             }
         } catch (StoreUnavailableException e) {
-            err.println("error: --store " + store + ": " + e.getMessage());
+            err.println("error: --store " + RedisStore.shown(store) + ": " + e.getMessage());
             err.flush();
             return 1;
         } finally {
@@ -182,7 +182,7 @@ final class SimulateCommand implements Callable<Integer> {
             throw new BadInput("--store: \"" + store + "\" is not a store: use memory, redis://HOST:PORT or "
                     + "redis-cluster://HOST:PORT,HOST:PORT");
         }
-        option("--store " + store, () -> {
+        option("--store " + RedisStore.shown(store), () -> {
             RedisStore.checkExact(rule);
             return rule;
         });
@@ -190,7 +190,8 @@ final class SimulateCommand implements Callable<Integer> {
             // every decision of a simulation must come from Redis: wait long, and fail loudly
             return RedisStore.builder(store).timeout(Duration.ofSeconds(10)).raiseFailures(true).build();
         } catch (RuntimeException e) {
-            throw new BadInput("--store " + store + ": cannot connect: " + e.getMessage());
+            throw new BadInput("--store " + RedisStore.shown(store) + ": cannot connect: "
+                    + e.getMessage().replace(store, RedisStore.shown(store)));
         }
     }
 

@@ -195,7 +195,7 @@ public final class LiveConfig implements AutoCloseable {
                     .onFailure(config.onStoreFailure()).build();
         } catch (RuntimeException e) {
             throw new ConfigException((file == null ? "the configuration" : file.toString()) + ": store "
-                    + config.storeShown() + ": cannot connect: " + rootMessage(e));
+                    + config.storeShown() + ": cannot connect: " + rootMessage(e).replace(config.store(), config.storeShown()));
         }
     }
 

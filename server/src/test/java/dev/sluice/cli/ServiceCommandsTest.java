@@ -113,6 +113,7 @@ class ServiceCommandsTest {
             "redis://s3cret@10.0.0.1:6379|redis://****@10.0.0.1:6379",
             "redis://:s3cret@10.0.0.1:6379/1|redis://:****@10.0.0.1:6379/1",
             "redis://admin:p@ss:w0rd@10.0.0.1|redis://admin:****@10.0.0.1",
+            "redis://:pa/ss@10.0.0.1:6379/2|redis://:****@10.0.0.1:6379/2",
             "admin:s3cret@10.0.0.1:6379|admin:****@10.0.0.1:6379",
             "redis-cluster://10.0.0.1:7000,10.0.0.2:7000|redis-cluster://10.0.0.1:7000,10.0.0.2:7000"})
     void aStoreIsShownWithoutItsPassword(String store, String shown) {

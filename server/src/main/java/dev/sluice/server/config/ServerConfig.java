@@ -1,13 +1,12 @@
 package dev.sluice.server.config;
 
+import dev.sluice.redis.RedisStore;
 import dev.sluice.store.FailurePolicy;
 
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code sluice.yaml} (spec/server.md), checked.
@@ -63,16 +62,8 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
 
     /** {@code store}, a setting as written, with its password hidden (see {@link #storeShown()}). */
     public static String shown(String store) {
-        Matcher credentials = CREDENTIALS.matcher(store);
-        if (!credentials.find()) {
-            return store;
-        }
-        String user = credentials.group(2);
-        return credentials.group(1) + (user == null ? "" : user + ":") + "****@" + store.substring(credentials.end());
+        return RedisStore.shown(store);
     }
-
-    /** The scheme, then an optional user and the password (all before the last @ of the authority). */
-    private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?[^/]*@");
 
     public PolicyConfig policy(String name) {
         for (PolicyConfig policy : policies) {
