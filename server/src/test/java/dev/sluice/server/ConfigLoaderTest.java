@@ -101,6 +101,8 @@ class ConfigLoaderTest {
             "no methods|policies:\\n  - name: p\\n    match:\\n      methods: []\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.methods: an empty list matches no request; list the methods, or leave methods out to match every one",
             "a host with a port|policies:\\n  - name: p\\n    match:\\n      host: API.example.com:8443\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.host: a host is matched without its port: write \"api.example.com\", not \"api.example.com:8443\"",
             "an empty host|policies:\\n  - name: p\\n    match:\\n      host: \"\"\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.host: must not be empty; leave host out to match every host",
+            "an IPv6 host without brackets|policies:\\n  - name: p\\n    match:\\n      host: ::1\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.host: an IPv6 address is written in brackets, as a Host header carries it: \"[::1]\"",
+            "a password the store cannot read|store: redis://:pa{ss@localhost:6379\\npolicies: []|t.yaml:1: store: bad Redis address \"redis://:****@localhost:6379\": not a valid URI (in a password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)",
             "a password shown nowhere|store: redis://:s3cret@local host:6379\\npolicies: []|t.yaml:1: store: bad Redis address \":****@local host:6379\" in \"redis://:****@local host:6379\": expected host:port[/db]",
             "not YAML|policies: [a, b|t.yaml:1: not valid YAML: expected ',' or ']', but got <stream end>",
     })

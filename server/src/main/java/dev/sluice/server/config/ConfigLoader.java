@@ -464,6 +464,10 @@ public final class ConfigLoader {
         if (host != null && host.isEmpty()) {
             throw error(fields.get("host"), field + ".host", "must not be empty; leave host out to match every host");
         }
+        if (host != null && !host.startsWith("[") && host.indexOf(':') != host.lastIndexOf(':')) {
+            throw error(fields.get("host"), field + ".host", "an IPv6 address is written in brackets, as a Host header"
+                    + " carries it: \"[" + host + "]\"");
+        }
         if (host != null && !host.equals(ClientRequest.hostWithoutPort(host))) {
             // requests are matched on their Host without its port, so a host with one would never match
             throw error(fields.get("host"), field + ".host", "a host is matched without its port: write \""
@@ -517,6 +521,11 @@ public final class ConfigLoader {
                             + ServerConfig.shown(store) + "\": expected "
                             + (cluster ? "host:port,host:port" : "host:port[/db]"));
                 }
+            }
+            try {
+                RedisStore.checkAddress(store); // as the store will read it: a password it cannot read, say
+            } catch (IllegalArgumentException e) {
+                throw error(node, "store", e.getMessage());
             }
             return store;
         }
