@@ -116,8 +116,10 @@ public final class AdaptiveLimiter {
      * as {@link #advance} would move it with no signal but those already seen. Within an interval the level drains
      * at that interval's rate, so a fit inside it is one division; at its end the rate moves and the next interval
      * is tried. Once the bucket is full and the interval's congestion spent, only the rate can still be short of
-     * the cost, and it climbs by {@code increase} an interval: that is one step. The loop drains a level within a
-     * period ({@code period / interval + 2} turns at most, as {@link #advance}). {@code cost} is at most the
+     * the cost, and it climbs by {@code increase} an interval: that is one step; and once the rate is at the
+     * ceiling with no congestion to come, the drain is one division however many intervals it spans. So the loop
+     * turns at most once an interval while the rate climbs to the ceiling, {@code (ceiling − floor) / increase + 2}
+     * times (12 with the defaults), and a limiter at its ceiling answers at once. {@code cost} is at most the
      * ceiling.
      */
     private long untilFits(long now, long cost) {
@@ -130,7 +132,9 @@ public final class AdaptiveLimiter {
             if (cost == UNTOUCHED || cost <= r) {
                 long fitsAt = cost == UNTOUCHED ? 0 : (r - cost) * period; // the level at which it fits
                 long wait = level <= fitsAt ? 0 : ceilDiv(level - fitsAt, r);
-                if (wait < end - t) { // at the interval's end the rate moves first, as in advance()
+                // at the interval's end the rate moves first, as in advance(); at the ceiling with no congestion
+                // left it moves no more, and the drain goes on at r to the end
+                if (wait < end - t || r == ceiling && !congestedHere) {
                     return t + wait - now;
                 }
             } else if (level == 0 && !congestedHere) {

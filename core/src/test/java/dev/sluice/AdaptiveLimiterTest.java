@@ -94,7 +94,7 @@ class AdaptiveLimiterTest {
         assertThat(after.remaining()).isEqualTo(29);
         assertThat(after.limit()).isEqualTo(Limit.of(50, S));
         assertThat(limiter.tryAcquire(30).allowed()).isFalse();
-        // tokens above the new capacity are dropped: full at 100, then a fall to 50 holds 50
+        // tokens above the new capacity are dropped (held as they were, 100 would be left): full, then a fall
         clock.advanceNanos(S);
         limiter.onOverload();
         clock.advanceNanos(100 * MS);

@@ -25,28 +25,32 @@ public interface ClientRequest {
 
     /**
      * The path as a server that serves it reads it, which is what policies match and {@code route} keys: escapes
-     * ({@code %61}) decoded as UTF-8, repeated slashes merged, {@code .} and {@code ..} segments resolved (none climbs
-     * above the root), as nginx makes {@code $uri} for its locations. Read as written, {@code //api/items},
-     * {@code /./api/items}, {@code /v1/../api/items} and {@code /%61pi/items} would each escape a policy for
-     * {@code /api/**}, or make a {@code route} key of their own, and still reach {@code /api/items} on an upstream
-     * that normalises. A malformed escape is kept as written. The gateway forwards the request as the client wrote it.
+     * ({@code %61}) decoded as UTF-8, parameters cut from each segment ({@code /api;v=1/items}, as servlet
+     * containers cut them), repeated slashes merged, {@code .} and {@code ..} segments resolved (none climbs above
+     * the root); always from the root. Read as written, {@code //api/items}, {@code /v1/../api/items},
+     * {@code /public/..;/api/items} and {@code /%61pi/items} would each escape a policy for {@code /api/**}, or make
+     * a {@code route} key of their own, and still reach {@code /api/items} on an upstream that normalises. It may
+     * match more than the upstream serves (a {@code ;} it reads literally), never less. A malformed escape is kept
+     * as written. The gateway forwards the request as the client wrote it.
      */
     static String servedPath(String raw) {
-        if (raw.indexOf('%') < 0 && !raw.contains("//") && !raw.contains("/.")) {
-            return raw;
+        if (raw.startsWith("/") && raw.indexOf('%') < 0 && raw.indexOf(';') < 0 && !raw.contains("//")
+                && !raw.contains("/.")) {
+            return raw; // nearly every path: nothing to do
         }
         String decoded = raw.indexOf('%') < 0 ? raw : percentDecoded(raw);
         java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
         String last = "";
         for (String segment : decoded.split("/", -1)) {
-            last = segment;
-            if (segment.equals("..")) {
+            int parameters = segment.indexOf(';');
+            last = parameters < 0 ? segment : segment.substring(0, parameters);
+            if (last.equals("..")) {
                 segments.pollLast();
-            } else if (!segment.isEmpty() && !segment.equals(".")) {
-                segments.addLast(segment);
+            } else if (!last.isEmpty() && !last.equals(".")) {
+                segments.addLast(last);
             }
         }
-        StringBuilder path = new StringBuilder(decoded.length());
+        StringBuilder path = new StringBuilder(decoded.length() + 1);
         for (String segment : segments) {
             path.append('/').append(segment);
         }
@@ -61,8 +65,8 @@ public interface ClientRequest {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(raw.length());
         for (int i = 0; i < raw.length(); i++) {
             char c = raw.charAt(i);
-            int high = c == '%' && i + 2 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
-            int low = high < 0 ? -1 : Character.digit(raw.charAt(i + 2), 16);
+            int high = c == '%' && i + 2 < raw.length() ? hexDigit(raw.charAt(i + 1)) : -1;
+            int low = high < 0 ? -1 : hexDigit(raw.charAt(i + 2));
             if (low >= 0) {
                 bytes.write(high * 16 + low);
                 i += 2;
@@ -74,6 +78,11 @@ public interface ClientRequest {
             }
         }
         return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** An ASCII hex digit's value, or -1 (not {@link Character#digit}, which takes other scripts' digits too). */
+    private static int hexDigit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     }
 
     /** {@code api.example.com:8443} → {@code api.example.com}; {@code [::1]:80} → {@code [::1]}. */

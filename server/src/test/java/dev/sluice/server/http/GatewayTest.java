@@ -351,10 +351,11 @@ class GatewayTest {
     /** Past weakness: a policy matched the path as written, so another spelling of it slipped past. */
     @Test
     void anotherSpellingOfAPathIsTheSamePath() throws Exception {
-        for (String path : new String[] {"/api/items", "/api/items"}) {
-            assertThat(send(request(path).header("X-User", "spelled")).statusCode()).isEqualTo(200);
+        for (int i = 0; i < 2; i++) { // per-user admits 2 an hour
+            assertThat(send(request("/api/items").header("X-User", "spelled")).statusCode()).isEqualTo(200);
         }
-        for (String path : new String[] {"//api/items", "/./api/items", "/v1/../api/items", "/%61pi/items", "/api//items"}) {
+        for (String path : new String[] {"//api/items", "/./api/items", "/v1/../api/items", "/%61pi/items", "/api//items",
+                "/api;v=1/items", "/public/..;/api/items"}) {
             HttpResponse<String> response = send(request(path).header("X-User", "spelled"));
             assertThat(response.statusCode()).as(path).isEqualTo(429);
             assertThat(JSON.readTree(response.body()).get("policy").asText()).isEqualTo("per-user");

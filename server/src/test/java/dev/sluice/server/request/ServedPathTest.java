@@ -28,6 +28,13 @@ class ServedPathTest {
             "/a%4|/a%4",
             "/.well-known/x|/.well-known/x",
             "/a..b/c|/a..b/c",
+            "/api;v=1/items|/api/items",
+            "/public/..;/api/items|/api/items",
+            "/api/items;jsessionid=x|/api/items",
+            "api/items|/api/items",
+            "*|/*",
+            "/%\uFF16\uFF11pi|/%\uFF16\uFF11pi",
+            "/caf\u00e9/%2e|/caf\u00e9/",
     })
     void isWhatAServerServes(String raw, String served) {
         assertThat(ClientRequest.servedPath(raw)).isEqualTo(served);
