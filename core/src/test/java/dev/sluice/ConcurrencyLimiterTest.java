@@ -5,11 +5,13 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -90,32 +92,39 @@ class ConcurrencyLimiterTest {
 
     @Test
     void manyThreadsNeverHoldMoreThanTheLimit() throws Exception {
+        // in each round 8 threads race for 4 places and hold what they got until all 8 have asked: exactly 4
+        // are granted every round (more would break the limit, fewer would be a place lost or a spurious refusal)
         ConcurrencyLimiter limiter = ConcurrencyLimiter.builder().limit(4).build();
-        AtomicInteger holding = new AtomicInteger();
-        AtomicInteger most = new AtomicInteger();
-        AtomicLong granted = new AtomicLong();
-        ExecutorService pool = Executors.newFixedThreadPool(8);
+        int threads = 8;
+        int rounds = 1_000;
+        CyclicBarrier ask = new CyclicBarrier(threads);
+        CyclicBarrier asked = new CyclicBarrier(threads);
+        AtomicIntegerArray granted = new AtomicIntegerArray(rounds);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
         List<Future<?>> runs = new ArrayList<>();
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < threads; t++) {
             runs.add(pool.submit(() -> {
-                for (int i = 0; i < 20_000; i++) {
+                for (int round = 0; round < rounds; round++) {
+                    ask.await(1, TimeUnit.MINUTES);
                     try (Permit permit = limiter.tryAcquire("k")) {
                         if (permit.granted()) {
-                            most.accumulateAndGet(holding.incrementAndGet(), Math::max);
-                            granted.incrementAndGet();
-                            holding.decrementAndGet();
+                            granted.incrementAndGet(round);
                         }
+                        asked.await(1, TimeUnit.MINUTES);
                     }
                 }
+                return null;
             }));
         }
         for (Future<?> run : runs) {
-            run.get(1, TimeUnit.MINUTES);
+            run.get(2, TimeUnit.MINUTES);
         }
         pool.shutdown();
-        assertThat(most.get()).isLessThanOrEqualTo(4);
-        assertThat(granted.get()).isPositive();
+        for (int round = 0; round < rounds; round++) {
+            assertThat(granted.get(round)).as("round %d", round).isEqualTo(4);
+        }
         assertThat(limiter.inFlight("k")).isZero();
+        assertThat(limiter.keyCount()).isZero();
     }
 
     @Test
