@@ -93,7 +93,9 @@ class CheckApiTest {
     @Test
     void admitsThenRejectsWithEveryFieldAndHeader() throws Exception {
         for (int i = 0; i < 3; i++) {
+            long before = System.currentTimeMillis();
             HttpResponse<String> admitted = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"alice\"}");
+            long after = System.currentTimeMillis();
             assertThat(admitted.statusCode()).isEqualTo(200);
             JsonNode body = JSON.readTree(admitted.body());
             assertThat(body.get("allowed").asBoolean()).isTrue();
@@ -101,18 +103,21 @@ class CheckApiTest {
             assertThat(body.get("limit").asLong()).isEqualTo(3);
             assertThat(body.get("remaining").asLong()).isEqualTo(2 - i);
             assertThat(body.get("retry_after_ms").asLong()).isZero();
-            assertThat(body.get("reset_after_ms").asLong()).isBetween(1L, 86_400_000L);
+            // the key is untouched again when its longest limit's window, the day's, ends
+            WindowEnd.assertUntilWindowEnd(body.get("reset_after_ms").asLong(), 86_400_000L, before, after);
             assertThat(body.get("delay_ms").asLong()).isZero();
             assertThat(header(admitted, "Retry-After")).isNull();
             assertThat(header(admitted, "X-RateLimit-Remaining")).isEqualTo(Long.toString(2 - i));
         }
+        long before = System.currentTimeMillis();
         HttpResponse<String> rejected = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"alice\"}");
+        long after = System.currentTimeMillis();
         assertThat(rejected.statusCode()).isEqualTo(429);
         JsonNode body = JSON.readTree(rejected.body());
         assertThat(body.get("allowed").asBoolean()).isFalse();
         assertThat(body.get("remaining").asLong()).isZero();
         long retryMs = body.get("retry_after_ms").asLong();
-        assertThat(retryMs).isBetween(1L, 3_600_000L);
+        WindowEnd.assertUntilWindowEnd(retryMs, 3_600_000L, before, after); // the hour's 3 are taken
         assertThat(Long.parseLong(header(rejected, "Retry-After"))).isEqualTo((retryMs + 999) / 1000);
 
         String[] policyItems = header(rejected, "RateLimit-Policy").split(",");

@@ -276,6 +276,8 @@ class SluiceFilterTest {
                 && System.nanoTime() < giveUp) {
             Thread.sleep(5); // until the second request has taken the slot (and is held)
         }
+        assertThat(live.metrics().scrape()).as("the second request took the slot")
+                .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"one-at-a-time\"} 2.0");
         assertThat(dispatches).as("the second request is still held").hasSize(1);
         // while it is held, the slot is taken: a third request is refused by one-at-a-time, not delayed
         HttpResponse<String> third = get("/slow");

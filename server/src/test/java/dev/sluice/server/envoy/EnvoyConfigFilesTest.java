@@ -1,6 +1,7 @@
 package dev.sluice.server.envoy;
 
 import dev.sluice.server.LiveConfig;
+import dev.sluice.server.WindowEnd;
 import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.config.PolicyConfig;
@@ -276,7 +277,7 @@ class EnvoyConfigFilesTest {
                     .getDurationUntilReset();
             long after = System.currentTimeMillis();
             long resetMs = reset.getSeconds() * 1000 + reset.getNanos() / 1_000_000;
-            assertThat(resetMs).as("%s", unit[0]).isBetween(period - after % period - 1_000, period - before % period + 1_000);
+            WindowEnd.assertUntilWindowEnd(resetMs, period, before, after);
         }
     }
 

@@ -131,7 +131,13 @@ class ConcurrencyApiTest {
             HttpResponse<String> peek = check.apply(0);
             assertThat(peek.statusCode()).isEqualTo(200);
             assertThat(JSON.readTree(peek.body()).get("remaining").asLong()).isZero();
-            assertThat(check.apply(3).statusCode()).as("more than the limit never fits").isEqualTo(429);
+            // the peek tells when the places held run out, as the refusal does
+            assertThat(JSON.readTree(peek.body()).get("reset_after_ms").asLong()).isBetween(1L, 3000L);
+            HttpResponse<String> never = check.apply(3);
+            assertThat(never.statusCode()).isEqualTo(429);
+            assertThat(JSON.readTree(never.body()).get("retry_after_ms").asLong()).as("more than the limit never fits")
+                    .isEqualTo(-1);
+            assertThat(never.headers().firstValue("Retry-After")).as("no wait would help").isEmpty();
             Thread.sleep(Math.max(0, 3_100 - (System.nanoTime() - leased) / 1_000_000));
             HttpResponse<String> later = check.apply(2);
             assertThat(later.statusCode()).as("both leases expired: %s", later.body()).isEqualTo(200);

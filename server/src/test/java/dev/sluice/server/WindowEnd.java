@@ -1,0 +1,26 @@
+package dev.sluice.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What a fixed window aligned to the epoch says over real time: a request made between {@code before} and
+ * {@code after} (wall-clock milliseconds read around it) waits until its window's end, {@code P − t mod P}. The
+ * server's clock is the wall clock read once and advanced by a monotonic one, so a little slack either side.
+ */
+public final class WindowEnd {
+    /** How far the server's clock may stray from the test's wall-clock readings over a test. */
+    private static final long SLACK_MS = 200;
+
+    private WindowEnd() {
+    }
+
+    /** Asserts that {@code actualMs} is the wait, in milliseconds rounded up, to the end of a window of {@code periodMs}. */
+    public static void assertUntilWindowEnd(long actualMs, long periodMs, long before, long after) {
+        if (before / periodMs != after / periodMs) { // a window ended while the request was on its way
+            assertThat(actualMs).isBetween(0L, periodMs);
+            return;
+        }
+        assertThat(actualMs).as("the end of the %d ms window, asked between %d and %d", periodMs, before, after)
+                .isBetween(periodMs - after % periodMs - SLACK_MS, periodMs - before % periodMs + SLACK_MS);
+    }
+}
