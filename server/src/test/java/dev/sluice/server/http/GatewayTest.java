@@ -206,6 +206,38 @@ class GatewayTest {
         assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"delayed\",policy=\"valve\"} 2.0");
     }
 
+    /**
+     * The proof of "without holding a thread": with one event loop, a request held for its turn leaves the loop
+     * free, and another request is answered meanwhile, at once (a loop that slept through the hold would answer it
+     * only when the hold was over, 2 s later).
+     */
+    @Test
+    void aHeldRequestLeavesItsOnlyEventLoopFree() throws Exception {
+        gateway.close();
+        System.setProperty("sluice.event-loops", "1");
+        try {
+            gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0);
+        } finally {
+            System.clearProperty("sluice.event-loops");
+        }
+        for (int i = 0; i < 2; i++) { // valve, 2/4s: a burst of 2, then a turn every 2 s
+            assertThat(send(request("/slow/b").header("X-User", "frank")).statusCode()).isEqualTo(200);
+        }
+        CompletableFuture<HttpResponse<String>> held = CLIENT.sendAsync(request("/slow/b").header("X-User", "frank")
+                .build(), HttpResponse.BodyHandlers.ofString());
+        long giveUp = System.nanoTime() + 5_000_000_000L;
+        while (!live.metrics().scrape().contains("sluice_decisions_total{outcome=\"delayed\",policy=\"valve\"} 1.0")
+                && System.nanoTime() < giveUp) {
+            Thread.sleep(5);
+        }
+        long asked = System.nanoTime();
+        assertThat(send(request("/api/y").header("X-User", "gina")).statusCode()).isEqualTo(200);
+        assertThat(Duration.ofNanos(System.nanoTime() - asked)).as("answered while the other is held")
+                .isLessThan(Duration.ofMillis(1000));
+        assertThat(held).isNotDone();
+        assertThat(held.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    }
+
     @Test
     void bodiesOfSeveralMegabytesPassIntactBothWays() throws Exception {
         byte[] upload = new byte[8 * 1024 * 1024 + 17];
