@@ -61,8 +61,10 @@ class RedisStoreTest {
         Decision first = limiter.tryAcquire("expiring-user", 3);
         assertThat(first.allowed()).isTrue();
         long resetMs = first.resetAfterNanos() / 1_000_000;
-        assertThat(first.limitResetAfterNanos()).as("the minute limit's").isLessThanOrEqualTo(120 * S);
-        assertThat(resetMs).as("the hour limit's: the rest of this hour's window, and the next").isGreaterThan(3_600_000L);
+        // a sliding window is untouched once the window after this one has ended too: (w + 2)·P − t, in (P, 2P]
+        assertThat(first.limitResetAfterNanos()).as("the minute limit's").isGreaterThan(60 * S).isLessThanOrEqualTo(120 * S);
+        assertThat(resetMs).as("the hour limit's: the rest of this hour's window, and the next")
+                .isGreaterThan(3_600_000L).isLessThanOrEqualTo(7_200_000L);
         try (Resp resp = redis.connect()) {
             long ttl = (Long) resp.call("PTTL", "sluice:{expiring-user}");
             assertThat(ttl).as("reset_after (%d ms) less the time since the decision", resetMs)
