@@ -10,19 +10,20 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.redis.RedisStore;
+import dev.sluice.server.config.TextFile;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
 import dev.sluice.store.StoreUnavailableException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.OutputStreamWriter;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
@@ -91,6 +92,7 @@ final class SimulateCommand implements Callable<Integer> {
     @Override
     public Integer call() throws BadInput, IOException {
         Rule rule = rule();
+        checkOutputIsNotTheTrace();
         List<TraceRequest> requests = readTrace();
         ManualClock clock = new ManualClock();
         Store chosen = store(rule);
@@ -129,11 +131,32 @@ final class SimulateCommand implements Callable<Integer> {
                 closeQuietly((RedisStore) chosen);
             }
         }
+        String written = out.equals(STDIO) ? "standard output" : out;
         try (Writer writer = output()) {
             writer.append(decisions);
+        } catch (IOException e) {
+            throw new BadInput(written + ": cannot write the decisions: " + TextFile.reason(e));
+        }
+        if (out.equals(STDIO) && stdout instanceof PrintStream printed && printed.checkError()) {
+            // a PrintStream keeps its failures to itself: /dev/full, a closed pipe
+            throw new BadInput(written + ": cannot write the decisions");
         }
         summarize(tally);
         return 0;
+    }
+
+    /** Refuses {@code --out} naming the trace itself: writing the decisions would destroy it. */
+    private void checkOutputIsNotTheTrace() throws BadInput {
+        if (out.equals(STDIO) || trace.equals(STDIO) || trace.isEmpty() || !Files.exists(Path.of(out))) {
+            return;
+        }
+        try {
+            if (Files.isSameFile(Path.of(trace), Path.of(out))) {
+                throw new BadInput("--out " + out + ": the trace itself; the decisions would overwrite it");
+            }
+        } catch (IOException e) {
+            // the trace cannot be read: reading it says so
+        }
     }
 
     private static void closeQuietly(RedisStore store) {
@@ -197,14 +220,20 @@ final class SimulateCommand implements Callable<Integer> {
 
     private List<TraceRequest> readTrace() throws BadInput {
         if (trace.equals(STDIO)) {
-            return TraceFile.read("<stdin>", new BufferedReader(new InputStreamReader(stdin, StandardCharsets.UTF_8)));
+            return TraceFile.read("<stdin>", new BufferedInputStream(stdin, 1 << 16));
         }
-        try (BufferedReader reader = Files.newBufferedReader(Path.of(trace), StandardCharsets.UTF_8)) {
-            return TraceFile.read(trace, reader);
+        if (trace.isEmpty()) {
+            throw new BadInput("--trace: empty; give the trace's file, or - for standard input");
+        }
+        if (Files.isDirectory(Path.of(trace))) {
+            throw new BadInput(trace + ": a directory, not a trace");
+        }
+        try (InputStream in = new BufferedInputStream(Files.newInputStream(Path.of(trace)), 1 << 16)) {
+            return TraceFile.read(trace, in);
         } catch (NoSuchFileException e) {
             throw new BadInput(trace + ": no such file");
         } catch (IOException e) {
-            throw new BadInput(trace + ": cannot read: " + e.getMessage());
+            throw new BadInput(trace + ": cannot read: " + TextFile.reason(e));
         }
     }
 
@@ -215,7 +244,7 @@ final class SimulateCommand implements Callable<Integer> {
         try {
             return Files.newBufferedWriter(Path.of(out), StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new BadInput(out + ": cannot write: " + e.getMessage());
+            throw new BadInput(out + ": cannot write: " + TextFile.reason(e));
         }
     }
 

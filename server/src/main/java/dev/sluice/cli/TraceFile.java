@@ -2,8 +2,10 @@ package dev.sluice.cli;
 
 import dev.sluice.algorithm.Rule;
 
-import java.io.BufferedReader;
+import dev.sluice.server.config.TextFile;
+
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -26,26 +28,24 @@ final class TraceFile {
     }
 
     /**
-     * @param name   the file as the user named it, for messages ({@code <stdin>} for standard input)
-     * @param reader the trace
+     * @param name the file as the user named it, for messages ({@code <stdin>} for standard input)
+     * @param in   the trace, buffered
      */
-    static List<TraceRequest> read(String name, BufferedReader reader) throws BadInput {
-        return new TraceFile(name).parse(reader);
+    static List<TraceRequest> read(String name, InputStream in) throws BadInput {
+        return new TraceFile(name).parse(new TraceLines(name, in));
     }
 
-    private List<TraceRequest> parse(BufferedReader reader) throws BadInput {
+    private List<TraceRequest> parse(TraceLines lines) throws BadInput {
         List<TraceRequest> trace = new ArrayList<>();
         try {
-            String header = reader.readLine();
+            String header = lines.next();
             if (header == null) {
                 throw new BadInput(name + ":1: the trace is empty; expected the header line t_ms,key,cost");
             }
-            header(stripCarriageReturn(header));
+            header(header);
             long previous = 0;
-            int number = 1;
-            for (String line = reader.readLine(); line != null; line = reader.readLine()) {
-                number++;
-                line = stripCarriageReturn(line);
+            for (String line = lines.next(); line != null; line = lines.next()) {
+                int number = lines.number();
                 if (line.isBlank()) {
                     continue;
                 }
@@ -58,13 +58,9 @@ final class TraceFile {
                 trace.add(request);
             }
         } catch (IOException e) {
-            throw new BadInput(name + ": cannot read: " + e.getMessage());
+            throw new BadInput(name + ": cannot read: " + TextFile.reason(e));
         }
         return trace;
-    }
-
-    private static String stripCarriageReturn(String line) {
-        return line.endsWith("\r") ? line.substring(0, line.length() - 1) : line;
     }
 
     private String at(int line) {

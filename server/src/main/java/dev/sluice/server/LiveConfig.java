@@ -4,13 +4,11 @@ import dev.sluice.redis.RedisStore;
 import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.config.TextFile;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -162,11 +160,7 @@ public final class LiveConfig implements AutoCloseable {
     }
 
     private String read() throws ConfigException {
-        try {
-            return Files.readString(file, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new ConfigException(file + ": cannot read: " + e.getMessage());
-        }
+        return TextFile.read(file);
     }
 
     private void apply(ServerConfig config) throws ConfigException {

@@ -193,4 +193,49 @@ class SimulateCommandTest {
         Run run = simulate("", "--algorithm", "gcra", "--limit", "10/1s", "--trace", trace.toString());
         assertThat(run.err()).isEqualTo("error: " + trace + ":14: cost must be a whole number >= 0, got \"-3\"\n");
     }
+    /** A trace's bytes are UTF-8 or refused by line: read leniently, two keys became one U+FFFD and shared a limit. */
+    @Test
+    void refusesALineThatIsNotUtf8ByItsNumber() throws IOException {
+        Path trace = Files.write(dir.resolve("bytes.csv"), new byte[] {'t', '_', 'm', 's', ',', 'k', 'e', 'y', '\n',
+                '0', ',', 'a', '\n', '1', ',', (byte) 0xff, '\n', '2', ',', (byte) 0xfe, '\n'});
+        Run run = simulate("", "--algorithm", "fixed-window", "--limit", "1/1s", "--trace", trace.toString());
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.err()).isEqualTo("error: " + trace + ":3: not valid UTF-8\n");
+        assertThat(run.out()).isEmpty();
+    }
+
+    /** A line that never ends ({@code /dev/zero}) is refused at 1 MiB, not read until the heap runs out. */
+    @Test
+    void refusesALineLongerThanAMebibyte() throws IOException {
+        Path trace = file("long.csv", "t_ms,key\n0," + "k".repeat(TraceLines.MAX_LINE) + "\n");
+        Run run = simulate("", "--algorithm", "fixed-window", "--limit", "1/1s", "--trace", trace.toString());
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.err()).isEqualTo("error: " + trace + ":2: a line longer than 1 MiB; a trace line is t_ms,key,cost\n");
+    }
+
+    @Test
+    void refusesToWriteTheDecisionsOverTheTrace() throws IOException {
+        Path trace = file("both.csv", "t_ms,key\n0,a\n");
+        Run run = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out",
+                dir.resolve(".").resolve("both.csv").toString());
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.err()).isEqualTo("error: --out " + dir.resolve(".").resolve("both.csv")
+                + ": the trace itself; the decisions would overwrite it\n");
+        assertThat(Files.readString(trace)).isEqualTo("t_ms,key\n0,a\n");
+    }
+
+    @Test
+    void saysWhyTheDecisionsCouldNotBeWritten() throws IOException {
+        Path trace = file("t.csv", "t_ms,key\n0,a\n");
+        Run full = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out", "/dev/full");
+        assertThat(full.status()).isEqualTo(2);
+        assertThat(full.err()).isEqualTo("error: /dev/full: cannot write the decisions: No space left on device\n");
+        Run nowhere = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out",
+                dir.resolve("no/such/dir/out.csv").toString());
+        assertThat(nowhere.err()).isEqualTo("error: " + dir.resolve("no/such/dir/out.csv") + ": cannot write: no such file\n");
+        Run empty = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "");
+        assertThat(empty.err()).isEqualTo("error: --trace: empty; give the trace's file, or - for standard input\n");
+        Run directory = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", dir.toString());
+        assertThat(directory.err()).isEqualTo("error: " + dir + ": a directory, not a trace\n");
+    }
 }

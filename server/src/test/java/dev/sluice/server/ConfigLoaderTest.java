@@ -128,6 +128,19 @@ class ConfigLoaderTest {
         assertThat(config.policy("p").match()).isEqualTo(PolicyConfig.Match.ALL);
     }
 
+    /** What cannot be a configuration is refused with its reason, never read until the heap runs out. */
+    @Test
+    void refusesWhatIsNotAConfigurationFile(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        assertThatThrownBy(() -> ConfigLoader.load(Path.of("/dev/zero")))
+                .hasMessage("/dev/zero: not a regular file");
+        assertThatThrownBy(() -> ConfigLoader.load(dir)).hasMessage(dir + ": not a regular file (a directory)");
+        Path large = java.nio.file.Files.write(dir.resolve("large.yaml"), new byte[dev.sluice.server.config.TextFile.MAX_BYTES + 1]);
+        assertThatThrownBy(() -> ConfigLoader.load(large)).hasMessage(large + ": larger than 16 MiB, too large for a configuration");
+        Path latin1 = java.nio.file.Files.write(dir.resolve("latin1.yaml"),
+                "policies:\n  - name: caf\u00e9\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+        assertThatThrownBy(() -> ConfigLoader.load(latin1)).hasMessage(latin1 + ":2: not valid UTF-8 (byte 24)");
+    }
+
     @Test
     void namesAMissingFile() {
         assertThatThrownBy(() -> ConfigLoader.load(Path.of("/no/such/sluice.yaml")))

@@ -25,9 +25,6 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -63,13 +60,7 @@ public final class ConfigLoader {
 
     /** Reads and checks {@code path}. */
     public static ServerConfig load(Path path) throws ConfigException {
-        try {
-            return parse(path.toString(), Files.readString(path, StandardCharsets.UTF_8));
-        } catch (NoSuchFileException e) {
-            throw new ConfigException(path + ": no such file");
-        } catch (IOException e) {
-            throw new ConfigException(path + ": cannot read: " + e.getMessage());
-        }
+        return parse(path.toString(), TextFile.read(path));
     }
 
     /** Checks {@code text}, read from {@code file} (named in messages). */

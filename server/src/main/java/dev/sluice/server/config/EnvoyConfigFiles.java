@@ -10,7 +10,6 @@ import dev.sluice.server.request.KeyPart;
 import org.yaml.snakeyaml.nodes.Node;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -115,14 +114,15 @@ final class EnvoyConfigFiles {
 
     private String readFile(Path file) throws ConfigException {
         String text;
-        try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
-        } catch (java.nio.file.NoSuchFileException e) {
+        if (!Files.exists(file)) {
             files.put(file, MISSING); // watched, so that a reload sees it come
             return "no such file or directory: " + file;
-        } catch (IOException e) {
+        }
+        try {
+            text = TextFile.read(file);
+        } catch (ConfigException e) {
             files.put(file, MISSING); // watched, so that a reload sees it readable
-            return "cannot read " + file + ": " + e.getMessage();
+            return e.getMessage();
         }
         files.put(file, text);
         file(ConfigLoader.of(file.toString()), text);
@@ -148,8 +148,8 @@ final class EnvoyConfigFiles {
             if (Files.isDirectory(path)) {
                 return String.join("\n", filesUnder(path).stream().map(file -> path.relativize(file).toString()).toList());
             }
-            return Files.readString(path, StandardCharsets.UTF_8);
-        } catch (IOException e) {
+            return TextFile.read(path);
+        } catch (IOException | ConfigException e) {
             return MISSING;
         }
     }

@@ -174,6 +174,14 @@ public final class ApiServer implements AutoCloseable {
         });
     }
 
+    /**
+     * Reads request bodies strictly: a field given twice, or anything after the object, is a 400, not a guess (the
+     * last {@code "policy"} of two would otherwise decide, and {@code {...}{...}} be read as its first object).
+     */
+    private static final com.fasterxml.jackson.databind.ObjectMapper BODIES = com.fasterxml.jackson.databind.json.JsonMapper
+            .builder().enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
+
     private static JsonNode parse(HttpServerResponse response, Buffer body, String example) {
         if (body.length() > MAX_BODY) {
             error(response, 413, "the body is larger than " + MAX_BODY + " bytes");
@@ -181,7 +189,10 @@ public final class ApiServer implements AutoCloseable {
         }
         JsonNode json;
         try {
-            json = VerdictAnswer.JSON.readTree(body.getBytes());
+            json = BODIES.readTree(body.getBytes());
+        } catch (com.fasterxml.jackson.databind.exc.MismatchedInputException e) { // trailing tokens
+            error(response, 400, "the body holds more than one JSON value: one object is expected, such as " + example);
+            return null;
         } catch (JsonProcessingException e) {
             error(response, 400, "the body is not JSON: " + e.getOriginalMessage());
             return null;
