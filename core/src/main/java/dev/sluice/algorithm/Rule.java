@@ -88,9 +88,13 @@ public final class Rule {
                 throw new IllegalArgumentException("delay mode is for token-bucket and gcra, not " + algorithm
                         + (algorithm == Algorithm.LEAKY_BUCKET ? " (use shaping)" : ""));
             }
-            if (maxDelayNanos <= 0 || maxDelayNanos > DurationFormat.MAX_NANOS) {
-                throw new IllegalArgumentException("delay mode needs a max delay > 0 and at most "
-                        + DurationFormat.MAX_NANOS + "ns, got " + maxDelayNanos + "ns");
+            if (maxDelayNanos <= 0) {
+                throw new IllegalArgumentException("delay mode needs a max delay > 0 (how long a request may wait),"
+                        + " got " + (maxDelayNanos < 0 ? maxDelayNanos + "ns" : DurationFormat.format(maxDelayNanos)));
+            }
+            if (maxDelayNanos > DurationFormat.MAX_NANOS) {
+                throw new IllegalArgumentException("delay mode needs a max delay of at most "
+                        + DurationFormat.format(DurationFormat.MAX_NANOS) + ", got " + maxDelayNanos + "ns");
             }
             for (Limit limit : limits) {
                 if (limit.refill() == Refill.INTERVAL) {

@@ -354,9 +354,16 @@ public final class RedisStore implements Store, AutoCloseable {
             address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
             return address;
         } catch (IllegalArgumentException e) {
-            // not e's message, nor e as the cause: both quote the address, password and all
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": not a valid URI (in a"
-                    + " password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)");
+            // e is not kept as the cause, and its message only with the address hidden: it may quote the password
+            Matcher credentials = CREDENTIALS.matcher(uri);
+            boolean secret = credentials.find();
+            String reason = e.getMessage() == null ? "" : e.getMessage().replace(uri, shown(uri)).replace(node, shown(node));
+            if (reason.isEmpty() || secret && reason.contains(credentials.group())) {
+                reason = "not a valid URI";
+            }
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": " + reason + (secret
+                    ? " (in a password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)"
+                    : ""));
         }
     }
 

@@ -99,7 +99,7 @@ final class GatewayCommand implements Callable<Integer> {
         try {
             URI uri = new URI(upstream);
             if (("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) && uri.getHost() != null
-                    && uri.getPort() <= 65535 && uri.getQuery() == null && uri.getFragment() == null
+                    && uri.getPort() != 0 && uri.getPort() <= 65535 && uri.getQuery() == null && uri.getFragment() == null
                     && uri.getUserInfo() == null
                     && (uri.getPath() == null || uri.getPath().isEmpty() || uri.getPath().equals("/"))) {
                 return uri;

@@ -84,7 +84,8 @@ class GatewayLauncherIT {
     @Test
     void refusesABadUpstream() throws Exception {
         for (List<String> arguments : List.of(List.of("--upstream", "localhost:80"), List.of("--upstream", "http://h:1/api"),
-                List.of("--upstream", "http://h:99999"), List.of("--upstream", "http://h:80/?a=1"))) {
+                List.of("--upstream", "http://h:99999"), List.of("--upstream", "http://h:80/?a=1"),
+                List.of("--upstream", "http://127.0.0.1:0"))) {
             Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", arguments.get(0),
                     arguments.get(1), "--port", "0").redirectErrorStream(true).start();
             String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
