@@ -366,6 +366,11 @@ public final class Policies {
         if (value == null) {
             return policy.cost();
         }
+        int given = request.headerCount(policy.costHeader());
+        if (given > 1) { // the upstream may read another of them than the first
+            throw new BadRequest("header " + policy.costHeader() + " (the cost of policy " + policy.name()
+                    + "): given " + given + " times; a cost is given once");
+        }
         try {
             long cost = Long.parseLong(value.trim());
             if (cost >= 0) {

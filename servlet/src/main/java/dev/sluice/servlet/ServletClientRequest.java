@@ -43,6 +43,11 @@ final class ServletClientRequest extends ReceivedRequest {
     }
 
     @Override
+    public int headerCount(String name) {
+        return Collections.list(request.getHeaders(name)).size();
+    }
+
+    @Override
     protected String remoteAddress() {
         return request.getRemoteAddr();
     }

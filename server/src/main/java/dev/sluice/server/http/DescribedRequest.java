@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.QueryString;
+import dev.sluice.server.request.TrustedProxies;
 
 import java.util.HashMap;
 import java.util.Iterator;
@@ -57,8 +58,12 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
         if (host == null) {
             host = headers.get("host");
         }
+        String ip = text(body, "ip", false);
+        if (ip != null && !TrustedProxies.isAddress(ip)) {
+            throw new BadRequest("ip: expected an IP address such as 10.0.0.7, got \"" + ip + "\"");
+        }
         return new DescribedRequest(method.toUpperCase(Locale.ROOT), path, ClientRequest.hostWithoutPort(host),
-                text(body, "ip", false), headers, queries);
+                ip, headers, queries);
     }
 
     private static String text(JsonNode body, String field, boolean required) {

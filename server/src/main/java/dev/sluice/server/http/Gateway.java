@@ -92,6 +92,7 @@ public final class Gateway implements AutoCloseable {
             Policies policies = live.policies();
             CompletionStage<Verdict> decided;
             try {
+                ProxiedRequest.checkWellFormed(incoming);
                 decided = policies.decide(new ProxiedRequest(incoming, policies.trustedProxies()));
             } catch (BadRequest e) {
                 local(incoming, 400, Map.of(), VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString());

@@ -3,7 +3,10 @@ package dev.sluice.server.http;
 import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
+import dev.sluice.server.request.BadRequest;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpVersion;
 
 import java.util.List;
 
@@ -33,6 +36,40 @@ final class ProxiedRequest extends ReceivedRequest {
     @Override
     public String header(String name) {
         return request.getHeader(name);
+    }
+
+    @Override
+    public int headerCount(String name) {
+        return request.headers().getAll(name).size();
+    }
+
+    /**
+     * Refuses, before anything is decided, a request whose meaning a server could read otherwise than the policies
+     * would, as nginx refuses it with a 400: one Host header exactly (none only before HTTP/1.1), a target from the
+     * root ({@code OPTIONS *} aside), and escapes of two hex digits. Charged as {@code api/x} or {@code /%zz}, such
+     * a request could be served as something else.
+     */
+    static void checkWellFormed(HttpServerRequest request) throws BadRequest {
+        List<String> hosts = request.headers().getAll("Host");
+        if (hosts.size() > 1) {
+            throw new BadRequest("header Host: given " + hosts.size() + " times; a request names one host");
+        }
+        if (hosts.isEmpty() && request.version() == HttpVersion.HTTP_1_1) {
+            throw new BadRequest("header Host: missing; an HTTP/1.1 request names its host");
+        }
+        String path = request.path();
+        if ((path == null || !path.startsWith("/")) && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {
+            throw new BadRequest("request target \"" + request.uri() + "\": expected a path from the root, such as /api/items");
+        }
+        for (int i = path == null ? -1 : path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {
+            if (i + 2 >= path.length() || hexDigit(path.charAt(i + 1)) < 0 || hexDigit(path.charAt(i + 2)) < 0) {
+                throw new BadRequest("request target \"" + request.uri() + "\": a % that is not followed by two hex digits");
+            }
+        }
+    }
+
+    private static int hexDigit(char c) {
+        return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' ? 1 : -1;
     }
 
     @Override

@@ -20,6 +20,11 @@ public interface ClientRequest {
     /** The first value of a header (names compare ignoring case), or null. */
     String header(String name);
 
+    /** How many times a header is given: a value that decides (a cost) must be given once, or it is ambiguous. */
+    default int headerCount(String name) {
+        return header(name) == null ? 0 : 1;
+    }
+
     /** The first value of a query parameter, or null. */
     String query(String name);
 

@@ -63,7 +63,11 @@ public final class TrustedProxies {
         return false;
     }
 
-    /** The client of a connection from {@code remote} that carries {@code forwardedFor} (null when absent). */
+    /**
+     * The client of a connection from {@code remote} that carries {@code forwardedFor} (null when absent). An entry
+     * met on the way that is not an address ({@code garbage}, {@code 1.2.3.4:5555}) makes the header worthless, as
+     * nginx's {@code realip} declines it: the client is the connection's address, never a key made of junk.
+     */
     public String client(String remote, List<String> forwardedFor) {
         if (forwardedFor.isEmpty() || !trusts(remote)) {
             return remote;
@@ -76,6 +80,9 @@ public final class TrustedProxies {
                 if (hop.isEmpty()) {
                     continue;
                 }
+                if (!isAddress(hop)) {
+                    return remote;
+                }
                 client = hop;
                 if (!trusts(hop)) {
                     return hop;
@@ -83,6 +90,24 @@ public final class TrustedProxies {
             }
         }
         return client;
+    }
+
+    /** Whether {@code text} is an IP address: dotted IPv4, or an IPv6 literal (read without any name lookup). */
+    public static boolean isAddress(String text) {
+        if (ipv4(text) != null) {
+            return true;
+        }
+        if (text.indexOf(':') < 0 || !text.chars().allMatch(c -> Character.digit(c, 16) >= 0 && c < 128 || c == ':' || c == '.')) {
+            return false;
+        }
+        try {
+            // only hex digits, colons and dots: Java parses it as a literal and never asks a resolver (it answers an
+            // IPv4-mapped address, ::ffff:10.0.0.1, as the IPv4 one)
+            java.net.InetAddress.getByName(text);
+            return true;
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
     }
 
     /** The address as a 32-bit number, or null when it is not a dotted IPv4 address. */

@@ -141,6 +141,17 @@ class CheckRequestTest {
     }
 
     @Test
+    void anIpThatIsNotAnAddressIsRefused() throws Exception {
+        for (String ip : new String[] {"not-an-ip", "", "10.0.0.300", "<script>"}) {
+            HttpResponse<String> response = post("{\"method\":\"GET\",\"path\":\"/api/x\",\"ip\":\"" + ip + "\"}");
+            assertThat(response.statusCode()).isEqualTo(400);
+            assertThat(JSON.readTree(response.body()).get("error").asText())
+                    .isEqualTo("ip: expected an IP address such as 10.0.0.7, got \"" + ip + "\"");
+        }
+        assertThat(post("{\"method\":\"GET\",\"path\":\"/api/x\",\"ip\":\"2001:db8::1\"}").statusCode()).isEqualTo(200);
+    }
+
+    @Test
     void noPolicyMatchedIsAllowedWithoutHeaders() throws Exception {
         HttpResponse<String> response = post("{\"method\":\"GET\",\"path\":\"/static/logo.png\"}");
         assertThat(response.statusCode()).isEqualTo(200);

@@ -9,6 +9,8 @@ import dev.sluice.server.metrics.ServerMetrics;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,6 +18,7 @@ import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -424,7 +427,38 @@ class GatewayTest {
         assertThat(bad.statusCode()).isEqualTo(400);
         assertThat(JSON.readTree(bad.body()).get("error").asText())
                 .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"lots\"");
+        // given twice, a cost is ambiguous: the upstream could read the other one
+        HttpResponse<String> twice = send(request("/search").header("X-User", "erin").header("X-Cost", "1")
+                .header("X-Cost", "100"));
+        assertThat(twice.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(twice.body()).get("error").asText())
+                .isEqualTo("header X-Cost (the cost of policy weighted): given 2 times; a cost is given once");
         assertThat(upstream.requests.get()).isEqualTo(2);
+    }
+
+    /** Sends {@code head} (request line and headers, CRLF-separated, without the blank line) as written, and reads the answer. */
+    private String raw(String head) throws Exception {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gateway.port())) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write((head + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+            return new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    /** What a server could read otherwise than the policies would is refused before it is decided, as nginx does. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "no Host|GET /api/items HTTP/1.1|header Host: missing; an HTTP/1.1 request names its host",
+            "two Hosts|GET /api/items HTTP/1.1\\r\\nHost: a\\r\\nHost: b|header Host: given 2 times; a request names one host",
+            "a relative target|GET api/items HTTP/1.1\\r\\nHost: a|request target \"api/items\": expected a path from the root, such as /api/items",
+            "an asterisk|GET * HTTP/1.1\\r\\nHost: a|request target \"*\": expected a path from the root, such as /api/items",
+            "a broken escape|GET /api/%zz HTTP/1.1\\r\\nHost: a|request target \"/api/%zz\": a % that is not followed by two hex digits",
+    })
+    void refusesARequestThatCouldBeReadAnotherWay(String problem, String head, String message) throws Exception {
+        String answer = raw(head.replace("\\r\\n", "\r\n") + "\r\nX-User: raw");
+        assertThat(answer).startsWith("HTTP/1.1 400 ");
+        assertThat(JSON.readTree(answer.substring(answer.indexOf("\r\n\r\n") + 4)).get("error").asText()).isEqualTo(message);
+        assertThat(upstream.requests.get()).as("never forwarded").isZero();
     }
 
     @Test

@@ -33,6 +33,21 @@ class TrustedProxiesTest {
     }
 
     @Test
+    void anEntryThatIsNotAnAddressMakesTheHeaderWorthless() {
+        // as nginx's realip declines it: never a key made of junk
+        assertThat(proxies.client("10.0.0.1", List.of("garbage"))).isEqualTo("10.0.0.1");
+        assertThat(proxies.client("10.0.0.1", List.of("1.2.3.4:5555"))).isEqualTo("10.0.0.1");
+        assertThat(proxies.client("10.0.0.1", List.of("1.2.3.4, junk"))).isEqualTo("10.0.0.1");
+        assertThat(proxies.client("10.0.0.1", List.of("junk, 203.0.113.9"))).as("the client's own junk is never reached")
+                .isEqualTo("203.0.113.9");
+        assertThat(proxies.client("10.0.0.1", List.of("2001:db8::7"))).isEqualTo("2001:db8::7");
+        assertThat(TrustedProxies.isAddress("::ffff:10.0.0.1")).isTrue();
+        assertThat(TrustedProxies.isAddress("localhost")).isFalse();
+        assertThat(TrustedProxies.isAddress("dead:beef:cafe")).isFalse();
+        assertThat(TrustedProxies.isAddress("")).isFalse();
+    }
+
+    @org.junit.jupiter.api.Test
     void anUntrustedPeerCannotChooseItsKey() {
         assertThat(proxies.client("203.0.113.50", List.of("1.2.3.4"))).isEqualTo("203.0.113.50");
         assertThat(TrustedProxies.NONE.client("10.0.0.1", List.of("1.2.3.4"))).isEqualTo("10.0.0.1");
