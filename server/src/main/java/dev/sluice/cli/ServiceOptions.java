@@ -60,9 +60,16 @@ final class ServiceOptions {
         return live;
     }
 
-    /** Listening failed: the message names the option. */
+    /** Listening failed: the message names the option at fault, the port's, or the host's when it is the address. */
     BadInput cannotListen(String option, int port, Exception e) {
-        return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + rootMessage(e));
+        Throwable root = e;
+        while (root.getCause() != null) {
+            root = root.getCause();
+        }
+        if (root instanceof java.net.UnknownHostException || String.valueOf(root.getMessage()).contains("assign requested address")) {
+            return new BadInput("--host " + host + ": not an address of this machine (" + root.getMessage() + ")");
+        }
+        return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + root.getMessage());
     }
 
     static String rootMessage(Throwable e) {

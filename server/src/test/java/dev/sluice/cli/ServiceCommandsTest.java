@@ -42,6 +42,18 @@ class ServiceCommandsTest {
         assertThat(out.toString()).isEmpty();
     }
 
+    /** An address this machine does not have is the host's fault, not the port's. */
+    @org.junit.jupiter.api.Test
+    void refusesAHostThatIsNotThisMachines() throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n");
+        StringWriter err = new StringWriter();
+        int status = Sluice.run(new String[] {"serve", "--config", file.toString(), "--host", "192.0.2.1", "--port", "0"},
+                new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(), new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).startsWith("error: --host 192.0.2.1: not an address of this machine (");
+    }
+
     @org.junit.jupiter.api.Test
     void refusesAGrpcPortThatIsTakenAndStopsWhatItStarted() throws Exception {
         Path file = Files.writeString(dir.resolve("sluice.yaml"),

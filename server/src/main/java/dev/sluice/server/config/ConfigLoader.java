@@ -255,6 +255,10 @@ public final class ConfigLoader {
                 long b = burst;
                 limit = parsed(fields.get("burst"), field + ".burst", () -> unburst.withBurst(b));
             }
+            int same = limits.indexOf(limit);
+            if (same >= 0) { // twice the same limit decides as once: a slip, most likely for another one
+                throw error(limitNodes.get(i), where, "the same limit as limits[" + same + "], " + limit);
+            }
             limits.add(limit);
         }
         Cost cost = cost(fields, field);

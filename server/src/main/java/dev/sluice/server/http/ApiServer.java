@@ -60,7 +60,8 @@ public final class ApiServer implements AutoCloseable {
             ApiServer api = new ApiServer(vertx, live);
             // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
             api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(
-                    new HttpServerOptions().setHttp2ClearTextEnabled(false)).requestHandler(CloseOption.honoured(api::answer))).actualPort();
+                    new HttpServerOptions().setHttp2ClearTextEnabled(false)).invalidRequestHandler(ApiServer::malformed)
+                    .requestHandler(CloseOption.honoured(api::answer))).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();
@@ -322,6 +323,20 @@ public final class ApiServer implements AutoCloseable {
 
     static void error(HttpServerResponse response, int status, String message) {
         json(response, status, VerdictAnswer.JSON.createObjectNode().put("error", message));
+    }
+
+    /**
+     * A request the HTTP decoder could not read (a line or headers too long, a bad {@code Content-Length}, a control
+     * character in a header): the status Vert.x gives it (414, 431, else 400) and the connection closed, as Vert.x
+     * does, but with a body that says why, where Vert.x sends none.
+     */
+    static void malformed(HttpServerRequest request) {
+        Throwable cause = request.decoderResult().cause();
+        int status = cause instanceof io.netty.handler.codec.http.TooLongHttpLineException ? 414
+                : cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException ? 431 : 400;
+        String why = cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage();
+        request.response().putHeader("Connection", "close");
+        error(request.response(), status, "malformed request" + why);
     }
 
     @Override

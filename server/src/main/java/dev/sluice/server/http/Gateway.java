@@ -73,7 +73,8 @@ public final class Gateway implements AutoCloseable {
                         upstreamTimeoutMs));
                 // Expect: 100-continue is answered here (the client goes on sending), never forwarded
                 return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
-                        .setHandle100ContinueAutomatically(true)).requestHandler(CloseOption.honoured(limiting::handle));
+                        .setHandle100ContinueAutomatically(true)).invalidRequestHandler(ApiServer::malformed)
+                        .requestHandler(CloseOption.honoured(limiting::handle));
             }));
         } catch (Exception e) {
             vertx.close();

@@ -445,6 +445,20 @@ class GatewayTest {
         }
     }
 
+    /** What the HTTP decoder cannot read is a 400 (431 for headers too large) that says why, not an empty answer. */
+    @Test
+    void aRequestTheDecoderCannotReadIsToldWhy() throws Exception {
+        String badLength = raw("GET /api/items HTTP/1.1\r\nHost: a\r\nContent-Length: abc");
+        assertThat(badLength).startsWith("HTTP/1.1 400 ");
+        assertThat(JSON.readTree(badLength.substring(badLength.indexOf("\r\n\r\n") + 4)).get("error").asText())
+                .startsWith("malformed request: ");
+        String huge = raw("GET /api/items HTTP/1.1\r\nHost: a\r\nX-Big: " + "x".repeat(20_000));
+        assertThat(huge).startsWith("HTTP/1.1 431 ");
+        assertThat(JSON.readTree(huge.substring(huge.indexOf("\r\n\r\n") + 4)).get("error").asText())
+                .startsWith("malformed request: ");
+        assertThat(upstream.requests.get()).isZero();
+    }
+
     /** What a server could read otherwise than the policies would is refused before it is decided, as nginx does. */
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
