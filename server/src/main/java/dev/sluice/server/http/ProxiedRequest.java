@@ -61,15 +61,9 @@ final class ProxiedRequest extends ReceivedRequest {
         if ((path == null || !path.startsWith("/")) && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {
             throw new BadRequest("request target \"" + request.uri() + "\": expected a path from the root, such as /api/items");
         }
-        for (int i = path == null ? -1 : path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {
-            if (i + 2 >= path.length() || hexDigit(path.charAt(i + 1)) < 0 || hexDigit(path.charAt(i + 2)) < 0) {
-                throw new BadRequest("request target \"" + request.uri() + "\": a % that is not followed by two hex digits");
-            }
+        if (path != null && !ClientRequest.escapesWellFormed(path)) {
+            throw new BadRequest("request target \"" + request.uri() + "\": a % that is not followed by two hex digits");
         }
-    }
-
-    private static int hexDigit(char c) {
-        return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' ? 1 : -1;
     }
 
     @Override

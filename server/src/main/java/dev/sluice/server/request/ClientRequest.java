@@ -85,6 +85,16 @@ public interface ClientRequest {
         return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /** Whether every {@code %} of {@code path} is followed by two hex digits, as {@link #servedPath} decodes them. */
+    static boolean escapesWellFormed(String path) {
+        for (int i = path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {
+            if (i + 2 >= path.length() || hexDigit(path.charAt(i + 1)) < 0 || hexDigit(path.charAt(i + 2)) < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** An ASCII hex digit's value, or -1 (not {@link Character#digit}, which takes other scripts' digits too). */
     private static int hexDigit(char c) {
         return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
