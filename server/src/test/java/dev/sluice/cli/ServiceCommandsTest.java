@@ -129,6 +129,6 @@ class ServiceCommandsTest {
             "admin:s3cret@10.0.0.1:6379|admin:****@10.0.0.1:6379",
             "redis-cluster://10.0.0.1:7000,10.0.0.2:7000|redis-cluster://10.0.0.1:7000,10.0.0.2:7000"})
     void aStoreIsShownWithoutItsPassword(String store, String shown) {
-        assertThat(dev.sluice.server.config.ServerConfig.shown(store)).isEqualTo(shown);
+        assertThat(dev.sluice.redis.RedisStore.shown(store)).isEqualTo(shown);
     }
 }

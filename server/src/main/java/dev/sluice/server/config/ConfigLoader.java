@@ -512,8 +512,8 @@ public final class ConfigLoader {
                 String hostPort = cluster ? address.trim() : address.replaceFirst("/\\d+$", "").replaceFirst("^[^@]*@", "");
                 if (!hostPort.matches("[A-Za-z0-9.\\-]+(:\\d{1,5})?|\\[[0-9A-Fa-f:.]+](:\\d{1,5})?")
                         || hostPort.matches(".*:\\d+") && Integer.parseInt(hostPort.replaceFirst(".*:", "")) > 65535) {
-                    throw error(node, "store", "bad Redis address \"" + ServerConfig.shown(address) + "\" in \""
-                            + ServerConfig.shown(store) + "\": expected "
+                    throw error(node, "store", "bad Redis address \"" + RedisStore.shown(address) + "\" in \""
+                            + RedisStore.shown(store) + "\": expected "
                             + (cluster ? "host:port,host:port" : "host:port[/db]"));
                 }
             }
@@ -525,7 +525,7 @@ public final class ConfigLoader {
             return store;
         }
         throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \""
-                + ServerConfig.shown(store) + "\"");
+                + RedisStore.shown(store) + "\"");
     }
 
     private String cidr(Node node, String field) throws ConfigException {

@@ -57,11 +57,6 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
      * {@code redis://secret@host}) is written {@code ****}, as {@code /healthz} is commonly open to every prober.
      */
     public String storeShown() {
-        return shown(store);
-    }
-
-    /** {@code store}, a setting as written, with its password hidden (see {@link #storeShown()}). */
-    public static String shown(String store) {
         return RedisStore.shown(store);
     }
 
