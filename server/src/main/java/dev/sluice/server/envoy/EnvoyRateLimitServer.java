@@ -40,7 +40,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
         return new EnvoyRateLimitServer(NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                 .directExecutor()
-                .addService(new RateLimitService(live))
+                .addService(new RateLimitService(live).definition())
                 .addService(health.getHealthService())
                 .build()
                 .start(), health);

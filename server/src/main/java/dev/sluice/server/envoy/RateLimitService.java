@@ -18,9 +18,15 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 
+import java.io.InputStream;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -40,9 +46,13 @@ import java.util.Map;
  * ({@link Policies#charges(List)}).
  *
  * <p>A malformed call is refused with {@code INVALID_ARGUMENT} and a message that names the field; it never becomes
- * a decision. A store that does not answer is the configured failure policy's to decide, as everywhere.
+ * a decision. So is a message that is not a {@code RateLimitRequest} at all (bytes protobuf cannot read, a string
+ * that is not UTF-8): the service is bound with a marshaller of its own ({@link #definition}) that hands such a
+ * message on as unreadable instead of throwing, since grpc-java answers a marshaller's exception with
+ * {@code UNKNOWN} "Application error processing RPC" and logs its stack trace as SEVERE. A store that does not
+ * answer is the configured failure policy's to decide, as everywhere.
  */
-final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBase {
+final class RateLimitService {
     /** The largest value of a {@code uint32} field, as Java's unsigned view of an {@code int} reads it. */
     private static final long UINT32_MAX = 0xFFFF_FFFFL;
 
@@ -52,8 +62,49 @@ final class RateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBa
         this.live = live;
     }
 
-    @Override
-    public void shouldRateLimit(RateLimitRequest request, StreamObserver<RateLimitResponse> answer) {
+    /** The service as the server binds it: Envoy's method, read by {@link Tolerant}. */
+    ServerServiceDefinition definition() {
+        MethodDescriptor<RateLimitRequest, RateLimitResponse> typed = RateLimitServiceGrpc.getShouldRateLimitMethod();
+        MethodDescriptor<Received, RateLimitResponse> method = typed.toBuilder(new Tolerant(),
+                typed.getResponseMarshaller()).build();
+        return ServerServiceDefinition.builder(RateLimitServiceGrpc.SERVICE_NAME)
+                .addMethod(method, ServerCalls.asyncUnaryCall((received, answer) -> {
+                    if (received.unreadable() != null) {
+                        answer.onError(Status.INVALID_ARGUMENT.withDescription(received.unreadable()).asRuntimeException());
+                    } else {
+                        shouldRateLimit(received.request(), answer);
+                    }
+                }))
+                .build();
+    }
+
+    /** A call's message as read: the request, or why it is not one (then {@code request} is null). */
+    record Received(RateLimitRequest request, String unreadable) {
+    }
+
+    /** Reads a message as protobuf does, but answers bytes it cannot read with why, instead of throwing. */
+    private static final class Tolerant implements MethodDescriptor.Marshaller<Received> {
+        private static final MethodDescriptor.Marshaller<RateLimitRequest> PROTOBUF =
+                ProtoUtils.marshaller(RateLimitRequest.getDefaultInstance());
+
+        @Override
+        public InputStream stream(Received received) {
+            return PROTOBUF.stream(received.request());
+        }
+
+        @Override
+        public Received parse(InputStream stream) {
+            try {
+                return new Received(PROTOBUF.parse(stream), null);
+            } catch (StatusRuntimeException e) {
+                // the cause is protobuf's reason ("Protocol message had invalid UTF-8.", "... ended unexpectedly ...")
+                String reason = e.getCause() != null ? e.getCause().getMessage() : e.getStatus().getDescription();
+                return new Received(null, "the message is not a RateLimitRequest: " + reason);
+            }
+        }
+    }
+
+    void shouldRateLimit(RateLimitRequest request, StreamObserver<RateLimitResponse> answer) {
         Policies policies = live.policies();
         List<Policies.Charge> charges = new ArrayList<>();
         int[] ends = new int[request.getDescriptorsCount()];

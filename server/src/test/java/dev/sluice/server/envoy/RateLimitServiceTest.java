@@ -300,6 +300,78 @@ class RateLimitServiceTest {
         assertThat(ask("edge", good).getStatuses(0).getLimitRemaining()).isEqualTo(2);
     }
 
+    /**
+     * A past bug: a message protobuf cannot read was answered {@code UNKNOWN} "Application error processing RPC",
+     * and grpc-java logged its stack trace as SEVERE.
+     */
+    @Test
+    void aMessageThatIsNotARateLimitRequestIsRefusedSayingWhyAndLogsNoError() throws Exception {
+        List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Logger grpc = java.util.logging.Logger.getLogger("io.grpc");
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                if (record.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    logged.add(record);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        grpc.addHandler(handler);
+        try {
+            // field 1 (domain), 5 bytes long, but only one follows
+            assertUnreadable(new byte[] {0x0A, 0x05, 'e'}, "the message is not a RateLimitRequest: While parsing a"
+                    + " protocol message, the input ended unexpectedly in the middle of a field.  This could mean"
+                    + " either that the input has been truncated or that an embedded message misreported its own"
+                    + " length.");
+            // field 1 (domain), one byte that is not UTF-8
+            assertUnreadable(new byte[] {0x0A, 0x01, (byte) 0xFF},
+                    "the message is not a RateLimitRequest: Protocol message had invalid UTF-8.");
+            // a field number of 0
+            assertUnreadable(new byte[] {0x00},
+                    "the message is not a RateLimitRequest: Protocol message contained an invalid tag (zero).");
+        } finally {
+            grpc.removeHandler(handler);
+        }
+        assertThat(logged).extracting(java.util.logging.LogRecord::getMessage).isEmpty();
+        // the service still answers, and nothing was charged
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.7")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    /** Sends {@code bytes} as the body of a ShouldRateLimit call, and expects it refused with {@code message}. */
+    private void assertUnreadable(byte[] bytes, String message) {
+        io.grpc.MethodDescriptor.Marshaller<byte[]> raw = new io.grpc.MethodDescriptor.Marshaller<>() {
+            @Override
+            public java.io.InputStream stream(byte[] value) {
+                return new java.io.ByteArrayInputStream(value);
+            }
+
+            @Override
+            public byte[] parse(java.io.InputStream stream) {
+                try {
+                    return stream.readAllBytes();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        };
+        io.grpc.MethodDescriptor<byte[], byte[]> method = RateLimitServiceGrpc.getShouldRateLimitMethod()
+                .toBuilder(raw, raw).build();
+        assertThatThrownBy(() -> io.grpc.stub.ClientCalls.blockingUnaryCall(channel, method,
+                io.grpc.CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), bytes))
+                .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+                    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                    assertThat(e.getStatus().getDescription()).isEqualTo(message);
+                });
+    }
+
     /** {@code descriptor} with a limit override of {@code amount} a unit (the unit by its number in Envoy's enum). */
     static RateLimitDescriptor overridden(RateLimitDescriptor descriptor, int amount, int unit) {
         return descriptor.toBuilder().setLimit(RateLimitDescriptor.RateLimitOverride.newBuilder()
