@@ -2,6 +2,7 @@ package dev.sluice.cli;
 
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.http.EventLoops;
 import dev.sluice.server.metrics.ServerMetrics;
 import picocli.CommandLine.Option;
 
@@ -47,9 +48,17 @@ final class ServiceOptions {
         return config != null ? config : defaultConfig();
     }
 
-    /** Loads the configuration and keeps it up to date; a bad file or an unreachable store is bad input. */
+    /**
+     * Loads the configuration and keeps it up to date; a bad file, an unreachable store or a bad number of event
+     * loops is bad input.
+     */
     LiveConfig load() throws BadInput {
         checkPort("--port", port);
+        try {
+            EventLoops.count();
+        } catch (IllegalArgumentException e) {
+            throw new BadInput(e.getMessage());
+        }
         LiveConfig live;
         try {
             live = LiveConfig.load(file(), new ServerMetrics());

@@ -193,4 +193,19 @@ class ServeLauncherIT {
         assertThat(process.exitValue()).isEqualTo(2);
         assertThat(output).isEqualTo("error: --grpc-port: expected 0 to 65535, got 70000\n");
     }
+
+    /** A past bug: {@code abc}, {@code 0} and {@code -1} were ignored, and {@code 100000} failed as too many open files. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"abc", "0", "-1", "100000", ""})
+    void refusesABadNumberOfEventLoopsNamingIt(String loops) throws Exception {
+        ProcessBuilder builder = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0"))
+                .directory(dir.toFile()).redirectErrorStream(true);
+        builder.environment().put("SLUICE_JAVA_OPTS", "-Dsluice.event-loops=" + loops);
+        Process process = builder.start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(process.exitValue()).isEqualTo(2);
+        assertThat(output).isEqualTo("error: -Dsluice.event-loops: expected a whole number of event loops from 1 to 1024,"
+                + " got '" + loops + "'\n");
+    }
 }

@@ -24,8 +24,11 @@ import java.util.function.Supplier;
  * {@code wrk}). So {@link #listen} starts one server per loop on the same port; Vert.x shares the socket and
  * hands each new connection to the next loop in turn.
  */
-final class EventLoops {
+public final class EventLoops {
     private static final long START_SECONDS = 30;
+    private static final String PROPERTY = "sluice.event-loops";
+    /** The most loops one may ask for: beyond it a typo ({@code 100000}) would fail later, as too many open files. */
+    private static final int MOST = 1024;
 
     private EventLoops() {
     }
@@ -34,9 +37,27 @@ final class EventLoops {
         return new VertxOptions().setEventLoopPoolSize(count()).setPreferNativeTransport(true);
     }
 
-    /** The number of event loops, and so of servers. */
-    static int count() {
-        return Math.max(1, Integer.getInteger("sluice.event-loops", Runtime.getRuntime().availableProcessors()));
+    /**
+     * The number of event loops, and so of servers.
+     *
+     * @throws IllegalArgumentException naming the property and its value, when it is not a whole number from 1 to
+     *                                  {@value #MOST}
+     */
+    public static int count() {
+        String given = System.getProperty(PROPERTY);
+        if (given == null) {
+            return Runtime.getRuntime().availableProcessors();
+        }
+        try {
+            int count = Integer.parseInt(given);
+            if (count >= 1 && count <= MOST) {
+                return count;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new IllegalArgumentException("-D" + PROPERTY + ": expected a whole number of event loops from 1 to "
+                + MOST + ", got '" + given + "'");
     }
 
     /**
