@@ -40,6 +40,8 @@ public final class LiveConfig implements AutoCloseable {
     private final ServerMetrics metrics;
     private volatile Policies policies;
     private Store store;
+    /** Whether {@link #store} is the caller's ({@link #of(ServerConfig, Store, ServerMetrics)}): kept, never closed. */
+    private boolean storeGiven;
     private String storeSettings;
     private String text;
     /** The message of the read that failed at the last look: a file gone or unreadable is reported once. */
@@ -73,6 +75,20 @@ public final class LiveConfig implements AutoCloseable {
     public static LiveConfig of(ServerConfig config, ServerMetrics metrics) throws ConfigException {
         LiveConfig live = new LiveConfig(null, metrics);
         live.apply(config);
+        return live;
+    }
+
+    /**
+     * A configuration that does not come from a file, decided on {@code store} whatever its {@code store} setting
+     * says: a store the caller made (a {@code RedisStore} built with settings of its own, a store shared with
+     * limiters of the application), which the caller keeps and closes.
+     */
+    public static LiveConfig of(ServerConfig config, Store store, ServerMetrics metrics) {
+        LiveConfig live = new LiveConfig(null, metrics);
+        live.store = store;
+        live.storeGiven = true;
+        metrics.watch(store, store instanceof InMemoryStore ? "memory" : "redis");
+        live.policies = new Policies(config, store, metrics);
         return live;
     }
 
@@ -216,6 +232,8 @@ public final class LiveConfig implements AutoCloseable {
         if (watcher != null) {
             watcher.shutdownNow();
         }
-        close(store);
+        if (!storeGiven) {
+            close(store);
+        }
     }
 }

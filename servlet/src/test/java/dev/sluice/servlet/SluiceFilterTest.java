@@ -232,6 +232,47 @@ class SluiceFilterTest {
         assertThat(get("/search", "X-Cost", "4").headers().firstValue("X-RateLimit-Remaining")).hasValue("6");
     }
 
+    /** A fault of Sluice's own (a store with a bug) is a 500 that says so, never a decision; the application is not reached. */
+    @Test
+    void aFaultOfSluicesOwnIsA500AndTheApplicationIsNotReached() throws Exception {
+        java.util.List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                logged.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(SluiceFilter.class.getName());
+        log.addHandler(capture);
+        try {
+            live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new dev.sluice.testkit.BrokenStore(),
+                    new ServerMetrics());
+            start(new FilterHolder(new SluiceFilter(live)));
+            HttpResponse<String> answer = get("/api/items", "X-API-Key", "k1");
+            assertThat(answer.statusCode()).isEqualTo(500);
+            assertThat(answer.headers().firstValue("Content-Type")).hasValueSatisfying(type ->
+                    assertThat(type).startsWith("application/json"));
+            assertThat(answer.body()).isEqualTo("{\"error\":\"internal error; the log says more\"}");
+            assertThat(reached).hasValue(0);
+        } finally {
+            log.removeHandler(capture);
+        }
+        assertThat(logged).singleElement().satisfies(record -> {
+            assertThat(record.getLevel()).isEqualTo(java.util.logging.Level.SEVERE);
+            assertThat(record.getMessage()).isEqualTo("failed to decide GET /shop/api/items");
+            assertThat(record.getThrown()).isInstanceOf(IllegalStateException.class)
+                    .hasMessage(dev.sluice.testkit.BrokenStore.FAULT);
+        });
+    }
+
     @Test
     void inDelayModeARequestWaitsItsTurnAndThenGoesOn() throws Exception {
         start();
