@@ -11,7 +11,13 @@ final class Csv {
     private Csv() {
     }
 
-    /** The fields of one line; {@code null} when a quoted field is not closed. */
+    /**
+     * The fields of one line.
+     *
+     * @throws IllegalArgumentException saying what is wrong: a quoted field not closed, or text after a quoted
+     *                                  field's closing quote ({@code "a"x}, which a lenient reader would take for
+     *                                  {@code ax})
+     */
     static List<String> split(String line) {
         List<String> fields = new ArrayList<>();
         StringBuilder field = new StringBuilder();
@@ -25,6 +31,10 @@ final class Csv {
                     i++;
                 } else if (c == '"') {
                     quoted = false;
+                    if (i + 1 < line.length() && line.charAt(i + 1) != ',') {
+                        throw new IllegalArgumentException("field " + (fields.size() + 1) + ": text after its closing"
+                                + " quote (a quote inside a quoted field is written twice)");
+                    }
                 } else {
                     field.append(c);
                 }
@@ -40,7 +50,7 @@ final class Csv {
             }
         }
         if (quoted) {
-            return null;
+            throw new IllegalArgumentException("field " + (fields.size() + 1) + ": unclosed quote");
         }
         fields.add(field.toString());
         return fields;

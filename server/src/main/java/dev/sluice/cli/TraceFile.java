@@ -68,9 +68,11 @@ final class TraceFile {
     }
 
     private void header(String line) throws BadInput {
-        List<String> names = Csv.split(line);
-        if (names == null) {
-            throw new BadInput(at(1) + "unclosed quote in the header line");
+        List<String> names;
+        try {
+            names = Csv.split(line);
+        } catch (IllegalArgumentException e) {
+            throw new BadInput(at(1) + "the header line: " + e.getMessage());
         }
         columns = names.size();
         for (int i = 0; i < names.size(); i++) {
@@ -97,9 +99,11 @@ final class TraceFile {
     }
 
     private TraceRequest request(String line, int number) throws BadInput {
-        List<String> fields = Csv.split(line);
-        if (fields == null) {
-            throw new BadInput(at(number) + "unclosed quote");
+        List<String> fields;
+        try {
+            fields = Csv.split(line);
+        } catch (IllegalArgumentException e) {
+            throw new BadInput(at(number) + e.getMessage());
         }
         if (fields.size() != columns) {
             throw new BadInput(at(number) + "expected " + columns + " fields, got " + fields.size());

@@ -51,7 +51,17 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
                 if (!header.getValue().isTextual()) {
                     throw new BadRequest("headers." + header.getKey() + ": expected a string, got " + header.getValue());
                 }
-                headers.putIfAbsent(header.getKey().toLowerCase(Locale.ROOT), header.getValue().asText());
+                if (header.getKey().isEmpty()) {
+                    throw new BadRequest("headers: a header name must not be empty");
+                }
+                // names are case-insensitive: two spellings of one name would be one header given twice, which
+                // a policy could not tell apart (the gateway refuses a cost header given twice alike)
+                String name = header.getKey().toLowerCase(Locale.ROOT);
+                String before = headers.putIfAbsent(name, header.getValue().asText());
+                if (before != null) {
+                    throw new BadRequest("headers." + header.getKey() + ": the header is given twice (header names"
+                            + " are case-insensitive)");
+                }
             }
         }
         String host = text(body, "host", false);
