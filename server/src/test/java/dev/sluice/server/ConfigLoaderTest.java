@@ -112,6 +112,19 @@ class ConfigLoaderTest {
                 .isInstanceOf(ConfigException.class).hasMessage(message);
     }
 
+    /** A past bug: a control character was reported on line 1, wherever it was. */
+    @Test
+    void aCharacterYamlDoesNotAllowIsReportedOnItsLine() {
+        // the comment's emoji is two chars of one code point: the line must be counted by code points
+        String text = "# limits for \uD83D\uDE80 launch\npolicies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n"
+                + "    limits: [10/1s]\n    mode: re\u0001ject\n";
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", text)).isInstanceOf(ConfigException.class)
+                .hasMessage("t.yaml:7: not valid YAML: special characters are not allowed (U+0001)");
+        // right after a line break that follows the emoji: a count by chars would put it on line 1
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "#\uD83D\uDE80\n\u0001")).isInstanceOf(ConfigException.class)
+                .hasMessage("t.yaml:2: not valid YAML: special characters are not allowed (U+0001)");
+    }
+
     @Test
     void acceptsOnMemoryWhatIsBeyondTheRedisStore() throws ConfigException {
         // Lua's doubles bound the Redis store, not Sluice: in memory every period and burst is exact

@@ -21,6 +21,7 @@ import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
 import org.yaml.snakeyaml.nodes.SequenceNode;
+import org.yaml.snakeyaml.reader.ReaderException;
 
 import java.io.IOException;
 import java.io.Reader;
@@ -80,6 +81,13 @@ public final class ConfigLoader {
         } catch (MarkedYAMLException e) {
             int line = e.getProblemMark() == null ? 1 : e.getProblemMark().getLine() + 1;
             throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getProblem());
+        } catch (ReaderException e) {
+            // a character YAML does not allow (a control character): SnakeYAML checks the text it has buffered
+            // before it marks lines, so the line is worked out here from the character's place
+            int at = text.offsetByCodePoints(0, Math.min(e.getPosition(), text.codePointCount(0, text.length())));
+            long line = 1 + text.substring(0, at).chars().filter(c -> c == '\n').count();
+            throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getMessage()
+                    + String.format(" (U+%04X)", e.getCodePoint()));
         } catch (IOException | RuntimeException e) {
             throw new ConfigException(file + ":1: not valid YAML: " + e.getMessage());
         }
