@@ -14,7 +14,9 @@ import java.util.List;
  * the same application behind the gateway would be. Like the gateway, the path is matched as served
  * ({@link ClientRequest#servedPath}: decoded, slashes merged, dot segments resolved), and the {@code ip} is the
  * connection's address unless it is one of the
- * {@code trusted_proxies}, when {@code X-Forwarded-For} names the client.
+ * {@code trusted_proxies}, when {@code X-Forwarded-For} names the client. A container that reads the request's
+ * head one char per byte, as Jetty and Tomcat do, has what was sent in UTF-8 read as UTF-8
+ * ({@link ClientRequest#asSent}).
  */
 final class ServletClientRequest extends ReceivedRequest {
     private final HttpServletRequest request;
@@ -31,7 +33,7 @@ final class ServletClientRequest extends ReceivedRequest {
 
     @Override
     public String path() {
-        String uri = request.getRequestURI();
+        String uri = ClientRequest.asSent(request.getRequestURI());
         String context = request.getContextPath();
         String path = !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
         return path.isEmpty() ? "/" : ClientRequest.servedPath(path);
@@ -39,7 +41,7 @@ final class ServletClientRequest extends ReceivedRequest {
 
     @Override
     public String header(String name) {
-        return request.getHeader(name);
+        return ClientRequest.asSent(request.getHeader(name));
     }
 
     @Override
@@ -59,6 +61,6 @@ final class ServletClientRequest extends ReceivedRequest {
 
     @Override
     protected String rawQuery() {
-        return request.getQueryString();
+        return ClientRequest.asSent(request.getQueryString());
     }
 }

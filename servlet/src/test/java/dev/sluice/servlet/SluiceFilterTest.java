@@ -232,6 +232,21 @@ class SluiceFilterTest {
         assertThat(get("/search", "X-Cost", "4").headers().firstValue("X-RateLimit-Remaining")).hasValue("6");
     }
 
+    /** A header sent in UTF-8 is quoted as sent, whichever way the container reads the request's head. */
+    @Test
+    void aBadCostSentInUtf8IsQuotedAsSent() throws Exception {
+        start();
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write(("GET /shop/search HTTP/1.1\r\nHost: a\r\nX-Cost: é\r\nConnection: close\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(answer).startsWith("HTTP/1.1 400 ").endsWith("{\"error\":\"header X-Cost (the cost of policy"
+                    + " weighted): expected a whole number >= 0, got \\\"é\\\"\"}");
+        }
+        assertThat(reached).hasValue(0);
+    }
+
     /** A fault of Sluice's own (a store with a bug) is a 500 that says so, never a decision; the application is not reached. */
     @Test
     void aFaultOfSluicesOwnIsA500AndTheApplicationIsNotReached() throws Exception {

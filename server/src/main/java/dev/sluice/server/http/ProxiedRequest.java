@@ -10,7 +10,10 @@ import io.vertx.core.http.HttpVersion;
 
 import java.util.List;
 
-/** A request the gateway is about to forward, as its policies see it. */
+/**
+ * A request the gateway is about to forward, as its policies see it: its path, headers and query as the client
+ * meant them ({@link ClientRequest#asSent}), the same as {@code /v1/check-request} describes them.
+ */
 final class ProxiedRequest extends ReceivedRequest {
     private final HttpServerRequest request;
     private String path;
@@ -28,14 +31,14 @@ final class ProxiedRequest extends ReceivedRequest {
     @Override
     public String path() {
         if (path == null) {
-            path = ClientRequest.servedPath(request.path());
+            path = ClientRequest.servedPath(ClientRequest.asSent(request.path()));
         }
         return path;
     }
 
     @Override
     public String header(String name) {
-        return request.getHeader(name);
+        return ClientRequest.asSent(request.getHeader(name));
     }
 
     @Override
@@ -78,6 +81,6 @@ final class ProxiedRequest extends ReceivedRequest {
 
     @Override
     protected String rawQuery() {
-        return request.query();
+        return ClientRequest.asSent(request.query());
     }
 }

@@ -85,6 +85,36 @@ public interface ClientRequest {
         return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /**
+     * A string an HTTP decoder read one char per byte (ISO-8859-1, as Netty reads a request's line and headers), as
+     * the client meant it: bytes that are UTF-8 are read as UTF-8, as the JSON of {@code /v1/check-request} carries
+     * them, so that a header {@code X-User: é} or a path {@code /é} sent raw is the same key as when it is described
+     * (and a message that quotes it shows {@code é}, not {@code Ã©}); bytes that are not UTF-8 are left as read.
+     */
+    static String asSent(String read) {
+        if (read == null) {
+            return null;
+        }
+        boolean ascii = true;
+        for (int i = 0; i < read.length(); i++) {
+            char c = read.charAt(i);
+            if (c > 0xFF) {
+                return read; // not one char per byte: already decoded
+            }
+            ascii &= c < 0x80;
+        }
+        if (ascii) {
+            return read; // nearly always: nothing to do
+        }
+        try {
+            return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                    .decode(java.nio.ByteBuffer.wrap(read.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1)))
+                    .toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            return read;
+        }
+    }
+
     /** Whether every {@code %} of {@code path} is followed by two hex digits, as {@link #servedPath} decodes them. */
     static boolean escapesWellFormed(String path) {
         for (int i = path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {

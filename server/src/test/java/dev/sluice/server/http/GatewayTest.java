@@ -445,6 +445,31 @@ class GatewayTest {
         }
     }
 
+    /**
+     * A past bug: a header sent in UTF-8 was read as Latin-1, so {@code X-User: José} was another key than the same
+     * request described to {@code /v1/check-request}, and a bad cost was quoted as {@code Ã©}.
+     */
+    @Test
+    void aHeaderInUtf8IsTheSameKeyAsWhenDescribedAndIsQuotedAsSent() throws Exception {
+        String jose = new String("José".getBytes(StandardCharsets.UTF_8), StandardCharsets.ISO_8859_1);
+        assertThat(raw("GET /api/items HTTP/1.1\r\nHost: a\r\nX-User: " + jose)).startsWith("HTTP/1.1 200 ")
+                .contains("X-RateLimit-Remaining: 1\r\n");
+        try (ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
+            HttpResponse<String> described = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                    + api.port() + "/v1/check-request")).POST(HttpRequest.BodyPublishers.ofString(
+                    "{\"method\":\"GET\",\"path\":\"/api/items\",\"headers\":{\"X-User\":\"José\"}}",
+                    StandardCharsets.UTF_8)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(JSON.readTree(described.body()).get("remaining").asLong()).as("the same key").isZero();
+        }
+        assertThat(raw("GET /api/items HTTP/1.1\r\nHost: a\r\nX-User: " + jose)).startsWith("HTTP/1.1 429 ");
+        String bad = raw("GET /search HTTP/1.1\r\nHost: a\r\nX-User: erin\r\nX-Cost: "
+                + new String("é".getBytes(StandardCharsets.UTF_8), StandardCharsets.ISO_8859_1));
+        assertThat(bad).startsWith("HTTP/1.1 400 ");
+        assertThat(JSON.readTree(bad.substring(bad.indexOf("\r\n\r\n") + 4)).get("error").asText())
+                .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"é\"");
+        assertThat(upstream.requests.get()).isEqualTo(1);
+    }
+
     /** What the HTTP decoder cannot read is a 400 (431 for headers too large) that says why, not an empty answer. */
     @Test
     void aRequestTheDecoderCannotReadIsToldWhy() throws Exception {

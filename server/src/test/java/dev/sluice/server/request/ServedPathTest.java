@@ -39,4 +39,25 @@ class ServedPathTest {
     void isWhatAServerServes(String raw, String served) {
         assertThat(ClientRequest.servedPath(raw)).isEqualTo(served);
     }
+
+    /** {@link ClientRequest#asSent}: what a decoder read one char per byte, as the client meant it. */
+    @ParameterizedTest(name = "{0} → {1}")
+    @CsvSource(delimiter = '|', value = {
+            "/api/items|/api/items",
+            // "é" sent as UTF-8 (C3 A9) and read as two Latin-1 chars
+            "/caf\u00c3\u00a9|/caf\u00e9",
+            "Jos\u00c3\u00a9|Jos\u00e9",
+            // a rocket: four bytes of UTF-8
+            "\u00f0\u009f\u009a\u0080|\uD83D\uDE80",
+            // one byte E9 alone is not UTF-8: left as read
+            "caf\u00e9|caf\u00e9",
+            // already decoded (a char beyond one byte): left as it is
+            "caf\u00c3\u00a9\u20ac|caf\u00c3\u00a9\u20ac",
+    })
+    void readsBytesThatAreUtf8AsUtf8(String read, String meant) {
+        assertThat(ClientRequest.asSent(read)).isEqualTo(meant);
+        // and the path from either is the same as from its escapes
+        assertThat(ClientRequest.servedPath("/" + ClientRequest.asSent(read)))
+                .isEqualTo(ClientRequest.servedPath("/" + meant));
+    }
 }
