@@ -46,7 +46,7 @@ import java.util.regex.Pattern;
  */
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "trusted_proxies",
-            "headers", "policies", "envoy_configs");
+            "headers", "policies", "envoy_configs", "envoy_merge_domains");
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
             "cost", "mode", "max_delay", "skip_if_missing");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
@@ -155,8 +155,21 @@ public final class ConfigLoader {
             policies.add(policy);
         }
         ServerConfig.Envoy envoy = ServerConfig.Envoy.NONE;
+        boolean mergeDomains = false;
+        if (top.containsKey("envoy_merge_domains")) {
+            String value = scalar(top.get("envoy_merge_domains"), "envoy_merge_domains");
+            if (!value.equals("true") && !value.equals("false")) {
+                throw error(top.get("envoy_merge_domains"), "envoy_merge_domains", "expected true or false, got \""
+                        + value + "\"");
+            }
+            if (!top.containsKey("envoy_configs")) {
+                throw error(top.get("envoy_merge_domains"), "envoy_merge_domains", "it is for the files of"
+                        + " envoy_configs, and there are none");
+            }
+            mergeDomains = value.equals("true");
+        }
         if (top.containsKey("envoy_configs")) {
-            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file, !store.equals("memory"));
+            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file, !store.equals("memory"), mergeDomains);
             List<Node> paths = list(top.get("envoy_configs"), "envoy_configs");
             if (paths.isEmpty()) {
                 throw error(top.get("envoy_configs"), "envoy_configs", "at least one file or directory is needed");

@@ -58,7 +58,11 @@ final class EnvoyConfigFiles {
     /** Whether the store is Redis, whose Lua arithmetic stays exact for periods under 104 days only: no year. */
     private final boolean onRedis;
     private final Map<String, String> names = new HashMap<>();
+    /** Whether files of one domain are merged (Envoy's {@code MERGE_DOMAIN_CONFIG}) rather than refused. */
+    private final boolean mergeDomains;
     private final Map<String, String> domains = new HashMap<>();
+    /** Each domain's top level, every entry with where it is: files merged into one domain share it. */
+    private final Map<String, Map<String, String>> tops = new HashMap<>();
     private final List<PolicyConfig> policies = new ArrayList<>();
     private final List<PolicyConfig.Match> patterns = new ArrayList<>();
     private final Map<PolicyConfig.Match, List<String>> replaces = new LinkedHashMap<>();
@@ -69,10 +73,11 @@ final class EnvoyConfigFiles {
      * @param sluiceNames the names of the policies of {@code sluiceFile} and their lines, which no limit may take
      *                    (a name made from a path takes a suffix instead, {@code edge.a.b-2})
      */
-    EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile, boolean onRedis) {
+    EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile, boolean onRedis, boolean mergeDomains) {
         this.sluiceNames = sluiceNames;
         this.sluiceFile = sluiceFile;
         this.onRedis = onRedis;
+        this.mergeDomains = mergeDomains;
     }
 
     /**
@@ -188,18 +193,23 @@ final class EnvoyConfigFiles {
             throw nodes.error(top.get("domain"), "domain", "must not be empty");
         }
         String first = domains.putIfAbsent(domain, nodes.at(top.get("domain")));
-        if (first != null) {
-            throw nodes.error(top.get("domain"), "domain", "domain \"" + domain + "\" is configured already, at " + first);
+        if (first != null && !mergeDomains) {
+            throw nodes.error(top.get("domain"), "domain", "domain \"" + domain + "\" is configured already, at " + first
+                    + " (envoy_merge_domains: true merges the files of one domain, as Envoy's MERGE_DOMAIN_CONFIG does)");
         }
         if (top.containsKey("descriptors")) {
-            descriptors(nodes, top.get("descriptors"), "descriptors", domain, List.of());
+            descriptors(nodes, top.get("descriptors"), "descriptors", domain, List.of(),
+                    tops.computeIfAbsent(domain, merged -> new HashMap<>()));
         }
     }
 
-    /** The nodes of one level of the tree under {@code path}. */
-    private void descriptors(ConfigLoader nodes, Node list, String field, String domain, List<Descriptor.Entry> path)
-            throws ConfigException {
-        Map<String, Integer> level = new HashMap<>();
+    /**
+     * The nodes of one level of the tree under {@code path}; {@code level} holds the entries the level has already,
+     * with where each is (files merged into one domain share their top level, as in Envoy's service, where a node
+     * of one file beside the same node of another is an error).
+     */
+    private void descriptors(ConfigLoader nodes, Node list, String field, String domain, List<Descriptor.Entry> path,
+                             Map<String, String> level) throws ConfigException {
         List<Node> items = nodes.list(list, field);
         for (int i = 0; i < items.size(); i++) {
             Node node = items.get(i);
@@ -212,9 +222,11 @@ final class EnvoyConfigFiles {
             }
             String value = fields.containsKey("value") ? nodes.scalar(fields.get("value"), where + ".value") : "";
             Descriptor.Entry entry = new Descriptor.Entry(key, value.isEmpty() ? null : value);
-            Integer before = level.putIfAbsent(entry.toString(), ConfigLoader.line(node));
+            String before = level.putIfAbsent(entry.toString(), nodes.at(node));
             if (before != null) {
-                throw nodes.error(node, where, "a second " + entry + " on this level (the first at line " + before + ")");
+                String inFile = nodes.file() + ":";
+                throw nodes.error(node, where, "a second " + entry + " on this level (the first at "
+                        + (before.startsWith(inFile) ? "line " + before.substring(inFile.length()) : before) + ")");
             }
             for (Descriptor.Entry above : path) {
                 if (above.key().equals(key)) {
@@ -240,7 +252,7 @@ final class EnvoyConfigFiles {
                 limit(nodes, fields.get("rate_limit"), where + ".rate_limit", pattern, shadow, shared);
             }
             if (fields.containsKey("descriptors")) {
-                descriptors(nodes, fields.get("descriptors"), where + ".descriptors", domain, here);
+                descriptors(nodes, fields.get("descriptors"), where + ".descriptors", domain, here, new HashMap<>());
             }
         }
     }

@@ -505,6 +505,49 @@ class EnvoyConfigFilesTest {
         assertThat(ConfigLoader.load(sluice).policies()).extracting(PolicyConfig::name).containsExactly("edge.a", "edge.b");
     }
 
+    /** Envoy's MERGE_DOMAIN_CONFIG: the files of one domain make one tree, whose top level no two nodes share. */
+    @Test
+    void filesOfOneDomainAreMergedWhenAskedAndDecideTogether() throws Exception {
+        Files.createDirectories(dir.resolve("ratelimit"));
+        Files.writeString(dir.resolve("ratelimit/one.yaml"), "domain: edge\ndescriptors:\n  - key: remote_address\n"
+                + "    rate_limit: {unit: hour, requests_per_unit: 1}\n");
+        Files.writeString(dir.resolve("ratelimit/two.yaml"), "domain: edge\ndescriptors:\n  - key: user\n"
+                + "    rate_limit: {unit: hour, requests_per_unit: 2}\n");
+        start("envoy_configs: [ratelimit]\nenvoy_merge_domains: true\n");
+        assertThat(live.policies().config().policies()).extracting(PolicyConfig::name, PolicyConfig::counterSignature)
+                .containsExactly(tuple("edge.remote_address", "fixed-window 1/1h"), tuple("edge.user", "fixed-window 2/1h"));
+        // one call, a descriptor of each file: each decided by its own file's limit
+        RateLimitResponse first = ask(descriptor("remote_address", "10.0.0.7"), descriptor("user", "alice"));
+        assertThat(first.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(first.getStatuses(0).getLimitRemaining()).isZero();
+        assertThat(first.getStatuses(1).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("remote_address", "10.0.0.7")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("user", "alice")).getStatuses(0).getLimitRemaining()).isZero();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '\'', value = {
+            "the same node in two files|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: hour, requests_per_unit: 1}|two.yaml:3: descriptors[0]: a second a on this level (the first at one.yaml:3)",
+            "a flag that is not true or false|domain: other\\ndescriptors: []|sluice.yaml:2: envoy_merge_domains: expected true or false, got \"yes\"",
+    })
+    void mergedFilesAreRefusedWhereEnvoysServiceRefusesThem(String problem, String two, String message) throws Exception {
+        Files.writeString(dir.resolve("one.yaml"), "domain: edge\ndescriptors:\n  - key: a\n"
+                + "    rate_limit: {unit: hour, requests_per_unit: 1}\n");
+        Files.writeString(dir.resolve("two.yaml"), two.replace("\\n", "\n"));
+        Path sluice = dir.resolve("sluice.yaml");
+        Files.writeString(sluice, "envoy_configs: [one.yaml, two.yaml]\nenvoy_merge_domains: "
+                + (problem.startsWith("a flag") ? "yes" : "true") + "\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(message.replace("two.yaml", dir.resolve("two.yaml")
+                .toString()).replace("one.yaml:", dir.resolve("one.yaml") + ":").replace("sluice.yaml", sluice.toString()));
+    }
+
+    @Test
+    void mergingNeedsFilesToMerge() {
+        assertThatThrownBy(() -> ConfigLoader.parse("sluice.yaml", "envoy_merge_domains: true\npolicies:\n  - name: p\n"
+                + "    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n")).hasMessage("sluice.yaml:1: envoy_merge_domains:"
+                + " it is for the files of envoy_configs, and there are none");
+    }
+
     @Test
     void pathsAndNamesThatCannotBeAreRefusedWhereSluiceYamlNamesThem() throws Exception {
         Path sluice = dir.resolve("sluice.yaml");
@@ -521,7 +564,8 @@ class EnvoyConfigFilesTest {
         Files.writeString(dir.resolve("two.yaml"), "\ndomain: edge\ndescriptors: []\n");
         Files.writeString(sluice, "envoy_configs: [one.yaml, two.yaml]\n");
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("two.yaml") + ":2: domain: domain"
-                + " \"edge\" is configured already, at " + dir.resolve("one.yaml") + ":1");
+                + " \"edge\" is configured already, at " + dir.resolve("one.yaml") + ":1 (envoy_merge_domains: true merges"
+                + " the files of one domain, as Envoy's MERGE_DOMAIN_CONFIG does)");
 
         // a name made from a path that is taken takes a suffix; a name given that is taken is refused
         Files.writeString(dir.resolve("dots.yaml"), "domain: edge\ndescriptors:\n  - key: b\n    descriptors:\n"
