@@ -23,7 +23,7 @@ public final class DurationFormat {
      */
     public static long parseNanos(String text) {
         int digits = 0;
-        while (digits < text.length() && Character.isDigit(text.charAt(digits))) {
+        while (digits < text.length() && text.charAt(digits) >= '0' && text.charAt(digits) <= '9') { // ASCII only
             digits++;
         }
         String unit = text.substring(digits);
@@ -63,6 +63,21 @@ public final class DurationFormat {
             }
         }
         throw new AssertionError("every whole number of nanoseconds has a unit");
+    }
+
+    /**
+     * {@code duration} in nanoseconds, {@link Long#MAX_VALUE} when it is longer ({@link java.time.Duration#toNanos}
+     * throws instead): a duration past any bound is then refused by the bound's own check, naming it, or taken as
+     * "as long as it gets".
+     */
+    public static long saturatedNanos(java.time.Duration duration) {
+        if (duration.getSeconds() >= Long.MAX_VALUE / 1_000_000_000L) {
+            return Long.MAX_VALUE;
+        }
+        if (duration.getSeconds() < Long.MIN_VALUE / 1_000_000_000L) {
+            return Long.MIN_VALUE;
+        }
+        return duration.toNanos();
     }
 
     /** Whole milliseconds, rounded up, as every Sluice output prints durations; -1 ("never") stays -1. */

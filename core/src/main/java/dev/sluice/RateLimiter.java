@@ -42,6 +42,9 @@ import java.util.concurrent.CompletionStage;
  */
 public final class RateLimiter {
     private final Rule rule;
+    /** {@link #rule} without its own delay mode: what {@link #acquire} with no time to wait decides by. */
+    private final Rule rejecting;
+    private final long longestWait;
     private final Store store;
     private final Clock clock;
 
@@ -50,6 +53,8 @@ public final class RateLimiter {
 
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
+        this.rejecting = rule.mode() == Mode.DELAY ? Rule.of(rule.algorithm(), rule.limits()) : rule;
+        this.longestWait = longestWait(rule);
         this.store = store;
         this.clock = clock;
         this.sleeper = sleeper;
@@ -76,7 +81,8 @@ public final class RateLimiter {
 
     private Decision decide(Rule applied, String key, long cost) {
         check(key, cost);
-        Decision decision = store.decide(applied, key, cost, now());
+        Decision decision = clock == null ? store.decide(applied, key, cost, Store.STORE_CLOCK)
+                : store.decide(applied, key, cost, clock);
         if (listeners.length > 0) {
             tell(key, cost, decision);
         }
@@ -90,10 +96,6 @@ public final class RateLimiter {
         if (cost < 0) {
             throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
         }
-    }
-
-    private long now() {
-        return clock == null ? Store.STORE_CLOCK : clock.nanos();
     }
 
     private void tell(String key, long cost, Decision decision) {
@@ -116,7 +118,8 @@ public final class RateLimiter {
     /** {@link #tryAcquire(String, long)} through a stage: for stores that do I/O, the thread is not held. */
     public CompletionStage<Decision> tryAcquireAsync(String key, long cost) {
         check(key, cost);
-        CompletionStage<Decision> decision = store.decideAsync(rule, key, cost, now());
+        CompletionStage<Decision> decision = clock == null ? store.decideAsync(rule, key, cost, Store.STORE_CLOCK)
+                : store.decideAsync(rule, key, cost, clock);
         return listeners.length == 0 ? decision : decision.thenApply(d -> {
             tell(key, cost, d);
             return d;
@@ -131,21 +134,27 @@ public final class RateLimiter {
     /**
      * Waits until the request may proceed, for at most {@code maxWait}: the valve instead of the wall.
      *
-     * <p>Token-bucket and gcra reserve the cost at once (delay mode with {@code max_delay = maxWait}) and then
-     * sleep the delay: one decision, and the request keeps its place in line. The other algorithms cannot
+     * <p>Token-bucket and gcra reserve the cost at once (delay mode with {@code max_delay = maxWait}, or the
+     * rule's own max delay if shorter) and then sleep the delay: one decision, and the request keeps its place in
+     * line. A {@code maxWait} of 0 never waits, whatever the rule's own delay mode. The other algorithms cannot
      * reserve; they sleep each rejection's {@code retry_after} and ask again while the total stays within
-     * {@code maxWait}. A delay the decision asks for (shaping) is slept too.
+     * {@code maxWait}. In shaping mode (leaky-bucket) the delay of an admitted request is its place in the queue,
+     * taken as it is admitted: it is slept whatever {@code maxWait} (a queue of {@code burst} never holds a
+     * request longer than it takes to drain {@code burst}).
      *
+     * @param maxWait how long the caller may wait; longer than the longest wait the rule can ask (years) is the
+     *                same as that
      * @return the decision: admitted once the wait is over, or rejected (nothing taken) when the wait would
-     *         pass {@code maxWait} or the cost can never fit
+     *         pass {@code maxWait}, its {@code retry_after} then the wait beyond {@code maxWait} (after which the
+     *         same call is admitted), or when the cost can never fit
      * @throws InterruptedException if the thread is interrupted while waiting; a cost already reserved is
      *                              not given back
      */
     public Decision acquire(String key, long cost, Duration maxWait) throws InterruptedException {
-        long budget = maxWait.toNanos();
-        if (budget < 0) {
+        if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be >= 0, got " + maxWait);
         }
+        long budget = Math.min(DurationFormat.saturatedNanos(maxWait), longestWait);
         if (budget > 0 && rule.algorithm().canDelay()) {
             Decision decision = decide(rule.delaying(budget), key, cost);
             if (decision.allowed() && decision.delayNanos() > 0) {
@@ -154,7 +163,7 @@ public final class RateLimiter {
             return decision;
         }
         while (true) {
-            Decision decision = decide(rule, key, cost);
+            Decision decision = decide(budget == 0 ? rejecting : rule, key, cost);
             if (decision.allowed()) {
                 if (decision.delayNanos() > 0) {
                     sleeper.sleep(decision.delayNanos());
@@ -162,11 +171,28 @@ public final class RateLimiter {
                 return decision;
             }
             if (decision.never() || decision.retryAfterNanos() > budget) {
-                return decision;
+                return budget == 0 || decision.never() ? decision : new Decision(false, decision.remaining(),
+                        decision.retryAfterNanos() - budget, decision.resetAfterNanos(), 0, decision.limit(),
+                        decision.limitResetAfterNanos());
             }
             sleeper.sleep(decision.retryAfterNanos());
             budget -= decision.retryAfterNanos();
         }
+    }
+
+    /**
+     * The longest wait {@link #acquire} reserves for: {@link DurationFormat#MAX_NANOS}, or for interval refill
+     * the longest max delay whose debt still fits (Rule checks it). A longer {@code maxWait} means the same.
+     */
+    private static long longestWait(Rule rule) {
+        long longest = DurationFormat.MAX_NANOS;
+        for (Limit limit : rule.limits()) {
+            if (limit.refill() == Refill.INTERVAL) {
+                long refills = (1L << 61) / Math.max(limit.amount(), limit.burst()) - 2;
+                longest = Math.min(longest, refills > longest / limit.periodNanos() ? longest : refills * limit.periodNanos());
+            }
+        }
+        return longest;
     }
 
     /** {@link #acquire(String, long, Duration)} of cost 1. */
@@ -209,6 +235,9 @@ public final class RateLimiter {
 
         /** Adds a limit; several limits stack on each key, all-or-nothing. */
         public Builder limit(Limit limit) {
+            if (limit == null) {
+                throw new IllegalArgumentException("limit must not be null");
+            }
             limits.add(limit);
             return this;
         }
@@ -226,8 +255,11 @@ public final class RateLimiter {
 
         /** Delay mode: a request that fits within {@code maxDelay} is admitted with a delay instead of rejected. */
         public Builder delay(Duration maxDelay) {
+            if (maxDelay == null) {
+                throw new IllegalArgumentException("delay mode needs a max delay, got null");
+            }
             this.mode = Mode.DELAY;
-            this.maxDelayNanos = maxDelay.toNanos();
+            this.maxDelayNanos = DurationFormat.saturatedNanos(maxDelay);
             return this;
         }
 
@@ -255,12 +287,18 @@ public final class RateLimiter {
 
         /** How {@link RateLimiter#acquire} waits (default: the thread sleeps). */
         public Builder sleeper(Sleeper sleeper) {
+            if (sleeper == null) {
+                throw new IllegalArgumentException("sleeper must not be null");
+            }
             this.sleeper = sleeper;
             return this;
         }
 
         /** Adds a listener that hears every decision. */
         public Builder listener(DecisionListener listener) {
+            if (listener == null) {
+                throw new IllegalArgumentException("listener must not be null");
+            }
             listeners.add(listener);
             return this;
         }

@@ -56,7 +56,9 @@ class RateLimiterFacesTest {
         RateLimiter limiter = limiter(Algorithm.FIXED_WINDOW, "2/1s").build();
         limiter.tryAcquire("k", 2);
         clock.advanceNanos(200 * MS);
-        assertThat(limiter.acquire("k", Duration.ofMillis(500)).allowed()).as("800 ms away").isFalse();
+        Decision gaveUp = limiter.acquire("k", Duration.ofMillis(500));
+        assertThat(gaveUp.allowed()).as("800 ms away").isFalse();
+        assertThat(gaveUp.retryAfterNanos()).as("the wait beyond maxWait, as gcra's").isEqualTo(300 * MS);
         assertThat(clock.nanos()).isEqualTo(T0 + 200 * MS);
         Decision admitted = limiter.acquire("k", Duration.ofSeconds(1));
         assertThat(admitted.allowed()).isTrue();
@@ -119,5 +121,98 @@ class RateLimiterFacesTest {
         assertThat(heard).containsExactly("admitted a 2", "rejected a 1", "delayed a 1 500ms", "admitted b 0");
         assertThat(first.allowed()).as("a failing listener changes nothing, and the others still hear").isTrue();
         assertThat(last.get().remaining()).isEqualTo(2);
+    }
+
+    /** A past bug: a maxWait of 0 on a rule in delay mode slept the rule's own max delay. */
+    @Test
+    void acquireWithNoTimeToWaitNeverWaitsWhateverTheRulesDelayMode() throws InterruptedException {
+        RateLimiter limiter = RateLimiter.builder().limit("1/1s").delay(Duration.ofSeconds(2)).clock(clock)
+                .sleeper(Sleeper.advancing(clock)).build();
+        assertThat(limiter.acquire("k", Duration.ZERO).allowed()).isTrue();
+        Decision notNow = limiter.acquire("k", Duration.ZERO);
+        assertThat(notNow.allowed()).isFalse();
+        assertThat(notNow.retryAfterNanos()).isEqualTo(S);
+        assertThat(clock.nanos()).as("nothing slept").isEqualTo(T0);
+        // with time to wait, the shorter of maxWait and the rule's own max delay
+        Decision waited = limiter.acquire("k", Duration.ofSeconds(5));
+        assertThat(waited.allowed()).isTrue();
+        assertThat(waited.delayNanos()).isEqualTo(S);
+        // reserved up to T0 + 2 s: at T0 + 1 s the next waits 1 s, 500 ms beyond a maxWait of 500 ms
+        assertThat(limiter.acquire("k", Duration.ofMillis(500)).retryAfterNanos()).isEqualTo(S / 2);
+    }
+
+    /** "Wait forever" is as long as the rule can ask, not an error about a delay mode the caller never set. */
+    @Test
+    void aMaxWaitBeyondAnyWaitIsTakenAsTheLongest() throws InterruptedException {
+        RateLimiter limiter = limiter(Algorithm.TOKEN_BUCKET, "1/1s").build();
+        limiter.tryAcquire("k");
+        assertThat(limiter.acquire("k", Duration.ofDays(3650)).delayNanos()).isEqualTo(S);
+        assertThat(limiter.acquire("k", Duration.ofSeconds(Long.MAX_VALUE)).delayNanos()).isEqualTo(S);
+        RateLimiter interval = RateLimiter.builder().limit(Limit.parse("1099511627776/1ms refill=interval"))
+                .clock(clock).sleeper(Sleeper.advancing(clock)).build();
+        assertThat(interval.acquire("k", 1, Duration.ofDays(1)).allowed()).isTrue();
+        assertThatThrownBy(() -> limiter.acquire("k", Duration.ofSeconds(-1))).hasMessage("maxWait must be >= 0, got PT-1S");
+        assertThatThrownBy(() -> limiter.acquire("k", null)).hasMessage("maxWait must be >= 0, got null");
+    }
+
+    /**
+     * A past bug: a limiter's clock was read before the key was looked up, so a sweep by another thread at a later
+     * reading could drop the key in between, and the key was decided as fresh at the earlier time: 3 in a window of
+     * 2. Here reading the clock runs such a sweep, as another thread would just after this one read it.
+     */
+    @Test
+    void aKeySweptBetweenReadingTheLimitersClockAndFindingTheKeyIsNotDecidedAsFresh() {
+        AtomicReference<Runnable> onNextRead = new AtomicReference<>();
+        Clock sweeping = () -> {
+            long now = clock.nanos();
+            Runnable sweep = onNextRead.getAndSet(null);
+            if (sweep != null) {
+                sweep.run();
+            }
+            return now;
+        };
+        dev.sluice.store.InMemoryStore store = new dev.sluice.store.InMemoryStore();
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("2/1s").store(store)
+                .clock(sweeping).build();
+        clock.set(T0 + S / 2);
+        assertThat(limiter.tryAcquire("k", 2).allowed()).isTrue();
+        assertThat(limiter.tryAcquire("j", 2).allowed()).isTrue();
+        clock.set(T0 + 999 * MS);
+        onNextRead.set(() -> store.cleanUp(T0 + S)); // "k" and "j" are untouched from T0 + 1 s
+        Decision late = limiter.tryAcquire("k");
+        assertThat(late.allowed()).as("2/1s is used up until T0 + 1 s").isFalse();
+        assertThat(late.retryAfterNanos()).isEqualTo(MS);
+        assertThat(store.size()).as("the sweep dropped both").isZero();
+        // the same through the async face, on a key of its own (the sweep above has dropped "k" for good)
+        clock.set(T0 + 2 * S + S / 2);
+        assertThat(limiter.tryAcquire("j", 2).allowed()).isTrue();
+        clock.set(T0 + 2 * S + 999 * MS);
+        onNextRead.set(() -> store.cleanUp(T0 + 3 * S));
+        assertThat(limiter.tryAcquireAsync("j").toCompletableFuture().join().allowed()).as("async alike").isFalse();
+    }
+
+    @Test
+    void nullsAreRefusedWhereTheyAreGiven() {
+        assertThatThrownBy(() -> RateLimiter.builder().limit((Limit) null)).hasMessage("limit must not be null");
+        assertThatThrownBy(() -> RateLimiter.builder().limit((String) null))
+                .hasMessage("bad limit: null; expected L/P such as 600/1m");
+        assertThatThrownBy(() -> RateLimiter.builder().delay(null)).hasMessage("delay mode needs a max delay, got null");
+        assertThatThrownBy(() -> RateLimiter.builder().sleeper(null)).hasMessage("sleeper must not be null");
+        assertThatThrownBy(() -> RateLimiter.builder().listener(null)).hasMessage("listener must not be null");
+        org.assertj.core.api.Assertions.assertThatCode(() -> RateLimiter.builder().delay(Duration.ofSeconds(Long.MAX_VALUE)))
+                .doesNotThrowAnyException();
+        assertThatThrownBy(() -> RateLimiter.builder().limit("1/1s").delay(Duration.ofSeconds(Long.MAX_VALUE)).build())
+                .hasMessageStartingWith("delay mode needs a max delay of at most");
+    }
+
+    /** Two rules on one key of one store: a clear error, not a ClassCastException from inside an algorithm. */
+    @Test
+    void twoRulesOfDifferentAlgorithmsOnOneKeyAreToldApart() {
+        dev.sluice.store.InMemoryStore store = new dev.sluice.store.InMemoryStore();
+        RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1s").store(store).clock(clock).build().tryAcquire("k");
+        RateLimiter other = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1s").store(store)
+                .clock(clock).build();
+        assertThatThrownBy(() -> other.tryAcquire("k")).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("the key's state was made by another rule than fixed-window");
     }
 }

@@ -169,7 +169,11 @@ public final class Rule {
         if (state != null && (state instanceof KeyState.Stack) != (transitions.length > 1)) {
             throw new IllegalStateException("the key's state was made by another rule than " + this);
         }
-        return transitions.length == 1 ? decideOne(state, now, cost) : decideAll(state, now, cost);
+        try {
+            return transitions.length == 1 ? decideOne(state, now, cost) : decideAll(state, now, cost);
+        } catch (ClassCastException e) { // a state of another algorithm: two rules on one key of one store
+            throw new IllegalStateException("the key's state was made by another rule than " + this, e);
+        }
     }
 
     /**

@@ -2,10 +2,13 @@ package dev.sluice.store;
 
 import dev.sluice.Clock;
 import dev.sluice.Decision;
+import dev.sluice.DurationFormat;
 import dev.sluice.algorithm.KeyState;
 import dev.sluice.algorithm.Rule;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The built-in store: the state of every key in this JVM's heap.
@@ -26,7 +29,10 @@ import java.time.Duration;
  *
  * <p>"Expired" is judged at the time of the request that sweeps, which is not the time of the next request
  * on every other key. When times only go forward (the store's clock, a limiter's clock, {@code simulate}'s
- * ordered traces) that does not matter. But a replay whose requests may come stamped earlier than one
+ * ordered traces) that does not matter, as long as a clock is read once the key has been found: a reading taken
+ * before, on a thread that is then descheduled while another sweeps at a later reading, is earlier than the
+ * sweep's (so the store reads its own clock and a limiter's after the lookup: {@link #decide(Rule, String, long,
+ * Clock)}). But a replay whose requests may come stamped earlier than one
  * already decided on another key would find a key dropped because it had expired by the later time, fresh
  * where its state still counts (a bug a random trace found: a sliding window admitted as if its previous
  * window were empty). For such replays, {@link Builder#outOfOrder} keeps expired keys that much longer for
@@ -68,18 +74,39 @@ public final class InMemoryStore implements Store {
 
     @Override
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
+        boolean ownClock = nowNanos == STORE_CLOCK;
+        // how long before its time a sweep this decision makes judges keys expired (see "Dropping untouched keys")
+        return decide(rule, key, cost, ownClock ? clock : null, nowNanos, ownClock ? 0 : outOfOrderNanos);
+    }
+
+    /** On a limiter's clock, read once the key is found, as the store's own is: times that only go forward. */
+    @Override
+    public Decision decide(Rule rule, String key, long cost, Clock clock) {
+        return decide(rule, key, cost, clock, STORE_CLOCK, 0);
+    }
+
+    @Override
+    public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, Clock clock) {
+        try {
+            return CompletableFuture.completedFuture(decide(rule, key, cost, clock));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * Decides at {@code nowNanos}, or, when {@code decidingClock} is given, at its reading once the key has been
+     * found (or found absent).
+     */
+    private Decision decide(Rule rule, String key, long cost, Clock decidingClock, long nowNanos, long grace) {
         if (key == null || key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
         }
-        boolean ownClock = nowNanos == STORE_CLOCK;
-        Clock decidingClock = ownClock ? clock : null; // read by the table once it has found the key
-        // how long before its time a sweep this decision makes judges keys expired (see "Dropping untouched keys")
-        long grace = ownClock ? 0 : outOfOrderNanos;
         Decision decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
         if (decision != null) {
             return decision;
         }
-        long now = ownClock ? clock.nanos() : nowNanos; // a new key found the store full
+        long now = decidingClock != null ? decidingClock.nanos() : nowNanos; // a new key found the store full
         if (keys.makeRoom(now - grace)) {
             decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
             if (decision != null) {
@@ -150,7 +177,7 @@ public final class InMemoryStore implements Store {
             if (skew.isNegative()) {
                 throw new IllegalArgumentException("out-of-order skew must be >= 0, got " + skew);
             }
-            this.outOfOrderNanos = skew.toNanos();
+            this.outOfOrderNanos = DurationFormat.saturatedNanos(skew);
             return this;
         }
 
