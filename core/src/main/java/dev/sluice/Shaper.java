@@ -27,7 +27,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * decision's {@code delay} is how long the queue ahead of the task takes to drain, so the task's release
  * time is fixed the moment it is accepted. A dispatcher thread hands each task to the executor at its release
  * time ({@link DelayQueue}: earliest first, FIFO among equals). By default the dispatcher runs tasks itself,
- * one after another.
+ * one after another. Handovers are never closer than one task's share of the period ({@code P/L}), so a task
+ * that overruns its turn delays those after it instead of letting them start together (a bug pinned in
+ * ShaperTest: at 10/1s, a task of 600 ms was followed by six starts at once). An executor that refuses a
+ * task (shut down, saturated) fails that task's future with its exception; the shaper goes on.
  */
 public final class Shaper implements AutoCloseable {
     private static final String QUEUE = "queue";
@@ -35,6 +38,8 @@ public final class Shaper implements AutoCloseable {
     private final Rule rule;
     private final InMemoryStore store = new InMemoryStore();
     private final Executor executor;
+    /** The least time between two handovers: one task's share of the period, rounded up. */
+    private final long spacingNanos;
     private final DelayQueue<Release> releases = new DelayQueue<>();
     private final AtomicLong sequence = new AtomicLong();
     private final Thread dispatcher;
@@ -43,6 +48,7 @@ public final class Shaper implements AutoCloseable {
     private Shaper(Limit limit, Executor executor) {
         this.rule = Rule.of(Algorithm.LEAKY_BUCKET, List.of(limit), Mode.SHAPING, 0);
         this.executor = executor;
+        this.spacingNanos = (limit.periodNanos() + limit.amount() - 1) / limit.amount();
         this.dispatcher = new Thread(this::dispatch, "sluice-shaper");
         this.dispatcher.setDaemon(true);
         this.dispatcher.start();
@@ -60,6 +66,9 @@ public final class Shaper implements AutoCloseable {
      *                                    shaper is closed; nothing was queued
      */
     public CompletableFuture<Void> submit(Runnable task) {
+        if (task == null) {
+            throw new IllegalArgumentException("task must not be null");
+        }
         if (closed) {
             throw new RejectedExecutionException("the shaper is closed");
         }
@@ -81,25 +90,45 @@ public final class Shaper implements AutoCloseable {
     }
 
     private void dispatch() {
+        long handedAt = 0;
+        boolean handed = false;
         while (!closed || !releases.isEmpty()) {
             Release release;
             try {
                 release = releases.poll(50, TimeUnit.MILLISECONDS);
+                if (release == null) {
+                    continue;
+                }
+                long early = handed ? handedAt + spacingNanos - System.nanoTime() : 0;
+                if (early > 0) {
+                    TimeUnit.NANOSECONDS.sleep(early); // late after an overrun: one share of the period apart
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
             }
-            if (release != null) {
+            handedAt = System.nanoTime();
+            handed = true;
+            try {
                 executor.execute(release::run);
+            } catch (RuntimeException e) { // refused (RejectedExecutionException), or the executor's own fault
+                release.done.completeExceptionally(e);
             }
         }
     }
 
-    /** Stops accepting work, lets every accepted task run at its turn, and waits for the dispatcher. */
+    /**
+     * Stops accepting work, lets every accepted task run at its turn, and waits for the dispatcher. If the
+     * waiting thread is interrupted it stops waiting (the interrupt stays set); the accepted tasks still run.
+     */
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         closed = true;
-        dispatcher.join();
+        try {
+            dispatcher.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** A task and the {@link System#nanoTime()} at which it may run. */
@@ -141,7 +170,7 @@ public final class Shaper implements AutoCloseable {
     /** The rate and the queue of a {@link Shaper}. */
     public static final class Builder {
         private Limit rate;
-        private long queue;
+        private long queue; // 0: not given
         private Executor executor = Runnable::run;
 
         private Builder() {
@@ -155,12 +184,19 @@ public final class Shaper implements AutoCloseable {
 
         /** How many accepted tasks may wait at most (default: one period's worth, {@code L}). */
         public Builder queue(long capacity) {
+            if (capacity < 1 || capacity > Limit.MAX_AMOUNT) {
+                throw new IllegalArgumentException("queue must be between 1 and " + Limit.MAX_AMOUNT
+                        + " (the tasks that may wait), got " + capacity);
+            }
             this.queue = capacity;
             return this;
         }
 
         /** Where released tasks run (default: on the dispatcher thread, one after another). */
         public Builder executor(Executor executor) {
+            if (executor == null) {
+                throw new IllegalArgumentException("executor must not be null");
+            }
             this.executor = executor;
             return this;
         }

@@ -62,4 +62,62 @@ class ShaperTest {
             next.get(5, TimeUnit.SECONDS);
         }
     }
+
+    /** A past bug: at 10/1s a task of 600 ms was followed by six starts at once, 11 in one second. */
+    @Test
+    void aTaskThatOverrunsItsTurnDelaysTheNextInsteadOfBunchingThem() throws Exception {
+        List<Long> starts = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<CompletableFuture<Void>> done = new ArrayList<>();
+        try (Shaper shaper = Shaper.builder().rate("20/1s").queue(10).build()) {
+            for (int i = 0; i < 6; i++) {
+                boolean slow = i == 0;
+                done.add(shaper.submit(() -> {
+                    starts.add(System.nanoTime());
+                    if (slow) {
+                        try {
+                            Thread.sleep(300); // six turns of 50 ms
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                }));
+            }
+            CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        }
+        for (int i = 1; i < starts.size(); i++) {
+            assertThat(starts.get(i) - starts.get(i - 1)).as("start %d after the one before", i)
+                    .isGreaterThanOrEqualTo(PERIOD);
+        }
+    }
+
+    /** A past bug: an executor that refused a task killed the dispatcher; no future completed again. */
+    @Test
+    void anExecutorThatRefusesATaskFailsThatTaskAndTheShaperGoesOn() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.Executor refusesTheFirst = task -> {
+            if (calls.getAndIncrement() == 0) {
+                throw new RejectedExecutionException("saturated");
+            }
+            task.run();
+        };
+        try (Shaper shaper = Shaper.builder().rate("100/1s").executor(refusesTheFirst).build()) {
+            CompletableFuture<Void> refused = shaper.submit(() -> { });
+            CompletableFuture<Void> next = shaper.submit(() -> { });
+            assertThatThrownBy(() -> refused.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(RejectedExecutionException.class).hasMessageContaining("saturated");
+            assertThat(next.get(5, TimeUnit.SECONDS)).isNull();
+        }
+    }
+
+    @Test
+    void badSettingsAreRefusedNamingThem() {
+        assertThatThrownBy(() -> Shaper.builder().queue(0)).hasMessage("queue must be between 1 and 1099511627776"
+                + " (the tasks that may wait), got 0");
+        assertThatThrownBy(() -> Shaper.builder().queue(-1)).hasMessageStartingWith("queue must be between 1");
+        assertThatThrownBy(() -> Shaper.builder().executor(null)).hasMessage("executor must not be null");
+        assertThatThrownBy(() -> Shaper.builder().build()).hasMessage("a rate is required, such as 10/1s");
+        try (Shaper shaper = Shaper.builder().rate("1/1s").build()) {
+            assertThatThrownBy(() -> shaper.submit(null)).hasMessage("task must not be null");
+        }
+    }
 }
