@@ -205,7 +205,10 @@ public final class AdaptiveLimiter {
 
     /** A request succeeded in {@code latency}; over the target, that is congestion. */
     public void onSuccess(Duration latency) {
-        if (latencyTarget > 0 && latency.toNanos() > latencyTarget) {
+        if (latency == null || latency.isNegative()) {
+            throw new IllegalArgumentException("latency must be >= 0, got " + latency);
+        }
+        if (latencyTarget > 0 && DurationFormat.saturatedNanos(latency) > latencyTarget) {
             onOverload();
         }
     }
@@ -229,6 +232,7 @@ public final class AdaptiveLimiter {
 
     /** The settings of an {@link AdaptiveLimiter}; see its table of parameters. */
     public static final class Builder {
+        private static final long DAY_NANOS = 86_400_000_000_000L;
         private long floor = 1;
         private long ceiling;
         private long initial;
@@ -258,12 +262,12 @@ public final class AdaptiveLimiter {
         }
 
         public Builder period(Duration period) {
-            this.period = period.toNanos();
+            this.period = DurationFormat.saturatedNanos(period);
             return this;
         }
 
         public Builder interval(Duration interval) {
-            this.interval = interval.toNanos();
+            this.interval = DurationFormat.saturatedNanos(interval);
             return this;
         }
 
@@ -277,20 +281,28 @@ public final class AdaptiveLimiter {
             return this;
         }
 
+        /** Latency above this is congestion (default: none; {@link Duration#ZERO} is none too). */
         public Builder latencyTarget(Duration target) {
-            this.latencyTarget = target.toNanos();
+            if (target == null || target.isNegative()) {
+                throw new IllegalArgumentException("latency target must be >= 0, got " + target);
+            }
+            this.latencyTarget = DurationFormat.saturatedNanos(target);
             return this;
         }
 
         public Builder clock(Clock clock) {
+            if (clock == null) {
+                throw new IllegalArgumentException("clock must not be null");
+            }
             this.clock = clock;
             return this;
         }
 
         /** @throws IllegalArgumentException naming the parameter that is out of range */
         public AdaptiveLimiter build() {
-            if (ceiling < 1) {
-                throw new IllegalArgumentException("ceiling must be >= 1, got " + ceiling);
+            if (ceiling < 1 || ceiling > Limit.MAX_AMOUNT) {
+                throw new IllegalArgumentException("ceiling must be between 1 and " + Limit.MAX_AMOUNT + ", got "
+                        + ceiling);
             }
             if (floor < 1 || floor > ceiling) {
                 throw new IllegalArgumentException("floor must be between 1 and the ceiling " + ceiling + ", got " + floor);
@@ -303,7 +315,13 @@ public final class AdaptiveLimiter {
                 throw new IllegalArgumentException("period and interval must be > 0, got " + period + "ns and "
                         + interval + "ns");
             }
-            if (Math.multiplyHigh(ceiling, period) != 0 || ceiling * period > (1L << 62)) {
+            if (period > DurationFormat.MAX_NANOS || interval > DurationFormat.MAX_NANOS) {
+                throw new IllegalArgumentException("period and interval must be at most "
+                        + DurationFormat.format(DurationFormat.MAX_NANOS / DAY_NANOS * DAY_NANOS) + ", got "
+                        + DurationFormat.format(period) + " and " + DurationFormat.format(interval));
+            }
+            // below, not up to: the level and a request's room add up to twice it, which must stay in a long
+            if (Math.multiplyHigh(ceiling, period) != 0 || ceiling * period >= (1L << 62)) {
                 throw new IllegalArgumentException("ceiling × period must be below 2^62, got " + ceiling + " per "
                         + DurationFormat.format(period));
             }

@@ -186,11 +186,17 @@ public final class ConcurrencyLimiter {
 
         /** How long a permit holds its capacity if it is never closed (default 1 minute). */
         public Builder leaseTimeout(Duration timeout) {
-            this.leaseTimeout = timeout.toNanos();
+            if (timeout == null) {
+                throw new IllegalArgumentException("lease timeout must not be null");
+            }
+            this.leaseTimeout = DurationFormat.saturatedNanos(timeout);
             return this;
         }
 
         public Builder clock(Clock clock) {
+            if (clock == null) {
+                throw new IllegalArgumentException("clock must not be null");
+            }
             this.clock = clock;
             return this;
         }

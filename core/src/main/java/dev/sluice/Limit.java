@@ -34,7 +34,10 @@ public record Limit(long amount, long periodNanos, long burst, Refill refill) {
 
     /** {@code amount} per {@code period}, burst = amount, greedy refill. */
     public static Limit of(long amount, Duration period) {
-        return new Limit(amount, period.toNanos(), amount, Refill.GREEDY);
+        if (period == null) {
+            throw new IllegalArgumentException("limit period must not be null");
+        }
+        return new Limit(amount, DurationFormat.saturatedNanos(period), amount, Refill.GREEDY);
     }
 
     /** {@code amount} per {@code periodNanos}, burst = amount, greedy refill. */
@@ -61,6 +64,9 @@ public record Limit(long amount, long periodNanos, long burst, Refill refill) {
      * @throws IllegalArgumentException that quotes the text and says what is wrong with it
      */
     public static Limit parse(String text) {
+        if (text == null) {
+            throw new IllegalArgumentException("bad limit: null; expected L/P such as 600/1m");
+        }
         String[] words = text.trim().split("\\s+");
         int slash = words[0].indexOf('/');
         if (slash <= 0 || slash == words[0].length() - 1) {
@@ -75,7 +81,12 @@ public record Limit(long amount, long periodNanos, long burst, Refill refill) {
                 throw new IllegalArgumentException("period must be > 0, got \"" + periodText + "\"");
             }
             Limit limit = new Limit(amount, period, amount, Refill.GREEDY);
+            java.util.Set<String> given = new java.util.HashSet<>();
             for (int i = 1; i < words.length; i++) {
+                int equals = words[i].indexOf('=');
+                if (equals > 0 && !given.add(words[i].substring(0, equals))) {
+                    throw new IllegalArgumentException(words[i].substring(0, equals) + " is given twice");
+                }
                 limit = limit.withOption(words[i]);
             }
             return limit;
@@ -95,7 +106,7 @@ public record Limit(long amount, long periodNanos, long burst, Refill refill) {
     }
 
     private static long parseWhole(String text, String what) {
-        if (text.isEmpty() || !text.chars().allMatch(Character::isDigit)) {
+        if (text.isEmpty() || !text.chars().allMatch(c -> c >= '0' && c <= '9')) { // ASCII: not ٥, not ５
             throw new IllegalArgumentException(what + " must be a whole number >= 1, got \"" + text + "\"");
         }
         try {

@@ -7,8 +7,11 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class ManualClock implements Clock {
     private final AtomicLong nanos;
 
-    /** A clock standing at {@code nanos} since the epoch. */
+    /** A clock standing at {@code nanos} since the epoch (not before it). */
     public ManualClock(long nanos) {
+        if (nanos < 0) {
+            throw new IllegalArgumentException("time must be >= 0ns since the epoch, got " + nanos + "ns");
+        }
         this.nanos = new AtomicLong(nanos);
     }
 
@@ -31,14 +34,18 @@ public final class ManualClock implements Clock {
     }
 
     public void advance(Duration duration) {
-        advanceNanos(duration.toNanos());
+        advanceNanos(DurationFormat.saturatedNanos(duration));
     }
 
     public void advanceNanos(long nanos) {
         if (nanos < 0) {
             throw new IllegalArgumentException("time may not go backwards: advance by " + nanos + "ns");
         }
-        this.nanos.addAndGet(nanos);
+        long before = this.nanos.getAndUpdate(now -> now + nanos < 0 ? now : now + nanos);
+        if (before + nanos < 0) {
+            throw new IllegalArgumentException("time would pass the last nanosecond a long holds: " + before
+                    + "ns advanced by " + nanos + "ns");
+        }
     }
 
     @Override

@@ -172,7 +172,20 @@ class AdaptiveLimiterTest {
 
     @Test
     void refusesBadParameters() {
-        assertThatThrownBy(() -> AdaptiveLimiter.builder().build()).hasMessage("ceiling must be >= 1, got 0");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().build())
+                .hasMessage("ceiling must be between 1 and 1099511627776, got 0");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(1L << 41).period(Duration.ofNanos(1)).build())
+                .hasMessage("ceiling must be between 1 and 1099511627776, got 2199023255552");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(1).period(Duration.ofDays(4000)).build())
+                .hasMessageStartingWith("period and interval must be at most 3335d");
+        // a past bug: exactly 2^62 was accepted, and the level wrapped: four requests of 2^31 admitted in a bucket of one
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(1L << 31).period(Duration.ofNanos(1L << 31)).build())
+                .hasMessage("ceiling × period must be below 2^62, got 2147483648 per 2147483648ns");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).latencyTarget(Duration.ofSeconds(-1)))
+                .hasMessage("latency target must be >= 0, got PT-1S");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().clock(null)).hasMessage("clock must not be null");
+        AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(10).build();
+        assertThatThrownBy(() -> limiter.onSuccess(Duration.ofSeconds(-5))).hasMessage("latency must be >= 0, got PT-5S");
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).floor(20).build())
                 .hasMessage("floor must be between 1 and the ceiling 10, got 20");
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).decrease(1.5).build())

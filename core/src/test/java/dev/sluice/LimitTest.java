@@ -44,6 +44,10 @@ class LimitTest {
             "10/1m burst=0; bad limit \"10/1m burst=0\": burst must be between 1 and 1099511627776, got 0",
             "10/1m refill=sometimes; bad limit \"10/1m refill=sometimes\": unknown refill \"sometimes\": expected greedy or interval",
             "10/1m jitter=1; bad limit \"10/1m jitter=1\": unknown option \"jitter=1\": expected burst=B or refill=greedy|interval",
+            "10/1m burst=5 burst=7; bad limit \"10/1m burst=5 burst=7\": burst is given twice",
+            "10/1m refill=greedy refill=interval; bad limit \"10/1m refill=greedy refill=interval\": refill is given twice",
+            "\u0665/1s; bad limit \"\u0665/1s\": amount must be a whole number >= 1, got \"\u0665\"",
+            "10/\uFF11s; bad limit \"10/\uFF11s\": bad duration \"\uFF11s\": expected a whole number and a unit (ms, s, m, h, d) such as 10s",
     })
     void refusesBadTextNamingIt(String text, String message) {
         assertThatThrownBy(() -> Limit.parse(text)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);

@@ -18,6 +18,12 @@ class ManualClockTest {
         assertThatThrownBy(() -> clock.set(199)).hasMessage("time may not go backwards: 199ns is before 200ns");
         assertThatThrownBy(() -> clock.advanceNanos(-1)).hasMessage("time may not go backwards: advance by -1ns");
         assertThat(clock.nanos()).isEqualTo(200);
+        assertThatThrownBy(() -> new ManualClock(-1)).hasMessage("time must be >= 0ns since the epoch, got -1ns");
+        // past the last nanosecond a long holds it would wrap to a time before the epoch: refused, unmoved
+        assertThatThrownBy(() -> clock.advanceNanos(Long.MAX_VALUE)).hasMessage("time would pass the last nanosecond"
+                + " a long holds: 200ns advanced by 9223372036854775807ns");
+        assertThatThrownBy(() -> clock.advance(Duration.ofSeconds(Long.MAX_VALUE))).hasMessageStartingWith("time would pass");
+        assertThat(clock.nanos()).isEqualTo(200);
     }
 
     @Test

@@ -371,8 +371,11 @@ public final class Policies {
             throw new BadRequest("header " + policy.costHeader() + " (the cost of policy " + policy.name()
                     + "): given " + given + " times; a cost is given once");
         }
+        String digits = value.trim();
         try {
-            long cost = Long.parseLong(value.trim());
+            // ASCII digits only: Long.parseLong also reads "+5" and "٥", which the upstream may read otherwise
+            long cost = digits.isEmpty() || !digits.chars().allMatch(c -> c >= '0' && c <= '9') ? -1
+                    : Long.parseLong(digits);
             if (cost >= 0) {
                 return cost;
             }

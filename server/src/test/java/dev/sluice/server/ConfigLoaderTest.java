@@ -112,6 +112,13 @@ class ConfigLoaderTest {
                 .isInstanceOf(ConfigException.class).hasMessage(message);
     }
 
+    @Test
+    void aNumberInDigitsOfAnotherScriptIsRefused() {
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "policies:\n  - name: p\n    key: [ip]\n"
+                + "    algorithm: gcra\n    limits: [1/1s]\n    burst: \u0665\n")).isInstanceOf(ConfigException.class)
+                .hasMessage("t.yaml:6: policies[0].burst: expected a whole number >= 1, got \"\u0665\"");
+    }
+
     /** A past bug: a control character was reported on line 1, wherever it was. */
     @Test
     void aCharacterYamlDoesNotAllowIsReportedOnItsLine() {

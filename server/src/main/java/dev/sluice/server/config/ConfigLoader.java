@@ -600,7 +600,8 @@ public final class ConfigLoader {
     long whole(Node node, String field, long least) throws ConfigException {
         String text = scalar(node, field);
         try {
-            long value = Long.parseLong(text);
+            // ASCII digits: Long.parseLong also reads "٥" (and "+5", which YAML writes as 5 anyway)
+            long value = text.matches("-?[0-9]+") ? Long.parseLong(text) : least - 1;
             if (value >= least) {
                 return value;
             }

@@ -118,7 +118,7 @@ public final class TrustedProxies {
         }
         int ip = 0;
         for (String part : parts) {
-            if (part.isEmpty() || part.length() > 3 || !part.chars().allMatch(Character::isDigit)) {
+            if (part.isEmpty() || part.length() > 3 || !part.chars().allMatch(c -> c >= '0' && c <= '9')) {
                 return null;
             }
             int octet = Integer.parseInt(part);

@@ -204,6 +204,14 @@ class CheckRequestTest {
         assertThat(bad.statusCode()).isEqualTo(400);
         assertThat(JSON.readTree(bad.body()).get("error").asText())
                 .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"-2\"");
+        // ASCII digits only: Long.parseLong would read these as 5, where an upstream may read them otherwise
+        for (String odd : new String[] {"+5", "\u0665", "\uFF15"}) {
+            HttpResponse<String> refused = post("{\"method\":\"GET\",\"path\":\"/search?user=u1\",\"headers\":{\"X-Cost\":\""
+                    + odd + "\"}}");
+            assertThat(refused.statusCode()).as(odd).isEqualTo(400);
+            assertThat(JSON.readTree(refused.body()).get("error").asText()).isEqualTo("header X-Cost (the cost of policy"
+                    + " weighted): expected a whole number >= 0, got \"" + odd + "\"");
+        }
         String peek = "{\"method\":\"GET\",\"path\":\"/search?user=u1\",\"headers\":{\"X-Cost\":\"0\"}}";
         assertThat(JSON.readTree(post(peek).body()).get("remaining").asLong()).as("the bad one took nothing").isEqualTo(3);
     }

@@ -45,6 +45,9 @@ class TrustedProxiesTest {
         assertThat(TrustedProxies.isAddress("localhost")).isFalse();
         assertThat(TrustedProxies.isAddress("dead:beef:cafe")).isFalse();
         assertThat(TrustedProxies.isAddress("")).isFalse();
+        // digits of other scripts are not an address, though Integer.parseInt reads them as 127
+        assertThat(TrustedProxies.isAddress("\u0661\u0662\u0667.0.0.1")).isFalse();
+        assertThat(proxies.client("10.0.0.1", List.of("\u0661\u0662\u0667.0.0.1"))).isEqualTo("10.0.0.1");
     }
 
     @org.junit.jupiter.api.Test
