@@ -45,6 +45,8 @@ public final class RateLimiter {
     /** {@link #rule} without its own delay mode: what {@link #acquire} with no time to wait decides by. */
     private final Rule rejecting;
     private final long longestWait;
+    /** The rule of the last {@code maxWait} {@link #acquire} reserved with (racy, and harmless: any is right). */
+    private volatile Delaying lastDelaying;
     private final Store store;
     private final Clock clock;
 
@@ -54,7 +56,7 @@ public final class RateLimiter {
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
         this.rejecting = rule.mode() == Mode.DELAY ? Rule.of(rule.algorithm(), rule.limits()) : rule;
-        this.longestWait = longestWait(rule);
+        this.longestWait = Math.min(longestWait(rule), store.longestDelayNanos());
         this.store = store;
         this.clock = clock;
         this.sleeper = sleeper;
@@ -156,7 +158,7 @@ public final class RateLimiter {
         }
         long budget = Math.min(DurationFormat.saturatedNanos(maxWait), longestWait);
         if (budget > 0 && rule.algorithm().canDelay()) {
-            Decision decision = decide(rule.delaying(budget), key, cost);
+            Decision decision = decide(delaying(budget), key, cost);
             if (decision.allowed() && decision.delayNanos() > 0) {
                 sleeper.sleep(decision.delayNanos());
             }
@@ -178,6 +180,24 @@ public final class RateLimiter {
             sleeper.sleep(decision.retryAfterNanos());
             budget -= decision.retryAfterNanos();
         }
+    }
+
+    /**
+     * {@link Rule#delaying} of {@code budget}, the same object while callers keep asking with one {@code maxWait}:
+     * a store keeps what it works out per rule (the Redis store its calls and remembered rejections), and a new rule
+     * a call would fill and churn that (a bug pinned in RateLimiterFacesTest).
+     */
+    private Rule delaying(long budget) {
+        Delaying last = lastDelaying;
+        if (last != null && last.budget() == budget) {
+            return last.rule();
+        }
+        Rule made = rule.delaying(budget);
+        lastDelaying = new Delaying(budget, made);
+        return made;
+    }
+
+    private record Delaying(long budget, Rule rule) {
     }
 
     /**

@@ -64,6 +64,15 @@ public interface Store {
     default void check(Rule rule) {
     }
 
+    /**
+     * The longest max delay a rule in delay mode may have on this store: how long {@code RateLimiter.acquire}
+     * reserves for at most, however long its {@code maxWait}. {@code DurationFormat.MAX_NANOS} unless the store
+     * says less (the Redis store: 2^52 ns, about 52 days).
+     */
+    default long longestDelayNanos() {
+        return dev.sluice.DurationFormat.MAX_NANOS;
+    }
+
     /** Forgets {@code key}: its next request finds it untouched. */
     void reset(Rule rule, String key);
 }

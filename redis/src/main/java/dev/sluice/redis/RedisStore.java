@@ -29,6 +29,9 @@ import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.NettyCustomizer;
 import io.netty.channel.Channel;
 import io.netty.handler.flush.FlushConsolidationHandler;
+import io.netty.util.HashedWheelTimer;
+import io.netty.util.Timer;
+import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -44,6 +47,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
@@ -241,12 +245,13 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     private static RedisStore open(Builder settings) {
         String uri = settings.uri;
-        boolean cluster = uri.startsWith("redis-cluster://");
         // the addresses are read before anything is started, so a bad one leaves nothing running behind it
         List<RedisURI> seeds = addresses(uri, settings.timeout);
+        boolean cluster = uri.startsWith("redis-cluster://");
         TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
-        ClientResources resources = ClientResources.builder().nettyCustomizer(new NettyCustomizer() {
+        Timer timer = timerFor(settings.timeout);
+        ClientResources resources = ClientResources.builder().timer(timer).nettyCustomizer(new NettyCustomizer() {
             /**
              * Many callers share a connection: their commands are flushed together, once per turn of the
              * connection's event loop, instead of one write each. Redis then reads several in one go, as from a
@@ -264,14 +269,33 @@ public final class RedisStore implements Store, AutoCloseable {
                     .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                             .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
                     .build());
-            List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-            return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, true);
+            Runnable shutdown = () -> {
+                client.shutdown();
+                timer.stop();
+            };
+            List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
+            return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, true);
         }
         RedisClient client = RedisClient.create(resources, seeds.get(0));
         client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
-        List<Lane> lanes = connect(resources, client::shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-        return new RedisStore(settings, () -> shutDown(client::shutdown, resources), lanes, false);
+        Runnable shutdown = () -> {
+            client.shutdown();
+            timer.stop();
+        };
+        List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
+        return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, false);
+    }
+
+    /**
+     * The timer that ends each command Redis does not answer in time ({@link TimeoutOptions}): one tick a
+     * twentieth of the timeout, at least 1 ms. Lettuce's own ticks every 100 ms, so a call with a 50 ms timeout
+     * ended after 50 to 150 ms (a bug pinned in RedisFaultTest); the batched gcra calls watch their own deadline.
+     */
+    private static Timer timerFor(Duration timeout) {
+        long tickNanos = Math.max(1_000_000L, timeout.toNanos() / 20);
+        return new HashedWheelTimer(new DefaultThreadFactory("sluice-redis-timeouts", true), tickNanos,
+                TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -285,10 +309,23 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     private static List<RedisURI> addresses(String uri, Duration timeout) {
+        if (uri == null) {
+            throw new IllegalArgumentException("bad Redis address: null; expected redis://host:port[/db] or"
+                    + " redis-cluster://host:port,host:port");
+        }
         List<RedisURI> seeds = new ArrayList<>();
         if (uri.startsWith("redis-cluster://")) {
-            for (String node : uri.substring("redis-cluster://".length()).split(",")) {
-                seeds.add(address("redis://" + node.trim(), uri, timeout));
+            for (String node : uri.substring("redis-cluster://".length()).split(",", -1)) {
+                if (node.isBlank()) {
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
+                            + " between commas; expected redis-cluster://host:port,host:port");
+                }
+                RedisURI seed = address("redis://" + node.trim(), uri, timeout);
+                if (seed.getDatabase() != 0) {
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Cluster has only"
+                            + " database 0, got /" + seed.getDatabase());
+                }
+                seeds.add(seed);
             }
         } else if (uri.startsWith("redis://")) {
             seeds.add(address(uri, uri, timeout));
@@ -305,6 +342,15 @@ public final class RedisStore implements Store, AutoCloseable {
      * written {@code ****}. Everything before the last {@code @} is credentials: a host, port or database has none.
      */
     public static String shown(String uri) {
+        if (uri.startsWith("redis-cluster://") && uri.indexOf(',') > 0) {
+            // each node may carry its own credentials: each hidden on its own, so no node disappears
+            StringBuilder nodes = new StringBuilder("redis-cluster://");
+            String[] each = uri.substring("redis-cluster://".length()).split(",", -1);
+            for (int i = 0; i < each.length; i++) {
+                nodes.append(i == 0 ? "" : ",").append(shown(each[i]));
+            }
+            return nodes.toString();
+        }
         Matcher credentials = CREDENTIALS.matcher(uri);
         if (!credentials.find()) {
             return uri;
@@ -312,6 +358,9 @@ public final class RedisStore implements Store, AutoCloseable {
         String user = credentials.group(2);
         return credentials.group(1) + (user == null ? "" : user + ":") + "****@" + uri.substring(credentials.end());
     }
+
+    /** The port of a node {@code redis://[credentials@]host[:port][/db]}: what follows the host's last colon. */
+    private static final Pattern PORT = Pattern.compile("^redis://(?:.*@)?(?:\\[[^\\]]*\\]|[^:/@\\[]*):([^/?]*)");
 
     /** The scheme (if any), then an optional user and its colon, then the password, to the last @. */
     private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?.*@");
@@ -348,6 +397,15 @@ public final class RedisStore implements Store, AutoCloseable {
     private static final Duration HANDSHAKE = Duration.ofSeconds(2);
 
     private static RedisURI address(String node, String uri, Duration timeout) {
+        // the port as written: Lettuce reads "host:0" and "host:" as 6379, and "host:abc" as a host of that name
+        Matcher port = PORT.matcher(node);
+        if (port.find()) {
+            String written = port.group(1);
+            if (!written.matches("[0-9]{1,5}") || Integer.parseInt(written) < 1 || Integer.parseInt(written) > 65535) {
+                throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": port \"" + written
+                        + "\" of " + shown(node).substring("redis://".length()) + ": expected 1 to 65535");
+            }
+        }
         try {
             RedisURI address = RedisURI.create(node);
             // the URI's timeout bounds the connection handshake; each call is bounded by TimeoutOptions instead
@@ -556,10 +614,16 @@ public final class RedisStore implements Store, AutoCloseable {
         while (failure instanceof CompletionException && failure.getCause() != null) {
             failure = failure.getCause();
         }
-        failures.increment();
+        counted(failure);
         if (raiseFailures) {
             throw new StoreUnavailableException("Redis did not answer: " + failure.getMessage(), failure);
         }
+        return fallback(rule, cost, nowNanos);
+    }
+
+    /** Counts a call Redis did not answer, as a failure, a timeout if it was one, and in the breaker. */
+    private void counted(Throwable failure) {
+        failures.increment();
         Throwable cause = failure.getCause() != null && !(failure instanceof RedisCommandTimeoutException)
                 ? failure.getCause() : failure;
         if (failure instanceof RedisCommandTimeoutException || cause instanceof RedisCommandTimeoutException) {
@@ -568,7 +632,6 @@ public final class RedisStore implements Store, AutoCloseable {
         if (breaker.failed(failure)) {
             breakerOpenings.increment();
         }
-        return fallback(rule, cost, nowNanos);
     }
 
     /** The decision of the failure policy: admitted as an untouched key, or rejected until the next try. */
@@ -720,8 +783,8 @@ public final class RedisStore implements Store, AutoCloseable {
                 Integer.toString(rule.mode().ordinal()), Long.toString(rule.maxDelayNanos()), "",
                 Integer.toString(rule.limits().size())));
         if (rule.maxDelayNanos() >= HALF_EXACT) {
-            throw new IllegalArgumentException("max delay " + rule.maxDelayNanos()
-                    + "ns is too long for the Redis store: at most 2^52 ns (52 days)");
+            throw new IllegalArgumentException("max delay " + dev.sluice.DurationFormat.format(rule.maxDelayNanos())
+                    + " is too long for the Redis store: at most 2^52 ns (52 days)");
         }
         for (Limit limit : rule.limits()) {
             checkFits(limit, rule.algorithm());
@@ -791,7 +854,19 @@ public final class RedisStore implements Store, AutoCloseable {
         if (byKey != null) {
             byKey.remove(key);
         }
-        lanes.get(lane()).keys().del(redisKey(check(key)));
+        String redisKey = redisKey(check(key));
+        try {
+            lanes.get(lane()).keys().del(redisKey);
+        } catch (RuntimeException e) { // a timeout, a connection lost: counted as any call Redis did not answer
+            counted(e);
+            throw new StoreUnavailableException("Redis did not answer: " + e.getMessage(), e);
+        }
+    }
+
+    /** 2^52 ns (about 52 days), less one: the longest max delay the scripts keep exact (see ruleArguments). */
+    @Override
+    public long longestDelayNanos() {
+        return HALF_EXACT - 1;
     }
 
     @Override
@@ -822,10 +897,10 @@ public final class RedisStore implements Store, AutoCloseable {
             this.uri = uri;
         }
 
-        /** How long a decision waits for Redis (default 50 ms). */
+        /** How long a decision waits for Redis (default 50 ms; at most a day). */
         public Builder timeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException("timeout must be > 0, got " + timeout);
+            if (timeout == null || timeout.isNegative() || timeout.isZero() || timeout.compareTo(Duration.ofDays(1)) > 0) {
+                throw new IllegalArgumentException("timeout must be > 0 and at most a day, got " + timeout);
             }
             this.timeout = timeout;
             return this;
@@ -833,14 +908,19 @@ public final class RedisStore implements Store, AutoCloseable {
 
         /** What a decision Redis did not answer becomes (default {@link FailurePolicy#OPEN}). */
         public Builder onFailure(FailurePolicy policy) {
+            if (policy == null) {
+                throw new IllegalArgumentException("a failure policy is required: OPEN or CLOSED");
+            }
             this.onFailure = policy;
             return this;
         }
 
         /** After {@code failures} failures in a row, stop calling Redis for {@code openFor} (default 3, 1 s). */
         public Builder breaker(int failures, Duration openFor) {
-            if (failures < 1 || openFor.isNegative() || openFor.isZero()) {
-                throw new IllegalArgumentException("the breaker needs failures >= 1 and a time > 0, got " + failures
+            if (failures < 1 || openFor == null || openFor.isNegative() || openFor.isZero()
+                    || openFor.compareTo(Duration.ofDays(1)) > 0) {
+                throw new IllegalArgumentException("the breaker needs failures >= 1 and a time > 0 and at most a day,"
+                        + " got " + failures
                         + " and " + openFor);
             }
             this.breakerFailures = failures;

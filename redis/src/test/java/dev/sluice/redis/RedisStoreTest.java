@@ -189,7 +189,60 @@ class RedisStoreTest {
                         + " are written percent-encoded: %20 for a space)")
                 .hasNoCause();
         assertThatThrownBy(() -> RedisStore.connect("redis://localhost:99999"))
-                .hasMessage("bad Redis address \"redis://localhost:99999\": Port out of range: 99999");
+                .hasMessage("bad Redis address \"redis://localhost:99999\": port \"99999\" of localhost:99999: expected 1"
+                        + " to 65535");
+    }
+
+    /**
+     * A past bug: Lettuce reads {@code host:0} and {@code host:} as port 6379, so the store connected to whatever
+     * Redis listened there, and {@code host:abc} as a host of that name; each is now refused before anything starts.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
+            "redis://127.0.0.1:0|bad Redis address \"redis://127.0.0.1:0\": port \"0\" of 127.0.0.1:0: expected 1 to 65535",
+            "redis://127.0.0.1:|bad Redis address \"redis://127.0.0.1:\": port \"\" of 127.0.0.1:: expected 1 to 65535",
+            "redis://127.0.0.1:abc|bad Redis address \"redis://127.0.0.1:abc\": port \"abc\" of 127.0.0.1:abc: expected 1 to 65535",
+            "redis://127.0.0.1:-5|bad Redis address \"redis://127.0.0.1:-5\": port \"-5\" of 127.0.0.1:-5: expected 1 to 65535",
+            "redis://:s3cret@[::1]:0/2|bad Redis address \"redis://:****@[::1]:0/2\": port \"0\" of :****@[::1]:0/2: expected 1 to 65535",
+            "redis-cluster://127.0.0.1:7000,|bad Redis address \"redis-cluster://127.0.0.1:7000,\": a node is missing between commas; expected redis-cluster://host:port,host:port",
+            "redis-cluster://127.0.0.1:7000/3|bad Redis address \"redis-cluster://127.0.0.1:7000/3\": a Cluster has only database 0, got /3",
+            "redis-cluster://:a@h1:1,:b@h2:x|bad Redis address \"redis-cluster://:****@h1:1,:****@h2:x\": port \"x\" of :****@h2:x: expected 1 to 65535",
+    })
+    void anAddressLettuceWouldMisreadIsRefusedNamingIt(String uri, String message) {
+        assertThatThrownBy(() -> RedisStore.checkAddress(uri)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(message);
+        assertThatThrownBy(() -> RedisStore.connect(uri)).hasMessage(message);
+    }
+
+    /**
+     * Past bugs: {@code acquire} with a long maxWait threw on Redis for a max delay the rule never declared, and
+     * each {@code acquire} made a new rule, which filled the store's per-rule calls and cleared them every 1,024.
+     */
+    @Test
+    void acquireReservesWithinWhatRedisKeepsExactAndReusesItsRule() throws Exception {
+        try (RedisServer fresh = RedisServer.start(); RedisStore own = RedisStore.connect(fresh.uri())) {
+            RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1s").store(own)
+                    .sleeper(nanos -> { }).build();
+            assertThat(limiter.acquire("k", Duration.ofDays(60)).allowed()).isTrue();
+            for (int i = 0; i < 2_000; i++) {
+                limiter.acquire("key-" + i, Duration.ofMillis(100));
+            }
+            assertThat(own.rulesKept()).as("the limiter's rule and one delaying rule per maxWait").isLessThanOrEqualTo(3);
+        }
+    }
+
+    @Test
+    void badSettingsAreRefusedBeforeAnythingStarts() {
+        RedisStore.Builder builder = RedisStore.builder("redis://127.0.0.1:1");
+        assertThatThrownBy(() -> builder.timeout(null)).hasMessage("timeout must be > 0 and at most a day, got null");
+        assertThatThrownBy(() -> builder.timeout(Duration.ofSeconds(Long.MAX_VALUE)))
+                .hasMessageStartingWith("timeout must be > 0 and at most a day, got PT");
+        assertThatThrownBy(() -> builder.breaker(1, Duration.ofSeconds(Long.MAX_VALUE)))
+                .hasMessageStartingWith("the breaker needs failures >= 1 and a time > 0 and at most a day, got 1 and PT");
+        assertThatThrownBy(() -> builder.breaker(1, null)).hasMessageStartingWith("the breaker needs");
+        assertThatThrownBy(() -> builder.onFailure(null)).hasMessage("a failure policy is required: OPEN or CLOSED");
+        assertThatThrownBy(() -> RedisStore.connect(null)).hasMessage("bad Redis address: null; expected"
+                + " redis://host:port[/db] or redis-cluster://host:port,host:port");
     }
 
     /** The counts of INFO commandstats, by command. */
