@@ -74,4 +74,12 @@ final class CircuitBreaker {
     boolean isOpen() {
         return open;
     }
+
+    int threshold() {
+        return threshold;
+    }
+
+    long openNanos() {
+        return openNanos;
+    }
 }

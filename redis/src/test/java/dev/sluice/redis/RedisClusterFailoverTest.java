@@ -6,12 +6,14 @@ import dev.sluice.RateLimiter;
 import dev.sluice.testkit.redis.RedisCluster;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -73,6 +75,72 @@ class RedisClusterFailoverTest {
                 assertThat(oneAnHour(algorithm, exacting).tryAcquire(key, 0).remaining()).isZero();
             }
             assertThat(store.counts().failures()).isPositive();
+        }
+    }
+
+    /**
+     * A past bug: one breaker served every master. While one master hung and the others answered, their successes
+     * kept it from opening, so each decision on the hung master's keys cost a timeout; and once it opened (three
+     * failures in a row), it decided the other masters' keys by the policy too: here a second request an hour,
+     * admitted. Each master now has its own.
+     */
+    @Test
+    void aHangingMasterOpensItsOwnBreakerAndTheOthersKeepDeciding() throws Exception {
+        try (RedisCluster cluster = RedisCluster.start(3);
+             RedisStore store = RedisStore.builder(cluster.uri()).timeout(Duration.ofMillis(100))
+                     .breaker(3, Duration.ofSeconds(5)).build()) {
+            RateLimiter limiter = oneAnHour(Algorithm.FIXED_WINDOW, store);
+            RedisServer hanging = cluster.masterOf("sluice:{hung-0}");
+            String elsewhere = null;
+            for (int i = 0; elsewhere == null; i++) {
+                if (cluster.masterOf("sluice:{other-" + i + "}") != hanging) {
+                    elsewhere = "other-" + i;
+                }
+            }
+            // the key elsewhere is used once, through Redis (and the store learns the topology)
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (limiter.tryAcquire(elsewhere, 0).remaining() != 0) {
+                limiter.tryAcquire(elsewhere);
+                assertThat(System.nanoTime()).as("Redis decides within 20 s").isLessThan(deadline);
+            }
+            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
+                try (Resp resp = hanging.connect()) {
+                    return resp.call("DEBUG", "SLEEP", "1.9"); // under the Cluster's node timeout of 2 s: no failover
+                } catch (Exception e) {
+                    return e;
+                }
+            });
+            awaitHanging(hanging);
+            for (int i = 0; i < 3; i++) {
+                long start = System.nanoTime();
+                assertThat(limiter.tryAcquire("hung-0").allowed()).as("failing open").isTrue();
+                // the first is also the first command to that node: a past bug waited out the connection's
+                // handshake (up to 2 s) instead of the timeout
+                assertThat(System.nanoTime() - start).as("a timeout, not the hang").isLessThan(TimeUnit.MILLISECONDS.toNanos(1000));
+            }
+            assertThat(store.counts().breakerOpenings()).as("the hung master's breaker opened: %s", store.counts()).isEqualTo(1);
+            long start = System.nanoTime();
+            limiter.tryAcquire("hung-0");
+            assertThat(System.nanoTime() - start).as("short-circuited, not a timeout").isLessThan(TimeUnit.MILLISECONDS.toNanos(100));
+            assertThat(store.counts().shortCircuited()).isEqualTo(1);
+            assertThat(limiter.tryAcquire(elsewhere).allowed()).as("decided by its own master: used up").isFalse();
+            assertThat(store.counts().shortCircuited()).as("the other master was asked").isEqualTo(1);
+            assertThat(store.healthy()).isFalse();
+            sleeping.get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Waits until {@code node} is hanging: a PING on a fresh connection goes unanswered for 300 ms. */
+    private static void awaitHanging(RedisServer node) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try (Resp resp = new Resp("127.0.0.1", node.port(), 300)) {
+                resp.call("PING");
+            } catch (java.net.SocketTimeoutException hanging) {
+                return;
+            }
+            assertThat(System.nanoTime()).as("the node hangs within 10 s").isLessThan(deadline);
+            Thread.sleep(20);
         }
     }
 

@@ -207,6 +207,7 @@ class RedisStoreTest {
             "redis-cluster://127.0.0.1:7000,|bad Redis address \"redis-cluster://127.0.0.1:7000,\": a node is missing between commas; expected redis-cluster://host:port,host:port",
             "redis-cluster://127.0.0.1:7000/3|bad Redis address \"redis-cluster://127.0.0.1:7000/3\": a Cluster has only database 0, got /3",
             "redis-cluster://:a@h1:1,:b@h2:x|bad Redis address \"redis-cluster://:****@h1:1,:****@h2:x\": port \"x\" of :****@h2:x: expected 1 to 65535",
+            "redis-cluster://:pa,ss@h1:1,h2:x|bad Redis address \"redis-cluster://:****@h1:1,h2:x\": a part between commas is not a node [credentials@]host:port (a comma in a password is written %2C)",
     })
     void anAddressLettuceWouldMisreadIsRefusedNamingIt(String uri, String message) {
         assertThatThrownBy(() -> RedisStore.checkAddress(uri)).isInstanceOf(IllegalArgumentException.class)
@@ -229,6 +230,28 @@ class RedisStoreTest {
             }
             assertThat(own.rulesKept()).as("the limiter's rule and one delaying rule per maxWait").isLessThanOrEqualTo(3);
         }
+    }
+
+    /** A past bug: an address with a password and no port was refused, its password quoted as the port. */
+    @Test
+    void anAddressWithCredentialsAndNoPortIsRead() {
+        for (String uri : List.of("redis://:s3cret@redis-host", "redis://user:pw@host/0", "redis://:pw@[::1]",
+                "redis://admin:p@ss:w0rd@10.0.0.1", "redis://:pw@host:6380/2?timeout=5s")) {
+            org.assertj.core.api.Assertions.assertThatCode(() -> RedisStore.checkAddress(uri)).as(uri)
+                    .doesNotThrowAnyException();
+        }
+    }
+
+    /** A remembered rejection is forgotten by a reset, whichever of the limiter's rules remembered it. */
+    @Test
+    void aResetForgetsRejectionsRememberedForAcquireToo() throws Exception {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").store(store)
+                .sleeper(nanos -> { }).build();
+        String key = "reset-" + System.nanoTime();
+        assertThat(limiter.acquire(key, Duration.ofMillis(100)).allowed()).isTrue();
+        assertThat(limiter.acquire(key, Duration.ofMillis(100)).allowed()).as("remembered under the delaying rule").isFalse();
+        limiter.reset(key);
+        assertThat(limiter.acquire(key, Duration.ofMillis(100)).allowed()).as("asked again, and untouched").isTrue();
     }
 
     @Test
