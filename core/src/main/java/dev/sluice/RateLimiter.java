@@ -144,11 +144,13 @@ public final class RateLimiter {
      * taken as it is admitted: it is slept whatever {@code maxWait} (a queue of {@code burst} never holds a
      * request longer than it takes to drain {@code burst}).
      *
-     * @param maxWait how long the caller may wait; longer than the longest wait the rule can ask (years) is the
-     *                same as that
+     * @param maxWait how long the caller may wait. Token-bucket and gcra reserve for at most what the rule and the
+     *                store keep exact: about 9 years in memory (less for interval refill of a great amount), 52
+     *                days on Redis; a longer {@code maxWait} is the same as that
      * @return the decision: admitted once the wait is over, or rejected (nothing taken) when the wait would
-     *         pass {@code maxWait}, its {@code retry_after} then the wait beyond {@code maxWait} (after which the
-     *         same call is admitted), or when the cost can never fit
+     *         pass {@code maxWait}, its {@code retry_after} then the wait beyond {@code maxWait} (or beyond the
+     *         rule's own max delay, when a delay-mode rule has a shorter one: after it, the same call is
+     *         admitted), or when the cost can never fit
      * @throws InterruptedException if the thread is interrupted while waiting; a cost already reserved is
      *                              not given back
      */
@@ -156,9 +158,11 @@ public final class RateLimiter {
         if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be >= 0, got " + maxWait);
         }
-        long budget = Math.min(DurationFormat.saturatedNanos(maxWait), longestWait);
+        long budget = Math.min(DurationFormat.saturatedNanos(maxWait), DurationFormat.MAX_NANOS);
         if (budget > 0 && rule.algorithm().canDelay()) {
-            Decision decision = decide(delaying(budget), key, cost);
+            // reserving: for at most what the rule and the store can keep exact (the retry loop below reserves
+            // nothing, so it waits any maxWait out)
+            Decision decision = decide(delaying(Math.min(budget, longestWait)), key, cost);
             if (decision.allowed() && decision.delayNanos() > 0) {
                 sleeper.sleep(decision.delayNanos());
             }

@@ -29,8 +29,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * time ({@link DelayQueue}: earliest first, FIFO among equals). By default the dispatcher runs tasks itself,
  * one after another. Handovers are never closer than one task's share of the period ({@code P/L}), so a task
  * that overruns its turn delays those after it instead of letting them start together (a bug pinned in
- * ShaperTest: at 10/1s, a task of 600 ms was followed by six starts at once). An executor that refuses a
- * task (shut down, saturated) fails that task's future with its exception; the shaper goes on.
+ * ShaperTest: at 10/1s, a task of 600 ms was followed by six starts at once); tasks that keep overrunning their
+ * turns on the default executor fall behind the queue's schedule, which then holds more than its capacity, so
+ * slow tasks belong on an executor of their own. An executor that refuses a task (shut down, saturated) fails
+ * that task's future with its exception; the shaper goes on.
  */
 public final class Shaper implements AutoCloseable {
     private static final String QUEUE = "queue";
@@ -38,8 +40,12 @@ public final class Shaper implements AutoCloseable {
     private final Rule rule;
     private final InMemoryStore store = new InMemoryStore();
     private final Executor executor;
-    /** The least time between two handovers: one task's share of the period, rounded up. */
-    private final long spacingNanos;
+    /** One task's share of the period, {@code P/L}, as a whole part and a remainder of {@code L}ths. */
+    private final long shareNanos;
+    private final long shareRemainder;
+    private final long rate;
+    /** Guards {@link #closed} against a task added as the dispatcher decides to stop. */
+    private final Object closing = new Object();
     private final DelayQueue<Release> releases = new DelayQueue<>();
     private final AtomicLong sequence = new AtomicLong();
     private final Thread dispatcher;
@@ -48,7 +54,9 @@ public final class Shaper implements AutoCloseable {
     private Shaper(Limit limit, Executor executor) {
         this.rule = Rule.of(Algorithm.LEAKY_BUCKET, List.of(limit), Mode.SHAPING, 0);
         this.executor = executor;
-        this.spacingNanos = (limit.periodNanos() + limit.amount() - 1) / limit.amount();
+        this.rate = limit.amount();
+        this.shareNanos = limit.periodNanos() / rate;
+        this.shareRemainder = limit.periodNanos() % rate;
         this.dispatcher = new Thread(this::dispatch, "sluice-shaper");
         this.dispatcher.setDaemon(true);
         this.dispatcher.start();
@@ -79,8 +87,13 @@ public final class Shaper implements AutoCloseable {
                     + " tasks); room again in " + DurationFormat.toMillisCeil(decision.retryAfterNanos()) + "ms");
         }
         CompletableFuture<Void> done = new CompletableFuture<>();
-        releases.add(new Release(task, done, SystemClock.INSTANCE.toNanoTime(now + decision.delayNanos()),
-                sequence.getAndIncrement()));
+        synchronized (closing) { // so that the dispatcher never stops with this task still to hand over
+            if (closed) {
+                throw new RejectedExecutionException("the shaper is closed");
+            }
+            releases.add(new Release(task, done, SystemClock.INSTANCE.toNanoTime(now + decision.delayNanos()),
+                    sequence.getAndIncrement()));
+        }
         return done;
     }
 
@@ -89,30 +102,65 @@ public final class Shaper implements AutoCloseable {
         return releases.size();
     }
 
+    /**
+     * Hands each task over at its turn: its release time, but never sooner than one share of the period
+     * ({@code P/L}, kept exact as a whole part and a remainder of {@code L}ths) after the turn before. A turn is
+     * when the task was handed over if that was late (the dispatcher was busy running the task before, or woke
+     * late), else the time it was due: so after an overrun the next tasks follow one share apart instead of
+     * together, and a sleep's overshoot is never added to the next turn (each late wake moves the schedule by at
+     * most its own lateness, not by the sum of them all). Nobody else interrupts this thread: an interrupt is a
+     * task's, left set as it ended on this thread (the default executor), and is cleared.
+     */
     private void dispatch() {
-        long handedAt = 0;
-        boolean handed = false;
-        while (!closed || !releases.isEmpty()) {
+        boolean any = false;
+        long turn = 0; // the last turn, on System.nanoTime()
+        long turnRemainder = 0; // and the L-ths of a nanosecond past it
+        while (true) {
             Release release;
             try {
                 release = releases.poll(50, TimeUnit.MILLISECONDS);
-                if (release == null) {
-                    continue;
-                }
-                long early = handed ? handedAt + spacingNanos - System.nanoTime() : 0;
-                if (early > 0) {
-                    TimeUnit.NANOSECONDS.sleep(early); // late after an overrun: one share of the period apart
-                }
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
+                continue; // a task's interrupt, cleared by the throw
             }
-            handedAt = System.nanoTime();
-            handed = true;
+            if (release == null) {
+                synchronized (closing) {
+                    if (closed && releases.isEmpty()) {
+                        return;
+                    }
+                }
+                continue;
+            }
+            long next = turn + shareNanos + (turnRemainder + shareRemainder) / rate;
+            long nextRemainder = (turnRemainder + shareRemainder) % rate;
+            long earliest = next + (nextRemainder > 0 ? 1 : 0);
+            boolean spaced = any && earliest - release.at > 0; // its release comes too soon after the turn before
+            long due = spaced ? earliest : release.at;
+            long now = System.nanoTime();
+            if (due - now > 0) {
+                awaitTurn(due);
+                turn = spaced ? next : release.at;
+                turnRemainder = spaced ? nextRemainder : 0;
+            } else {
+                turn = now; // handed over late: this is its turn
+                turnRemainder = 0;
+            }
+            any = true;
             try {
                 executor.execute(release::run);
-            } catch (RuntimeException e) { // refused (RejectedExecutionException), or the executor's own fault
+            } catch (Throwable e) { // refused (RejectedExecutionException), no thread for it, the executor's fault
                 release.done.completeExceptionally(e);
+            }
+            Thread.interrupted(); // a task's interrupt, if it ran on this thread
+        }
+    }
+
+    /** Sleeps until {@code at} on {@link System#nanoTime()}; an interrupt (a task's) does not cut it short. */
+    private static void awaitTurn(long at) {
+        for (long left = at - System.nanoTime(); left > 0; left = at - System.nanoTime()) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(left);
+            } catch (InterruptedException e) {
+                // a task's interrupt: cleared by the throw
             }
         }
     }
@@ -123,7 +171,9 @@ public final class Shaper implements AutoCloseable {
      */
     @Override
     public void close() {
-        closed = true;
+        synchronized (closing) {
+            closed = true;
+        }
         try {
             dispatcher.join();
         } catch (InterruptedException e) {

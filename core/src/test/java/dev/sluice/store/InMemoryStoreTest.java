@@ -108,7 +108,10 @@ class InMemoryStoreTest {
         assertThat(store.decide(rule, "c", 1, T0 + 2_100 * MS).allowed()).as("a and b swept").isTrue();
         assertThat(store.size()).isEqualTo(1);
         assertThatThrownBy(() -> InMemoryStore.builder().outOfOrder(Duration.ofSeconds(-1)))
-                .hasMessage("out-of-order skew must be >= 0, got PT-1S");
+                .hasMessage("out-of-order skew must be >= 0 and at most 3335d, got PT-1S");
+        // a past bug: a skew past any time overflowed a full store's retry_after to 1 ns
+        assertThatThrownBy(() -> InMemoryStore.builder().outOfOrder(Duration.ofSeconds(Long.MAX_VALUE)))
+                .hasMessageStartingWith("out-of-order skew must be >= 0 and at most 3335d, got PT");
     }
 
     /**

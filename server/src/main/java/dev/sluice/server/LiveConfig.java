@@ -87,7 +87,7 @@ public final class LiveConfig implements AutoCloseable {
         LiveConfig live = new LiveConfig(null, metrics);
         live.store = store;
         live.storeGiven = true;
-        metrics.watch(store, store instanceof InMemoryStore ? "memory" : "redis");
+        metrics.watch(store, store instanceof InMemoryStore ? "memory" : store instanceof RedisStore ? "redis" : "other");
         live.policies = new Policies(config, store, metrics);
         return live;
     }

@@ -196,7 +196,7 @@ class ServeLauncherIT {
 
     /** A past bug: {@code abc}, {@code 0} and {@code -1} were ignored, and {@code 100000} failed as too many open files. */
     @org.junit.jupiter.params.ParameterizedTest
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"abc", "0", "-1", "100000", ""})
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"abc", "0", "-1", "100000", "", "+4"})
     void refusesABadNumberOfEventLoopsNamingIt(String loops) throws Exception {
         ProcessBuilder builder = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0"))
                 .directory(dir.toFile()).redirectErrorStream(true);

@@ -127,6 +127,10 @@ class ConfigLoaderTest {
                 + "    limits: [10/1s]\n    mode: re\u0001ject\n";
         assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", text)).isInstanceOf(ConfigException.class)
                 .hasMessage("t.yaml:7: not valid YAML: special characters are not allowed (U+0001)");
+        // past SnakeYAML's first buffer of 1,024 chars, whose position restarts (a past bug said line 8 for 58)
+        String long_ = "# a comment that makes the file long enough\n".repeat(57) + "policies: [\u0001]\n";
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", long_)).isInstanceOf(ConfigException.class)
+                .hasMessage("t.yaml:58: not valid YAML: special characters are not allowed (U+0001)");
         // right after a line break that follows the emoji: a count by chars would put it on line 1
         assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "#\uD83D\uDE80\n\u0001")).isInstanceOf(ConfigException.class)
                 .hasMessage("t.yaml:2: not valid YAML: special characters are not allowed (U+0001)");

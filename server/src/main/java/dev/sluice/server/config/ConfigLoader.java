@@ -22,6 +22,7 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
 import org.yaml.snakeyaml.nodes.SequenceNode;
 import org.yaml.snakeyaml.reader.ReaderException;
+import org.yaml.snakeyaml.reader.StreamReader;
 
 import java.io.IOException;
 import java.io.Reader;
@@ -83,11 +84,16 @@ public final class ConfigLoader {
             throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getProblem());
         } catch (ReaderException e) {
             // a character YAML does not allow (a control character): SnakeYAML checks the text it has buffered
-            // before it marks lines, so the line is worked out here from the character's place
-            int at = text.offsetByCodePoints(0, Math.min(e.getPosition(), text.codePointCount(0, text.length())));
+            // before it marks lines, and its position counts from that buffer's start (1,024 chars), so the
+            // character is found again here, and its line counted from the start of the text
+            int at = 0;
+            while (at < text.length() && StreamReader.isPrintable(text.codePointAt(at))) {
+                at += Character.charCount(text.codePointAt(at));
+            }
             long line = 1 + text.substring(0, at).chars().filter(c -> c == '\n').count();
+            int codePoint = at < text.length() ? text.codePointAt(at) : e.getCodePoint();
             throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getMessage()
-                    + String.format(" (U+%04X)", e.getCodePoint()));
+                    + String.format(" (U+%04X)", codePoint));
         } catch (IOException | RuntimeException e) {
             throw new ConfigException(file + ":1: not valid YAML: " + e.getMessage());
         }

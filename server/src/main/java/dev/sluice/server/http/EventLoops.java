@@ -48,13 +48,11 @@ public final class EventLoops {
         if (given == null) {
             return Runtime.getRuntime().availableProcessors();
         }
-        try {
+        if (given.matches("[0-9]{1,4}")) { // ASCII digits: Integer.parseInt also reads "+4" and "٤"
             int count = Integer.parseInt(given);
             if (count >= 1 && count <= MOST) {
                 return count;
             }
-        } catch (NumberFormatException e) {
-            // refused below
         }
         throw new IllegalArgumentException("-D" + PROPERTY + ": expected a whole number of event loops from 1 to "
                 + MOST + ", got '" + given + "'");
