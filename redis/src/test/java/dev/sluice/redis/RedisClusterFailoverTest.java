@@ -110,7 +110,7 @@ class RedisClusterFailoverTest {
                     return e;
                 }
             });
-            awaitHanging(hanging);
+            RedisFailureTest.awaitHanging(hanging);
             for (int i = 0; i < 3; i++) {
                 long start = System.nanoTime();
                 assertThat(limiter.tryAcquire("hung-0").allowed()).as("failing open").isTrue();
@@ -127,20 +127,6 @@ class RedisClusterFailoverTest {
             assertThat(store.counts().shortCircuited()).as("the other master was asked").isEqualTo(1);
             assertThat(store.healthy()).isFalse();
             sleeping.get(10, TimeUnit.SECONDS);
-        }
-    }
-
-    /** Waits until {@code node} is hanging: a PING on a fresh connection goes unanswered for 300 ms. */
-    private static void awaitHanging(RedisServer node) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
-            try (Resp resp = new Resp("127.0.0.1", node.port(), 300)) {
-                resp.call("PING");
-            } catch (java.net.SocketTimeoutException hanging) {
-                return;
-            }
-            assertThat(System.nanoTime()).as("the node hangs within 10 s").isLessThan(deadline);
-            Thread.sleep(20);
         }
     }
 

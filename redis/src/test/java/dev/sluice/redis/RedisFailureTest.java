@@ -65,7 +65,7 @@ class RedisFailureTest {
      * Waits until the server is hanging: a PING on a fresh connection goes unanswered for 100 ms. (A fixed sleep
      * after sending DEBUG SLEEP was a guess a slow machine could lose: the decision then reached Redis first.)
      */
-    private static void awaitHanging(RedisServer redis) throws Exception {
+    static void awaitHanging(RedisServer redis) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (true) {
             try (Resp resp = new Resp("127.0.0.1", redis.port(), 100)) {
