@@ -33,10 +33,19 @@ final class ServletClientRequest extends ReceivedRequest {
 
     @Override
     public String path() {
-        String uri = ClientRequest.asSent(request.getRequestURI());
+        // served whole, then the context path taken off, itself as served: a past bug took it off the URI as
+        // written, so /%73hop/api/items or /./shop/api/items kept their /shop and escaped a policy for /api/**
+        String uri = ClientRequest.servedPath(ClientRequest.asSent(request.getRequestURI()));
         String context = request.getContextPath();
-        String path = !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
-        return path.isEmpty() ? "/" : ClientRequest.servedPath(path);
+        if (context.isEmpty()) {
+            return uri;
+        }
+        String served = ClientRequest.servedPath(ClientRequest.asSent(context));
+        served = served.endsWith("/") ? served.substring(0, served.length() - 1) : served;
+        if (uri.equals(served)) {
+            return "/";
+        }
+        return uri.startsWith(served + "/") ? uri.substring(served.length()) : uri;
     }
 
     @Override

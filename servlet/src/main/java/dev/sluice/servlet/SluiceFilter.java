@@ -41,15 +41,19 @@ import java.util.concurrent.TimeUnit;
  *   <li>Rejected: {@code 429} with {@code Retry-After}, the headers and
  *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the application never sees it.</li>
  *   <li>{@code mode: delay}: the request waits its turn, then goes on. Where asynchronous processing is supported
- *       (the filter and the servlet marked {@code async-supported}) it waits without a thread, asynchronous, and
- *       is dispatched again when its turn comes; where it is not, its thread sleeps.</li>
+ *       (this filter and those before it marked {@code async-supported}) it waits without a thread, asynchronous,
+ *       and is dispatched again when its turn comes ({@link DispatcherType#ASYNC}: a filter after this one that
+ *       must see every request, authentication say, is mapped for asynchronous dispatches too, or placed before
+ *       this one); where it is not, its thread sleeps.</li>
  *   <li>A concurrency policy holds the request's place until the chain returns, or, when the application went
  *       asynchronous, until its asynchronous processing is over.</li>
  *   <li>A malformed cost header or query is a {@code 400} that names it; nothing is charged.</li>
  * </ul>
  *
- * <p>Only a request's first pass through the filter is decided ({@link DispatcherType#REQUEST}): forwards,
- * includes, error pages and asynchronous dispatches of a request already decided are not counted again.
+ * <p>A request is decided on its first pass through the filter, as a request or as a forward (a filter before this
+ * one that rewrites URLs by forwarding, say: a past bug left such requests undecided), at the path it has then;
+ * forwards, includes, error pages and asynchronous dispatches of a request already decided are not counted again
+ * (a request attribute marks it).
  *
  * <p>Configured with the init parameter {@code config}, the path of the file (reloaded within a second of an edit,
  * as {@code sluice serve} does; a bad file stops the filter from starting with the message that names file, line
@@ -58,6 +62,10 @@ import java.util.concurrent.TimeUnit;
 public final class SluiceFilter implements Filter {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final System.Logger LOG = System.getLogger(SluiceFilter.class.getName());
+    /** The request attribute that marks a request this filter has decided. */
+    static final String DECIDED = SluiceFilter.class.getName() + ".decided";
+    /** Requests held for their turn: answered {@code 503} if the application stops before their turn comes. */
+    private final java.util.Set<AsyncContext> held = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private LiveConfig live;
     /** Whether this filter made {@link #live} from its init parameter, and so closes it. */
@@ -102,10 +110,12 @@ public final class SluiceFilter implements Filter {
             throws IOException, ServletException {
         if (!(servletRequest instanceof HttpServletRequest request)
                 || !(servletResponse instanceof HttpServletResponse response)
-                || request.getDispatcherType() != DispatcherType.REQUEST) {
+                || request.getAttribute(DECIDED) != null
+                || request.getDispatcherType() != DispatcherType.REQUEST && request.getDispatcherType() != DispatcherType.FORWARD) {
             chain.doFilter(servletRequest, servletResponse);
             return;
         }
+        request.setAttribute(DECIDED, Boolean.TRUE);
         Policies policies = live.policies();
         Verdict verdict;
         try {
@@ -158,14 +168,22 @@ public final class SluiceFilter implements Filter {
     /**
      * Holds an admitted request for {@code delayMs} without its thread: the request goes asynchronous, the thread
      * goes back to the container, and when its turn comes the request is dispatched again to where it was going
-     * ({@link DispatcherType#ASYNC}, which this filter lets through undecided). Its places are given back when its
-     * answer is over, as for a request the application made asynchronous.
+     * ({@link DispatcherType#ASYNC}, which this filter lets through undecided), as Jetty's own QoSFilter resumes
+     * the requests it suspends. So the filters after this one see it only if they are mapped for asynchronous
+     * dispatches too (docs/servlet.md; continuing the chain on another thread instead would keep an application
+     * that goes asynchronous itself from doing so). Its places are given back when its answer is over, as for a
+     * request the application made asynchronous. If the application stops first, it is answered {@code 503}.
      */
     private void hold(HttpServletRequest request, HttpServletResponse response, Verdict verdict, long delayMs) {
-        AsyncContext held = request.startAsync(request, response);
-        held.setTimeout(0); // the turn ends the wait, not the container's timeout for asynchronous requests
-        held.addListener(new Releasing(verdict));
-        turns().schedule(() -> held.dispatch(), delayMs, TimeUnit.MILLISECONDS);
+        AsyncContext context = request.startAsync(request, response);
+        context.setTimeout(0); // the turn ends the wait, not the container's timeout for asynchronous requests
+        context.addListener(new Releasing(verdict));
+        held.add(context);
+        turns().schedule(() -> {
+            if (held.remove(context)) { // else answered as the application stopped
+                context.dispatch();
+            }
+        }, delayMs, TimeUnit.MILLISECONDS);
     }
 
     /** The timer of held requests, made with the first. */
@@ -218,6 +236,19 @@ public final class SluiceFilter implements Filter {
         synchronized (this) {
             if (turns != null) {
                 turns.shutdownNow();
+            }
+        }
+        // the requests still waiting for their turn are answered, not stranded with their clients waiting
+        for (AsyncContext context : held) {
+            if (held.remove(context)) {
+                try {
+                    answer((HttpServletResponse) context.getResponse(), 503, Map.of(),
+                            JSON.createObjectNode().put("error", "the application is stopping").toString());
+                } catch (IOException | RuntimeException e) {
+                    // the client is gone
+                } finally {
+                    context.complete();
+                }
             }
         }
         if (owned) {

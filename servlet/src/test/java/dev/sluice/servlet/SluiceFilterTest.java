@@ -122,14 +122,19 @@ class SluiceFilterTest {
     /** How the application was reached, request by request. */
     private final java.util.List<DispatcherType> dispatches = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    private void start(FilterHolder filter) throws Exception {
+    private ServletContextHandler shop;
+
+    /** Starts Jetty with the application under /shop, behind {@code filters} in order, each for every dispatch. */
+    private void start(FilterHolder... filters) throws Exception {
         jetty = new Server();
         ServerConnector connector = new ServerConnector(jetty);
         connector.setHost("127.0.0.1");
         jetty.addConnector(connector);
-        ServletContextHandler shop = new ServletContextHandler("/shop");
+        shop = new ServletContextHandler("/shop");
         shop.addServlet(new ServletHolder(application), "/*");
-        shop.addFilter(filter, "/*", EnumSet.allOf(DispatcherType.class));
+        for (FilterHolder filter : filters) {
+            shop.addFilter(filter, "/*", EnumSet.allOf(DispatcherType.class));
+        }
         jetty.setHandler(shop);
         jetty.start();
         port = connector.getLocalPort();
@@ -211,6 +216,75 @@ class SluiceFilterTest {
         assertThat(reached).hasValue(2); // the forwarding servlet, then the one it forwarded to
         assertThat(forwarded.headers().firstValue("X-RateLimit-Remaining")).hasValue("1");
         assertThat(get("/api/items", "X-API-Key", "carol").headers().firstValue("X-RateLimit-Remaining")).hasValue("0");
+    }
+
+    /** Sends {@code head} as written (request line and headers, without the blank line), and reads the answer. */
+    private String raw(String head) throws Exception {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write((head + "\r\nHost: a\r\nConnection: close\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        }
+    }
+
+    /** A past bug: the context path was taken off the URI as written, so spelled otherwise it escaped every policy. */
+    @Test
+    void theContextPathSpelledOtherwiseIsStillTheContextPath() throws Exception {
+        start();
+        assertThat(raw("GET /%73hop/api/items HTTP/1.1\r\nX-API-Key: dave")).startsWith("HTTP/1.1 200 ")
+                .contains("X-RateLimit-Remaining: 1");
+        assertThat(raw("GET /./shop/api/items HTTP/1.1\r\nX-API-Key: dave")).contains("X-RateLimit-Remaining: 0");
+        assertThat(raw("GET /%73%68%6f%70/api/items HTTP/1.1\r\nX-API-Key: dave")).startsWith("HTTP/1.1 429 ");
+        assertThat(reached).hasValue(2);
+    }
+
+    /** A past bug: a request a filter before Sluice forwarded (a URL rewrite) was never decided. */
+    @Test
+    void aRequestForwardedBeforeSluiceIsDecidedAtItsNewPath() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new ServerMetrics());
+        FilterHolder rewrite = new FilterHolder(new jakarta.servlet.http.HttpFilter() {
+            @Override
+            protected void doFilter(HttpServletRequest request, HttpServletResponse response, jakarta.servlet.FilterChain chain)
+                    throws IOException, jakarta.servlet.ServletException {
+                String path = request.getRequestURI().substring(request.getContextPath().length());
+                if (request.getDispatcherType() == DispatcherType.REQUEST && path.startsWith("/v1/")) {
+                    request.getRequestDispatcher("/api/" + path.substring(4)).forward(request, response);
+                    return;
+                }
+                chain.doFilter(request, response);
+            }
+        });
+        start(rewrite, new FilterHolder(new SluiceFilter(live)));
+        assertThat(get("/v1/items", "X-API-Key", "erin").headers().firstValue("X-RateLimit-Remaining")).hasValue("1");
+        assertThat(get("/api/items", "X-API-Key", "erin").headers().firstValue("X-RateLimit-Remaining")).hasValue("0");
+        assertThat(get("/v1/items", "X-API-Key", "erin").statusCode()).isEqualTo(429);
+        assertThat(reached).hasValue(2);
+    }
+
+    /** A past bug: requests held for their turn when the application stopped were never answered. */
+    @Test
+    void requestsHeldWhenTheApplicationStopsAreAnswered() throws Exception {
+        start();
+        java.util.List<CompletableFuture<HttpResponse<String>>> sent = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) { // 4/1s with a burst of 1: the second waits 250 ms, the third 500 ms
+            sent.add(inBackground("/slow"));
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!live.metrics().scrape().contains("sluice_decisions_total{outcome=\"delayed\",policy=\"paced\"} 2.0")) {
+            assertThat(System.nanoTime()).as("two requests held within 10 s").isLessThan(deadline);
+            Thread.sleep(5);
+        }
+        shop.stop();
+        java.util.List<Integer> statuses = new java.util.ArrayList<>();
+        for (CompletableFuture<HttpResponse<String>> one : sent) {
+            HttpResponse<String> answer = one.get(10, TimeUnit.SECONDS);
+            statuses.add(answer.statusCode());
+            if (answer.statusCode() == 503) {
+                assertThat(answer.body()).isEqualTo("{\"error\":\"the application is stopping\"}");
+            }
+        }
+        assertThat(statuses).containsExactlyInAnyOrder(200, 503, 503);
     }
 
     @Test

@@ -139,6 +139,11 @@ public interface ClientRequest {
         if (colon > host.lastIndexOf(']')) {
             host = host.substring(0, colon);
         }
+        // "api.example.com." is the same host, fully qualified, and routed as it (a past bug: it escaped a
+        // policy for api.example.com)
+        if (host.length() > 1 && host.endsWith(".")) {
+            host = host.substring(0, host.length() - 1);
+        }
         return host.toLowerCase(java.util.Locale.ROOT);
     }
 }

@@ -65,6 +65,9 @@ class KeyPartTest {
         assertThat(ClientRequest.hostWithoutPort("API.Example.com:8443")).isEqualTo("api.example.com");
         assertThat(ClientRequest.hostWithoutPort("[::1]:80")).isEqualTo("[::1]");
         assertThat(ClientRequest.hostWithoutPort("[::1]")).isEqualTo("[::1]");
+        // fully qualified, the same host: a past bug let api.example.com. escape a policy for api.example.com
+        assertThat(ClientRequest.hostWithoutPort("API.EXAMPLE.COM.:80")).isEqualTo("api.example.com");
+        assertThat(ClientRequest.hostWithoutPort("api.example.com.")).isEqualTo("api.example.com");
         assertThat(ClientRequest.hostWithoutPort("")).isNull();
     }
 }
