@@ -44,6 +44,7 @@ public final class RateLimiter {
     private final Rule rule;
     /** {@link #rule} without its own delay mode: what {@link #acquire} with no time to wait decides by. */
     private final Rule rejecting;
+    /** The longest wait {@link #acquire} reserves for: what the rule and the store can keep exact. */
     private final long longestWait;
     /** The rule of the last {@code maxWait} {@link #acquire} reserved with (racy, and harmless: any is right). */
     private volatile Delaying lastDelaying;
@@ -56,7 +57,7 @@ public final class RateLimiter {
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
         this.rejecting = rule.mode() == Mode.DELAY ? Rule.of(rule.algorithm(), rule.limits()) : rule;
-        this.longestWait = Math.min(longestWait(rule), store.longestDelayNanos());
+        this.longestWait = Math.min(rule.longestDelayNanos(), store.longestDelayNanos());
         this.store = store;
         this.clock = clock;
         this.sleeper = sleeper;
@@ -202,21 +203,6 @@ public final class RateLimiter {
     }
 
     private record Delaying(long budget, Rule rule) {
-    }
-
-    /**
-     * The longest wait {@link #acquire} reserves for: {@link DurationFormat#MAX_NANOS}, or for interval refill
-     * the longest max delay whose debt still fits (Rule checks it). A longer {@code maxWait} means the same.
-     */
-    private static long longestWait(Rule rule) {
-        long longest = DurationFormat.MAX_NANOS;
-        for (Limit limit : rule.limits()) {
-            if (limit.refill() == Refill.INTERVAL) {
-                long refills = (1L << 61) / Math.max(limit.amount(), limit.burst()) - 2;
-                longest = Math.min(longest, refills > longest / limit.periodNanos() ? longest : refills * limit.periodNanos());
-            }
-        }
-        return longest;
     }
 
     /** {@link #acquire(String, long, Duration)} of cost 1. */

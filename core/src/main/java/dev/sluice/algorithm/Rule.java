@@ -112,11 +112,33 @@ public final class Rule {
 
     /** Interval refill in delay mode may owe the refills of {@code max_delay}: that debt must fit too. */
     private static void checkDebtFits(Limit limit, long maxDelayNanos) {
-        long refills = maxDelayNanos / limit.periodNanos() + 2;
-        if (refills > (1L << 61) / Math.max(limit.amount(), limit.burst())) {
+        if (maxDelayNanos > longestDelayNanos(limit)) {
             throw new IllegalArgumentException("limit " + limit + ": max delay " + DurationFormat.format(maxDelayNanos)
                     + " spans too many refills");
         }
+    }
+
+    /**
+     * The longest max delay a rule of these limits may have in delay mode: {@link DurationFormat#MAX_NANOS}, or
+     * less where an interval refill's debt over {@code max_delay} ({@code max_delay / P + 2} refills of the larger
+     * of {@code L} and {@code B}) would pass 2^61.
+     */
+    public long longestDelayNanos() {
+        long longest = DurationFormat.MAX_NANOS;
+        for (Limit limit : limits) {
+            longest = Math.min(longest, longestDelayNanos(limit));
+        }
+        return longest;
+    }
+
+    /** For one limit: {@code max_delay / P + 2 <= 2^61 / max(L, B)}, that is {@code max_delay < (that - 1) × P}. */
+    private static long longestDelayNanos(Limit limit) {
+        if (limit.refill() != Refill.INTERVAL) {
+            return DurationFormat.MAX_NANOS;
+        }
+        long periods = (1L << 61) / Math.max(limit.amount(), limit.burst()) - 1;
+        long period = limit.periodNanos();
+        return periods > DurationFormat.MAX_NANOS / period ? DurationFormat.MAX_NANOS : periods * period - 1;
     }
 
     /**
