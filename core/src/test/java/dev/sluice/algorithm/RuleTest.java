@@ -35,6 +35,19 @@ class RuleTest {
                 .hasMessageStartingWith("limit 1/3000d burst=1099511627776: burst × period / amount is longer than");
     }
 
+    /** An interval refill's debt over max_delay (max_delay / P + 2 refills of L) must stay within 2^61. */
+    @Test
+    void theLongestMaxDelayIsTheLongestTheDebtAllows() {
+        List<Limit> huge = List.of(Limit.parse("1099511627776/1ms refill=interval")); // 2^40: 2^21 refills at most
+        Rule rule = Rule.of(Algorithm.TOKEN_BUCKET, huge);
+        long longest = rule.longestDelayNanos();
+        assertThat(longest).isEqualTo(((1L << 21) - 1) * 1_000_000L - 1); // longest / 1 ms + 2 = 2^21
+        assertThat(Rule.of(Algorithm.TOKEN_BUCKET, huge, Mode.DELAY, longest).maxDelayNanos()).isEqualTo(longest);
+        assertThatThrownBy(() -> Rule.of(Algorithm.TOKEN_BUCKET, huge, Mode.DELAY, longest + 1))
+                .hasMessageEndingWith("spans too many refills");
+        assertThat(Rule.of(Algorithm.GCRA, ONE).longestDelayNanos()).isEqualTo(dev.sluice.DurationFormat.MAX_NANOS);
+    }
+
     @Test
     void refusesANegativeCostAndATimeOutOfRangeWithoutDeciding() {
         Rule rule = Rule.of(Algorithm.GCRA, ONE);
