@@ -32,9 +32,7 @@ import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.NettyCustomizer;
 import io.netty.channel.Channel;
 import io.netty.handler.flush.FlushConsolidationHandler;
-import io.netty.util.HashedWheelTimer;
 import io.netty.util.Timer;
-import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -286,7 +284,7 @@ public final class RedisStore implements Store, AutoCloseable {
         boolean cluster = uri.startsWith("redis-cluster://");
         TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
-        Timer timer = timerFor(settings.timeout);
+        Timer timer = timer();
         ClientResources resources = ClientResources.builder().timer(timer).nettyCustomizer(new NettyCustomizer() {
             /**
              * Many callers share a connection: their commands are flushed together, once per turn of the
@@ -324,14 +322,13 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
-     * The timer that ends each command Redis does not answer in time ({@link TimeoutOptions}): one tick a
-     * twentieth of the timeout, at least 1 ms. Lettuce's own ticks every 100 ms, so a call with a 50 ms timeout
-     * ended after 50 to 150 ms (a bug pinned in RedisFailureTest); the batched gcra calls watch their own deadline.
+     * The timer that ends each command Redis does not answer in time ({@link TimeoutOptions}), on time and without
+     * waking while the store is idle ({@link DeadlineTimer}). Lettuce's own ticks every 100 ms, so a call with a
+     * 50 ms timeout ended after 50 to 150 ms (a bug pinned in RedisFailureTest); the batched gcra calls watch their
+     * own deadline.
      */
-    private static Timer timerFor(Duration timeout) {
-        long tickNanos = Math.max(1_000_000L, timeout.toNanos() / 20);
-        return new HashedWheelTimer(new DefaultThreadFactory("sluice-redis-timeouts", true), tickNanos,
-                TimeUnit.NANOSECONDS);
+    private static Timer timer() {
+        return new DeadlineTimer("sluice-redis-timeouts");
     }
 
     /**
