@@ -5,15 +5,17 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
 import dev.sluice.server.request.BadRequest;
+import io.netty.channel.EventLoop;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
-import io.vertx.core.http.HttpClient;
-import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
-import io.vertx.core.http.PoolOptions;
+import io.vertx.core.impl.ContextInternal;
+import io.vertx.core.impl.VertxInternal;
 
 import java.net.URI;
 import java.util.Map;
@@ -61,16 +63,27 @@ public final class Gateway implements AutoCloseable {
     /** As {@link #start(LiveConfig, URI, String, int)}, the upstream allowed {@code upstreamTimeoutMs} of silence. */
     public static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs)
             throws Exception {
+        return start(live, upstream, host, port, upstreamTimeoutMs, null);
+    }
+
+    /**
+     * As {@link #start(LiveConfig, URI, String, int, long)}, an {@code https} upstream's certificate checked with
+     * {@code trusted}, or with the JDK's trusted certificates when null.
+     */
+    static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs,
+                         SslContext trusted) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
+        String upstreamHost = upstream.getHost();
         int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
+        String hostHeader = upstream.getPort() > 0 ? upstreamHost + ":" + upstreamPort : upstreamHost;
         try {
+            SslContext checked = !tls ? null : trusted != null ? trusted : SslContextBuilder.forClient().build();
             return new Gateway(vertx, EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
-                // a client per event loop: its connections to the upstream stay on the loop of the requests they carry
-                HttpClient client = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(CONNECT_TIMEOUT_MS)
-                        .setSsl(tls).setKeepAlive(true), new PoolOptions().setHttp1MaxSize(512));
-                Limiting limiting = new Limiting(live, new Forwarder(client, upstream.getHost(), upstreamPort,
-                        upstreamTimeoutMs));
+                // connections of this loop's own: each stays on the loop of the requests it carries
+                EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
+                Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
+                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
                 // Expect: 100-continue is answered here (the client goes on sending), never forwarded
                 return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
                         .setHandle100ContinueAutomatically(true)).invalidRequestHandler(ApiServer::malformed)

@@ -617,4 +617,127 @@ class GatewayTest {
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
         assertThat(send(request("/api/x").header("X-User", "frank")).statusCode()).isEqualTo(502);
     }
+
+    /**
+     * A kept connection the upstream closes as the next request arrives (it found it idle): a request that may be
+     * repeated is sent again on a new connection and answered; one with a body gets a 502, never sent twice.
+     */
+    @Test
+    void aRequestOnAKeptConnectionTheUpstreamClosedIsSentAgainWhenItMayBe() throws Exception {
+        try (ServerSocket closing = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            List<String> heads = java.util.Collections.synchronizedList(new ArrayList<>());
+            Thread upstreamThread = new Thread(() -> {
+                try {
+                    while (true) {
+                        java.net.Socket connection = closing.accept();
+                        Thread answering = new Thread(() -> answerOnceThenHangUp(connection, heads));
+                        answering.setDaemon(true);
+                        answering.start();
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            upstreamThread.setDaemon(true);
+            upstreamThread.start();
+            stop();
+            upstream = new Upstream();
+            open("", "http://127.0.0.1:" + closing.getLocalPort());
+            try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+                client.setSoTimeout(10_000);
+                var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), StandardCharsets.ISO_8859_1));
+                var out = client.getOutputStream();
+                out.write("GET /one HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                assertThat(readAnswer(in)).startsWith("HTTP/1.1 200 ").endsWith("first");
+                out.write("GET /two HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                assertThat(readAnswer(in)).as("sent again on a new connection").startsWith("HTTP/1.1 200 ").endsWith("first");
+                assertThat(heads).containsExactly("GET /one HTTP/1.1", "GET /two HTTP/1.1", "GET /two HTTP/1.1");
+                out.write("POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\ndata".getBytes(StandardCharsets.US_ASCII));
+                assertThat(readAnswer(in)).as("a body is not sent twice").startsWith("HTTP/1.1 502 ");
+                assertThat(heads).containsExactly("GET /one HTTP/1.1", "GET /two HTTP/1.1", "GET /two HTTP/1.1",
+                        "POST /three HTTP/1.1");
+            }
+        }
+    }
+
+    /** An upstream connection that answers its first request and hangs up as the second arrives. */
+    private static void answerOnceThenHangUp(java.net.Socket connection, List<String> heads) {
+        try (connection) {
+            var in = new java.io.BufferedReader(new java.io.InputStreamReader(connection.getInputStream(), StandardCharsets.ISO_8859_1));
+            for (int request = 0; ; request++) {
+                String first = in.readLine();
+                if (first == null) {
+                    return;
+                }
+                heads.add(first);
+                int length = 0;
+                for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
+                    if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+                        length = Integer.parseInt(line.substring("content-length:".length()).trim());
+                    }
+                }
+                in.skip(length);
+                if (request == 1) {
+                    return; // hangs up without answering
+                }
+                connection.getOutputStream().write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"
+                        .getBytes(StandardCharsets.US_ASCII));
+            }
+        } catch (IOException e) {
+            // the gateway went away
+        }
+    }
+
+    /** One answer read off a connection: its head and its body of Content-Length bytes. */
+    private static String readAnswer(java.io.BufferedReader in) throws IOException {
+        StringBuilder answer = new StringBuilder();
+        int length = 0;
+        for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
+            answer.append(line).append("\r\n");
+            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+                length = Integer.parseInt(line.substring("content-length:".length()).trim());
+            }
+        }
+        char[] body = new char[length];
+        for (int read = 0; read < length; ) {
+            int n = in.read(body, read, length - read);
+            if (n < 0) {
+                break;
+            }
+            read += n;
+        }
+        return answer.append("\r\n").append(body).toString();
+    }
+
+    /**
+     * An HTTP/1.0 client, without Host: the upstream gets an HTTP/1.1 request naming the upstream's host, and an
+     * answer of unknown length reaches the client whole, ended by the connection's close.
+     */
+    @Test
+    void anHttp10ClientWithoutHostIsForwardedAndAnsweredWhole() throws Exception {
+        upstream.dripRest.countDown();
+        for (String path : List.of("/drip", "/download?bytes=100000", "/elsewhere")) {
+            byte[] answer;
+            try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+                client.setSoTimeout(10_000);
+                client.getOutputStream().write(("GET " + path + " HTTP/1.0\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                answer = client.getInputStream().readAllBytes();
+            }
+            String text = new String(answer, StandardCharsets.ISO_8859_1);
+            assertThat(text).as(path).startsWith("HTTP/1.0 200 ");
+            String body = text.substring(text.indexOf("\r\n\r\n") + 4);
+            switch (path) {
+                case "/drip" -> assertThat(body).isEqualTo("firstrest");
+                case "/elsewhere" -> assertThat(body).isEqualTo("hello");
+                default -> {
+                    byte[] expected = new byte[100_000];
+                    for (int i = 0; i < expected.length; i++) {
+                        expected[i] = Upstream.pattern(i);
+                    }
+                    assertThat(body).isEqualTo(new String(expected, StandardCharsets.ISO_8859_1));
+                }
+            }
+        }
+        assertThat(upstream.seen).allSatisfy(seen -> assertThat(seen).containsEntry("host", "127.0.0.1:" + upstream.port()));
+    }
 }

@@ -2,6 +2,10 @@ package dev.sluice.server.http;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
+
+import javax.net.ssl.SSLContext;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -34,11 +38,29 @@ final class Upstream implements AutoCloseable {
     final CountDownLatch dripRest = new CountDownLatch(1);
     final CountDownLatch trickleBegun = new CountDownLatch(1);
 
+    private final String scheme;
+
     Upstream() throws IOException {
-        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        this(HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0), "http");
+    }
+
+    /** An upstream answering over TLS with {@code tls}'s certificate. */
+    Upstream(SSLContext tls) throws IOException {
+        this(httpsServer(tls), "https");
+    }
+
+    private Upstream(HttpServer server, String scheme) {
+        this.server = server;
+        this.scheme = scheme;
         server.setExecutor(Executors.newFixedThreadPool(8));
         server.createContext("/", this::answer);
         server.start();
+    }
+
+    private static HttpServer httpsServer(SSLContext tls) throws IOException {
+        HttpsServer server = HttpsServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.setHttpsConfigurator(new HttpsConfigurator(tls));
+        return server;
     }
 
     int port() {
@@ -46,7 +68,7 @@ final class Upstream implements AutoCloseable {
     }
 
     String uri() {
-        return "http://127.0.0.1:" + port();
+        return scheme + "://127.0.0.1:" + port();
     }
 
     static byte pattern(long i) {

@@ -1,0 +1,134 @@
+package dev.sluice.server.http;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.HttpClientCodec;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.vertx.core.impl.VertxInternal;
+
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLParameters;
+import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One event loop's connections to the upstream: Netty channels on that loop, kept open from one request to the
+ * next, at most {@link #MOST} at once (a request beyond waits for one to be given back, in turn). Confined to its
+ * loop: every method runs on it, so nothing here is shared or locked.
+ *
+ * <p>Each connection's pipeline: TLS for an {@code https} upstream (the JDK's trusted certificates, the host name
+ * checked), HTTP/1.1, a watch on silence ({@link IdleStateHandler}: neither a byte read nor written for the
+ * upstream timeout) and the {@link Forwarder.Relay} that hands what is read to the exchange the connection
+ * carries. A connection left idle for the upstream timeout is closed.
+ */
+final class UpstreamConnections {
+    /** The most connections a loop opens to the upstream. */
+    static final int MOST = 512;
+
+    /** Waits for a connection: given one (used before, or new), or told why there is none. */
+    interface Lease {
+        void granted(Channel channel, boolean reused);
+
+        void failed(Throwable cause);
+    }
+
+    private final Bootstrap bootstrap;
+    private final String host;
+    private final int port;
+    private final ArrayDeque<Channel> idle = new ArrayDeque<>();
+    private final ArrayDeque<Lease> waiting = new ArrayDeque<>();
+    private int open;
+
+    /**
+     * @param tls        for an {@code https} upstream, else null
+     * @param timeoutMs  how long a connection may stay silent, in an exchange or idle
+     */
+    UpstreamConnections(VertxInternal vertx, EventLoop loop, String host, int port, SslContext tls, long timeoutMs,
+                        int connectTimeoutMs) {
+        this.host = host;
+        this.port = port;
+        this.bootstrap = new Bootstrap().group(loop).channelFactory(vertx.transport().channelFactory(false))
+                .resolver(vertx.nettyAddressResolverGroup())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMs)
+                .handler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel channel) {
+                        if (tls != null) {
+                            SslHandler handler = tls.newHandler(channel.alloc(), host, port);
+                            SSLEngine engine = handler.engine();
+                            SSLParameters parameters = engine.getSSLParameters();
+                            parameters.setEndpointIdentificationAlgorithm("HTTPS");
+                            engine.setSSLParameters(parameters);
+                            channel.pipeline().addLast(handler);
+                        }
+                        channel.pipeline().addLast(new HttpClientCodec(),
+                                new IdleStateHandler(0, 0, timeoutMs, TimeUnit.MILLISECONDS), new Forwarder.Relay());
+                    }
+                });
+    }
+
+    /** Grants {@code lease} a connection: an idle one, a new one, or the next one given back. */
+    void lease(Lease lease) {
+        for (Channel channel; (channel = idle.pollLast()) != null; ) { // the one used last: the warmest
+            if (channel.isActive()) {
+                lease.granted(channel, true);
+                return;
+            }
+        }
+        if (open < MOST) {
+            connect(lease);
+        } else {
+            waiting.add(lease);
+        }
+    }
+
+    /** Takes back a connection whose exchange is over, whole, and may carry another. */
+    void giveBack(Channel channel) {
+        Lease next = waiting.poll();
+        if (next != null) {
+            next.granted(channel, true);
+        } else {
+            idle.addLast(channel);
+        }
+    }
+
+    private void connect(Lease lease) {
+        open++;
+        ChannelFuture connecting = bootstrap.connect(host, port);
+        Channel channel = connecting.channel();
+        channel.closeFuture().addListener(closed -> {
+            open--;
+            idle.remove(channel);
+            Lease next = waiting.poll();
+            if (next != null) {
+                connect(next); // its place is free
+            }
+        });
+        connecting.addListener(connected -> {
+            if (!connected.isSuccess()) {
+                lease.failed(connected.cause());
+                return;
+            }
+            SslHandler tls = channel.pipeline().get(SslHandler.class);
+            if (tls == null) {
+                lease.granted(channel, false);
+                return;
+            }
+            tls.handshakeFuture().addListener(shaken -> {
+                if (shaken.isSuccess()) {
+                    lease.granted(channel, false);
+                } else {
+                    channel.close();
+                    lease.failed(shaken.cause());
+                }
+            });
+        });
+    }
+}
