@@ -20,6 +20,7 @@ import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
+import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
@@ -30,6 +31,8 @@ import java.nio.channels.ClosedChannelException;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
 
@@ -56,9 +59,9 @@ final class Forwarder {
     /** The methods a request may be repeated with, the upstream left as if it had been sent once (RFC 9110 §9.2.2). */
     private static final Set<HttpMethod> IDEMPOTENT = Set.of(HttpMethod.GET, HttpMethod.HEAD, HttpMethod.OPTIONS,
             HttpMethod.TRACE, HttpMethod.PUT, HttpMethod.DELETE);
-    /** The headers of requests sent upstream: read from Vert.x, which checked them, so not checked again. */
+    /** The headers of requests sent upstream, checked again as they are set (a bare CR never goes on). */
     private static final DefaultHttpHeadersFactory HEADERS = DefaultHttpHeadersFactory.headersFactory()
-            .withNameValidation(false).withValueValidation(false);
+            .withNameValidation(true).withValueValidation(true);
 
     /** Answers up to this size are read whole and sent in one write; longer ones stream. */
     private static final long WHOLE = 64 * 1024;
@@ -66,18 +69,53 @@ final class Forwarder {
     private final UpstreamConnections connections;
     /** {@code Host} for a request that has none (HTTP/1.0): the upstream's, as the URL names it. */
     private final String upstreamHost;
+    private final long timeoutMs;
 
-    Forwarder(UpstreamConnections connections, String upstreamHost) {
+    /** @param timeoutMs how long a client that does not read its answer may hold up the upstream's */
+    Forwarder(UpstreamConnections connections, String upstreamHost, long timeoutMs) {
         this.connections = connections;
         this.upstreamHost = upstreamHost;
+        this.timeoutMs = timeoutMs;
     }
 
     /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
     void forward(HttpServerRequest incoming, Map<String, String> added) {
-        Exchange exchange = new Exchange(incoming, added);
+        boolean body = hasBody(incoming.headers());
+        HttpRequest head;
+        try {
+            head = head(incoming, body);
+        } catch (IllegalArgumentException e) { // a header Netty will not send (Vert.x read it)
+            dropRest(incoming);
+            answer(incoming, 400, "Bad Request", e.getMessage());
+            return;
+        }
+        Exchange exchange = new Exchange(incoming, added, head, body);
         incoming.exceptionHandler(failure -> exchange.clientGone());
         incoming.response().exceptionHandler(failure -> exchange.clientGone());
         connections.lease(exchange);
+    }
+
+    /** The request as it goes upstream: HTTP/1.1, its end-to-end headers, {@code X-Forwarded-For} and a Host. */
+    private HttpRequest head(HttpServerRequest incoming, boolean body) {
+        io.netty.handler.codec.http.HttpMethod method = io.netty.handler.codec.http.HttpMethod.valueOf(incoming.method().name());
+        HttpRequest head = body
+                ? new DefaultHttpRequest(HttpVersion.HTTP_1_1, method, incoming.uri(), HEADERS)
+                : new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, incoming.uri(), Unpooled.EMPTY_BUFFER,
+                HEADERS, HEADERS);
+        HttpHeaders headers = head.headers();
+        copy(incoming.headers(), incoming.headers().getAll(io.vertx.core.http.HttpHeaders.CONNECTION), headers::add);
+        String remote = incoming.remoteAddress() == null ? null : incoming.remoteAddress().hostAddress();
+        if (remote != null) {
+            String before = String.join(", ", incoming.headers().getAll("X-Forwarded-For"));
+            headers.set("X-Forwarded-For", before.isEmpty() ? remote : before + ", " + remote);
+        }
+        if (!headers.contains(HttpHeaderNames.HOST)) {
+            headers.set(HttpHeaderNames.HOST, upstreamHost);
+        }
+        if (body && !headers.contains(HttpHeaderNames.CONTENT_LENGTH)) {
+            HttpUtil.setTransferEncodingChunked(head, true);
+        }
+        return head;
     }
 
     /**
@@ -140,26 +178,31 @@ final class Forwarder {
         private final HttpServerRequest incoming;
         private final HttpServerResponse response;
         private final Map<String, String> added;
+        private final HttpRequest head;
+        private final boolean body;
         private Channel channel;
         private Relay relay;
         private boolean reused;
-        private boolean retryable;
         /** Whether anything of the answer has come. */
         private boolean heard;
         private boolean requestSent;
-        private boolean answered;
         private boolean over;
-        /** Skipping a 1xx answer the upstream sent before its answer. */
+        /** Skipping a 1xx answer the upstream sent before its answer; and whether one was. */
         private boolean informational;
+        private boolean sawInformational;
         private boolean bodiless;
         private boolean keepAlive;
         /** The answer read whole before it is sent, else null. */
         private Buffer whole;
+        /** Closes the client's connection if it has not read on within the timeout; while reading is paused for it. */
+        private ScheduledFuture<?> stalled;
 
-        Exchange(HttpServerRequest incoming, Map<String, String> added) {
+        Exchange(HttpServerRequest incoming, Map<String, String> added, HttpRequest head, boolean body) {
             this.incoming = incoming;
             this.response = incoming.response();
             this.added = added;
+            this.head = head;
+            this.body = body;
         }
 
         @Override
@@ -173,31 +216,12 @@ final class Forwarder {
             relay = granted.pipeline().get(Relay.class);
             relay.exchange = this;
             relay.failure = null;
-            boolean body = hasBody(incoming.headers());
-            HttpRequest head = body
-                    ? new DefaultHttpRequest(HttpVersion.HTTP_1_1, method(), incoming.uri(), HEADERS)
-                    : new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method(), incoming.uri(), Unpooled.EMPTY_BUFFER,
-                    HEADERS, HEADERS);
-            HttpHeaders headers = head.headers();
-            copy(incoming.headers(), incoming.headers().getAll(io.vertx.core.http.HttpHeaders.CONNECTION), headers::add);
-            String remote = incoming.remoteAddress() == null ? null : incoming.remoteAddress().hostAddress();
-            if (remote != null) {
-                String before = String.join(", ", incoming.headers().getAll("X-Forwarded-For"));
-                headers.set("X-Forwarded-For", before.isEmpty() ? remote : before + ", " + remote);
-            }
-            if (!headers.contains(HttpHeaderNames.HOST)) {
-                headers.set(HttpHeaderNames.HOST, upstreamHost);
-            }
             if (!body) {
                 requestSent = true;
-                retryable = IDEMPOTENT.contains(incoming.method());
                 channel.writeAndFlush(head);
                 return;
             }
-            if (!headers.contains(HttpHeaderNames.CONTENT_LENGTH)) {
-                HttpUtil.setTransferEncodingChunked(head, true);
-            }
-            channel.write(head);
+            channel.writeAndFlush(head); // flushed: the write restarts the connection's clock of silence
             incoming.handler(chunk -> {
                 if (!over) {
                     channel.writeAndFlush(new DefaultHttpContent(Unpooled.wrappedBuffer(chunk.getBytes())));
@@ -210,16 +234,9 @@ final class Forwarder {
                 if (!over) {
                     requestSent = true;
                     channel.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
-                    if (answered) {
-                        finish();
-                    }
                 }
             });
             incoming.resume();
-        }
-
-        private io.netty.handler.codec.http.HttpMethod method() {
-            return io.netty.handler.codec.http.HttpMethod.valueOf(incoming.method().name());
         }
 
         @Override
@@ -243,8 +260,8 @@ final class Forwarder {
                     end(message.decoderResult().cause());
                     return;
                 }
-                if (message instanceof HttpResponse head) {
-                    begin(head);
+                if (message instanceof HttpResponse answerHead && !begin(answerHead)) {
+                    return;
                 }
                 if (message instanceof HttpContent content) {
                     if (informational) {
@@ -258,20 +275,17 @@ final class Forwarder {
                         } else {
                             response.write(part);
                             if (response.writeQueueFull()) {
-                                // the client reads slower than the upstream sends: read no more until it catches up
-                                channel.config().setAutoRead(false);
-                                response.drainHandler(drained -> {
-                                    if (!over) {
-                                        channel.config().setAutoRead(true);
-                                    }
-                                });
+                                waitForClient();
                             }
                         }
                     }
                     if (content instanceof LastHttpContent) {
-                        answered = true;
                         if (whole != null) {
                             response.end(whole);
+                        } else if (!bodiless && !response.isChunked()
+                                && !response.headers().contains(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH)) {
+                            // an HTTP/1.0 client, an answer of unknown length: it ends when the connection does
+                            response.end().onComplete(ended -> incoming.connection().close());
                         } else {
                             response.end();
                         }
@@ -291,28 +305,59 @@ final class Forwarder {
             }
         }
 
-        /** The head of the upstream's answer: its status and headers become the client's, with {@link #added}. */
-        private void begin(HttpResponse head) {
-            int status = head.status().code();
+        /**
+         * The head of the upstream's answer: its status and headers become the client's, with {@link #added}.
+         * Whether the exchange goes on (a HEAD after a 1xx answer ends here).
+         */
+        private boolean begin(HttpResponse answer) {
+            int status = answer.status().code();
             if (status < 200) {
-                informational = true; // 100 Continue and the like: not the answer
-                return;
+                informational = true; // 100 Continue, 103 Early Hints: not the answer
+                sawInformational = true;
+                return true;
             }
-            keepAlive = HttpUtil.isKeepAlive(head);
-            response.setStatusCode(status).setStatusMessage(head.status().reasonPhrase());
-            copy(head.headers(), head.headers().getAll(HttpHeaderNames.CONNECTION), response.headers()::add);
+            response.setStatusCode(status).setStatusMessage(answer.status().reasonPhrase());
+            copy(answer.headers(), answer.headers().getAll(HttpHeaderNames.CONNECTION), response.headers()::add);
             added.forEach(response::putHeader);
             // no body, whatever Content-Length says (for HEAD it is the length a GET would get, and stays)
             bodiless = incoming.method() == HttpMethod.HEAD || status == 204 || status == 304;
-            long length = contentLength(head.headers().get(HttpHeaderNames.CONTENT_LENGTH));
+            long length = contentLength(answer.headers().get(HttpHeaderNames.CONTENT_LENGTH));
+            // an answer that ends where its connection does leaves nothing to carry another request on
+            keepAlive = HttpUtil.isKeepAlive(answer)
+                    && (bodiless || length >= 0 || HttpUtil.isTransferEncodingChunked(answer));
+            if (bodiless && sawInformational) {
+                // Netty's codec forgets that a HEAD was asked once a 1xx answer has come, and would wait for a body:
+                // the answer is whole with its head, and the connection, out of step, is closed
+                over = true;
+                response.end();
+                detach(false);
+                return false;
+            }
             if (bodiless) {
-                return;
+                return true;
             }
             if (length >= 0 && length <= WHOLE) {
                 whole = Buffer.buffer((int) length); // to go out in one write with the head, as nginx's proxy buffers do
             } else if (length < 0) {
-                response.setChunked(true);
+                response.setChunked(true); // no effect for an HTTP/1.0 client: its answer ends with the connection
             }
+            return true;
+        }
+
+        /** The client reads slower than the upstream sends: read no more from the upstream until it catches up. */
+        private void waitForClient() {
+            channel.config().setAutoRead(false);
+            stalled = channel.eventLoop().schedule(() -> {
+                if (!over) {
+                    incoming.connection().close(); // nothing read for the timeout, as nginx's send_timeout
+                }
+            }, timeoutMs, TimeUnit.MILLISECONDS);
+            response.drainHandler(drained -> {
+                stalled.cancel(false);
+                if (!over) {
+                    channel.config().setAutoRead(true);
+                }
+            });
         }
 
         /** Answered, and the request sent whole: the connection carries the next request, unless it is closing. */
@@ -321,8 +366,29 @@ final class Forwarder {
             detach(keepAlive);
         }
 
-        /** The upstream silent for the timeout. */
+        /**
+         * Neither a byte read nor written on the connection for the timeout. While reading is paused for a slow
+         * client the upstream is not the one silent ({@link #waitForClient} watches the client); while the request's
+         * body is still coming, the client is: a 408, as nginx's {@code client_body_timeout} answers.
+         */
         void silent() {
+            if (!channel.config().isAutoRead()) {
+                return;
+            }
+            if (!requestSent) {
+                if (!over) {
+                    over = true;
+                    detach(false);
+                    dropRest(incoming);
+                    if (response.headWritten()) {
+                        incoming.connection().close();
+                    } else { // the connection, halfway through a request, is closed once the answer is out
+                        answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming")
+                                .onComplete(sent -> incoming.connection().close());
+                    }
+                }
+                return;
+            }
             end(new TimeoutException("the upstream did not answer in time"));
         }
 
@@ -334,7 +400,7 @@ final class Forwarder {
          * does. Others are a 502, since the upstream may have acted on them.
          */
         void closed(Throwable failure) {
-            if (reused && retryable && !heard && !over) {
+            if (reused && !body && IDEMPOTENT.contains(incoming.method()) && !heard && !over) {
                 relay.exchange = null;
                 channel = null;
                 connections.lease(this);
@@ -361,12 +427,17 @@ final class Forwarder {
             over = true;
             if (channel != null) {
                 detach(false);
+            } else {
+                connections.cancel(this); // it waited for a connection
             }
         }
 
         /** Lets go of the connection: given back for the next request, or closed. */
         private void detach(boolean reusable) {
             relay.exchange = null;
+            if (stalled != null) {
+                stalled.cancel(false);
+            }
             if (!channel.config().isAutoRead()) {
                 channel.config().setAutoRead(true);
             }
@@ -445,12 +516,20 @@ final class Forwarder {
             return;
         }
         dropRest(incoming);
-        boolean silent = cause instanceof TimeoutException;
+        if (cause instanceof TimeoutException) {
+            answer(incoming, 504, "Gateway Timeout", "gateway timeout: the upstream did not answer in time");
+        } else {
+            answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
+                    + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()));
+        }
+    }
+
+    /** Answers here, in place of whatever the upstream's head had set: {@code status} and {@code {"error": message}}. */
+    private static Future<Void> answer(HttpServerRequest incoming, int status, String reason, String message) {
+        HttpServerResponse response = incoming.response();
         response.headers().clear();
-        response.setChunked(false).setStatusCode(silent ? 504 : 502).putHeader("Content-Type", "application/json")
-                .end(VerdictAnswer.JSON.createObjectNode().put("error", silent
-                        ? "gateway timeout: the upstream did not answer in time"
-                        : "bad gateway: the upstream failed" + (cause == null || cause.getMessage() == null ? ""
-                        : ": " + cause.getMessage())).toString());
+        return response.setChunked(false).setStatusCode(status).setStatusMessage(reason)
+                .putHeader("Content-Type", "application/json")
+                .end(VerdictAnswer.JSON.createObjectNode().put("error", message).toString());
     }
 }

@@ -83,7 +83,8 @@ public final class Gateway implements AutoCloseable {
                 // connections of this loop's own: each stays on the loop of the requests it carries
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
-                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
+                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
+                        upstreamTimeoutMs));
                 // Expect: 100-continue is answered here (the client goes on sending), never forwarded
                 return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
                         .setHandle100ContinueAutomatically(true)).invalidRequestHandler(ApiServer::malformed)
@@ -120,6 +121,11 @@ public final class Gateway implements AutoCloseable {
             decided.whenComplete((verdict, failure) -> onEventLoop(eventLoop, () -> {
                 if (failure != null) {
                     ApiServer.internalError(incoming, failure);
+                    return;
+                }
+                if (incoming.response().closed()) {
+                    // the client left while the store decided (Redis): no handler set from here on would be told so
+                    verdict.release();
                     return;
                 }
                 VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());

@@ -15,7 +15,9 @@ import io.vertx.core.impl.VertxInternal;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLParameters;
 import java.util.ArrayDeque;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * One event loop's connections to the upstream: Netty channels on that loop, kept open from one request to the
@@ -39,20 +41,33 @@ final class UpstreamConnections {
     }
 
     private final Bootstrap bootstrap;
+    private final EventLoop loop;
     private final String host;
     private final int port;
+    private final long timeoutMs;
+    private final int most;
     private final ArrayDeque<Channel> idle = new ArrayDeque<>();
     private final ArrayDeque<Lease> waiting = new ArrayDeque<>();
     private int open;
 
     /**
      * @param tls        for an {@code https} upstream, else null
-     * @param timeoutMs  how long a connection may stay silent, in an exchange or idle
+     * @param timeoutMs  how long a connection may stay silent, in an exchange or idle, and how long a request waits
+     *                   for a connection when all are taken
      */
     UpstreamConnections(VertxInternal vertx, EventLoop loop, String host, int port, SslContext tls, long timeoutMs,
                         int connectTimeoutMs) {
+        this(vertx, loop, host, port, tls, timeoutMs, connectTimeoutMs, MOST);
+    }
+
+    /** As above, with at most {@code most} connections (for tests). */
+    UpstreamConnections(VertxInternal vertx, EventLoop loop, String host, int port, SslContext tls, long timeoutMs,
+                        int connectTimeoutMs, int most) {
+        this.most = most;
+        this.loop = loop;
         this.host = host;
         this.port = port;
+        this.timeoutMs = timeoutMs;
         this.bootstrap = new Bootstrap().group(loop).channelFactory(vertx.transport().channelFactory(false))
                 .resolver(vertx.nettyAddressResolverGroup())
                 .option(ChannelOption.TCP_NODELAY, true)
@@ -74,7 +89,10 @@ final class UpstreamConnections {
                 });
     }
 
-    /** Grants {@code lease} a connection: an idle one, a new one, or the next one given back. */
+    /**
+     * Grants {@code lease} a connection: an idle one, a new one, or the next one given back; one that waits longer
+     * than the timeout for it fails with a {@link TimeoutException}.
+     */
     void lease(Lease lease) {
         for (Channel channel; (channel = idle.pollLast()) != null; ) { // the one used last: the warmest
             if (channel.isActive()) {
@@ -82,15 +100,28 @@ final class UpstreamConnections {
                 return;
             }
         }
-        if (open < MOST) {
+        if (open < most) {
             connect(lease);
-        } else {
-            waiting.add(lease);
+            return;
         }
+        waiting.add(lease);
+        loop.schedule(() -> {
+            if (waiting.remove(lease)) {
+                lease.failed(new TimeoutException("no connection to the upstream came free in time"));
+            }
+        }, timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** A lease no longer wanted (its client left): out of the line, if it waits in it. */
+    void cancel(Lease lease) {
+        waiting.remove(lease);
     }
 
     /** Takes back a connection whose exchange is over, whole, and may carry another. */
     void giveBack(Channel channel) {
+        if (!channel.isActive()) {
+            return; // closed meanwhile: as it closed, its place was freed and given to whoever waited
+        }
         Lease next = waiting.poll();
         if (next != null) {
             next.granted(channel, true);
@@ -101,18 +132,22 @@ final class UpstreamConnections {
 
     private void connect(Lease lease) {
         open++;
-        ChannelFuture connecting = bootstrap.connect(host, port);
+        Place place = new Place();
+        ChannelFuture connecting;
+        try {
+            connecting = bootstrap.connect(host, port);
+        } catch (RuntimeException e) {
+            place.free(null);
+            lease.failed(e);
+            return;
+        }
         Channel channel = connecting.channel();
-        channel.closeFuture().addListener(closed -> {
-            open--;
-            idle.remove(channel);
-            Lease next = waiting.poll();
-            if (next != null) {
-                connect(next); // its place is free
-            }
-        });
-        connecting.addListener(connected -> {
+        // A channel Netty could not even make (no file descriptor left) is never closed, and its failure is told on
+        // another thread: the place is freed by whichever comes first, on this loop.
+        channel.closeFuture().addListener(closed -> onLoop(() -> place.free(channel)));
+        connecting.addListener(connected -> onLoop(() -> {
             if (!connected.isSuccess()) {
+                place.free(channel);
                 lease.failed(connected.cause());
                 return;
             }
@@ -121,14 +156,46 @@ final class UpstreamConnections {
                 lease.granted(channel, false);
                 return;
             }
-            tls.handshakeFuture().addListener(shaken -> {
+            tls.handshakeFuture().addListener(shaken -> onLoop(() -> {
                 if (shaken.isSuccess()) {
                     lease.granted(channel, false);
                 } else {
                     channel.close();
                     lease.failed(shaken.cause());
                 }
-            });
-        });
+            }));
+        }));
+    }
+
+    private void onLoop(Runnable task) {
+        if (loop.inEventLoop()) {
+            task.run();
+        } else {
+            try {
+                loop.execute(task);
+            } catch (RejectedExecutionException e) {
+                // the gateway is closing: nothing is left to serve
+            }
+        }
+    }
+
+    /** One connection's place among the {@link #MOST}: freed once, when it closes or fails to open. */
+    private final class Place {
+        private boolean freed;
+
+        void free(Channel channel) {
+            if (freed) {
+                return;
+            }
+            freed = true;
+            open--;
+            if (channel != null) {
+                idle.remove(channel);
+            }
+            Lease next = waiting.poll();
+            if (next != null) {
+                connect(next);
+            }
+        }
     }
 }

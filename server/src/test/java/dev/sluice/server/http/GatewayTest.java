@@ -33,8 +33,10 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The gateway in front of a real upstream, end to end over real HTTP connections (spec/server.md, Gateway). */
 class GatewayTest {
@@ -739,5 +741,176 @@ class GatewayTest {
             }
         }
         assertThat(upstream.seen).allSatisfy(seen -> assertThat(seen).containsEntry("host", "127.0.0.1:" + upstream.port()));
+        // one that asks to keep its connection: an answer of unknown length can only end with it (a review found it hang)
+        try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+            client.setSoTimeout(10_000);
+            client.getOutputStream().write("GET /drip HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                    .getBytes(StandardCharsets.US_ASCII));
+            String text = new String(client.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+            assertThat(text).startsWith("HTTP/1.0 200 ").endsWith("\r\n\r\nfirstrest");
+        }
+    }
+
+    /**
+     * An answer that ends where its connection does (no length, no chunks): whole to the client, and each next request
+     * on a connection of its own (that a closed connection is never granted again is UpstreamConnectionsTest's).
+     */
+    @Test
+    void anAnswerEndedByItsConnectionsCloseIsWholeAndItsConnectionNotReused() throws Exception {
+        try (ServerSocket closing = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            AtomicInteger connections = new AtomicInteger();
+            Thread upstreamThread = new Thread(() -> {
+                try {
+                    while (true) {
+                        try (java.net.Socket connection = closing.accept()) {
+                            connections.incrementAndGet();
+                            var in = new java.io.BufferedReader(new java.io.InputStreamReader(connection.getInputStream(),
+                                    StandardCharsets.ISO_8859_1));
+                            for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
+                                // the request's head
+                            }
+                            connection.getOutputStream().write("HTTP/1.1 200 OK\r\n\r\nuntil the end"
+                                    .getBytes(StandardCharsets.US_ASCII));
+                        }
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            upstreamThread.setDaemon(true);
+            upstreamThread.start();
+            stop();
+            upstream = new Upstream();
+            open("", "http://127.0.0.1:" + closing.getLocalPort());
+            for (int i = 0; i < 3; i++) {
+                HttpResponse<String> answer = send(request("/elsewhere"));
+                assertThat(answer.statusCode()).isEqualTo(200);
+                assertThat(answer.body()).isEqualTo("until the end");
+            }
+            assertThat(connections).hasValue(3);
+        }
+    }
+
+    /** A client whose body stops coming gets a 408 once the upstream timeout has passed, and its connection closed. */
+    @Test
+    void anUploadThatStopsGets408() throws Exception {
+        stop();
+        upstream = new Upstream();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        long started = System.nanoTime();
+        String answer;
+        try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+            client.setSoTimeout(10_000);
+            client.getOutputStream().write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf."
+                    .getBytes(StandardCharsets.US_ASCII));
+            answer = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        }
+        assertThat(answer).startsWith("HTTP/1.1 408 Request Timeout\r\n")
+                .endsWith("{\"error\":\"request timeout: the request's body stopped coming\"}");
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isBetween(Duration.ofMillis(900), Duration.ofSeconds(5));
+    }
+
+    /**
+     * A client that stops reading a long answer is let go once the upstream timeout has passed, as nginx's
+     * {@code send_timeout}: it does not hold the upstream's connection for good, and the gateway goes on.
+     */
+    @Test
+    void aClientThatStopsReadingIsLetGo() throws Exception {
+        stop();
+        upstream = new Upstream();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        long bytes = 256L * 1024 * 1024;
+        long read = 0;
+        try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+            client.setSoTimeout(20_000);
+            client.getOutputStream().write(("GET /download?bytes=" + bytes + " HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            Thread.sleep(4_000); // reading nothing
+            byte[] buffer = new byte[65536];
+            try {
+                for (int n; (n = client.getInputStream().read(buffer)) > 0; ) {
+                    read += n;
+                }
+            } catch (java.net.SocketException reset) {
+                // closed on it
+            }
+        }
+        assertThat(read).as("cut off, not sent whole").isLessThan(bytes);
+        assertThat(send(request("/elsewhere")).body()).isEqualTo("hello");
+    }
+
+    /**
+     * A past bug a review found: a client that left while its request was being decided by a store that answers
+     * later (a store of the application's own: a configuration refuses concurrency policies on Redis) kept its place
+     * in a concurrency policy for good, the handlers that give it back being set after the connection had closed.
+     */
+    @Test
+    void aClientThatLeavesWhileTheStoreDecidesGivesItsPlaceBack() throws Exception {
+        stop();
+        upstream = new Upstream();
+        HeldStore store = new HeldStore();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", """
+                policies:
+                  - name: one-at-a-time
+                    key: [const:all]
+                    algorithm: concurrency
+                    limits: [1/1h]
+                  - name: per-user
+                    key: [header:X-User]
+                    algorithm: fixed-window
+                    limits: [100/1h]
+                """), store, new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0);
+        store.hold();
+        try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+            client.setSoTimeout(500);
+            client.getOutputStream().write("GET /api HTTP/1.1\r\nHost: x\r\nX-User: ann\r\n\r\n"
+                    .getBytes(StandardCharsets.US_ASCII));
+            assertThatThrownBy(() -> client.getInputStream().read()).as("still deciding")
+                    .isInstanceOf(java.net.SocketTimeoutException.class);
+        } // and gone
+        Thread.sleep(200); // the gateway sees the connection close
+        store.release();
+        assertThat(send(request("/api").header("X-User", "bob")).statusCode()).as("the place was given back").isEqualTo(200);
+        assertThat(upstream.requests.get()).as("the one that left was not forwarded").isEqualTo(1);
+    }
+
+    /** The in-memory store, whose answers are held back while {@link #hold} is in force. */
+    private static final class HeldStore implements dev.sluice.store.Store {
+        private final dev.sluice.store.InMemoryStore decides = new dev.sluice.store.InMemoryStore();
+        private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
+
+        void hold() {
+            gate = new CompletableFuture<>();
+        }
+
+        void release() {
+            gate.complete(null);
+        }
+
+        @Override
+        public dev.sluice.Decision decide(dev.sluice.algorithm.Rule rule, String key, long cost, long nowNanos) {
+            return decides.decide(rule, key, cost, nowNanos);
+        }
+
+        @Override
+        public java.util.concurrent.CompletionStage<dev.sluice.Decision> decideAsync(dev.sluice.algorithm.Rule rule,
+                                                                                   String key, long cost, long nowNanos) {
+            dev.sluice.Decision decision = decides.decide(rule, key, cost, nowNanos);
+            return gate.thenApplyAsync(open -> decision);
+        }
+
+        @Override
+        public java.util.concurrent.CompletionStage<dev.sluice.Decision> decideAsync(dev.sluice.algorithm.Rule rule,
+                                                                                   String key, long cost, dev.sluice.Clock clock) {
+            return decideAsync(rule, key, cost, clock.nanos());
+        }
+
+        @Override
+        public void reset(dev.sluice.algorithm.Rule rule, String key) {
+            decides.reset(rule, key);
+        }
     }
 }

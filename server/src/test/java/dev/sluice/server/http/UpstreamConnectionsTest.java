@@ -1,0 +1,168 @@
+package dev.sluice.server.http;
+
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.EventLoop;
+import io.vertx.core.Vertx;
+import io.vertx.core.impl.VertxInternal;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** One event loop's connections to an upstream that accepts and holds them, with room for one connection. */
+class UpstreamConnectionsTest {
+    private Vertx vertx;
+    private EventLoop loop;
+    private ServerSocket upstream;
+    private final List<Socket> accepted = new CopyOnWriteArrayList<>();
+
+    @BeforeEach
+    void start() throws IOException {
+        vertx = Vertx.vertx();
+        loop = (EventLoop) vertx.nettyEventLoopGroup().next();
+        upstream = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        Thread accepting = new Thread(() -> {
+            try {
+                while (true) {
+                    accepted.add(upstream.accept());
+                }
+            } catch (IOException closed) {
+                // the test is over
+            }
+        });
+        accepting.setDaemon(true);
+        accepting.start();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        upstream.close();
+        for (Socket socket : accepted) {
+            socket.close();
+        }
+        vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    private UpstreamConnections connections(long timeoutMs) {
+        return new UpstreamConnections((VertxInternal) vertx, loop, "127.0.0.1", upstream.getLocalPort(), null,
+                timeoutMs, 2_000, 1);
+    }
+
+    /** What a lease is told: the channel it is granted, or why not. */
+    private static final class Told implements UpstreamConnections.Lease {
+        final CompletableFuture<Channel> granted = new CompletableFuture<>();
+
+        @Override
+        public void granted(Channel channel, boolean reused) {
+            granted.complete(channel);
+        }
+
+        @Override
+        public void failed(Throwable cause) {
+            granted.completeExceptionally(cause);
+        }
+    }
+
+    private <T> T onLoop(Supplier<T> task) throws Exception {
+        CompletableFuture<T> done = new CompletableFuture<>();
+        loop.execute(() -> done.complete(task.get()));
+        return done.get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A past bug a review found: a connection that closed as its exchange ended (an answer ended by the upstream's
+     * close) was given back after its place had been freed, and granted to the next request waiting, which then
+     * waited for good on a closed connection.
+     */
+    @Test
+    void aClosedConnectionGivenBackIsNeverGranted() throws Exception {
+        UpstreamConnections connections = connections(10_000);
+        Told first = new Told();
+        Told second = new Told();
+        Told third = new Told();
+        onLoop(() -> {
+            connections.lease(first);
+            return null;
+        });
+        Channel one = first.granted.get(10, TimeUnit.SECONDS);
+        onLoop(() -> {
+            connections.lease(second);
+            connections.lease(third);
+            return null;
+        });
+        assertThat(second.granted).as("room for one").isNotDone();
+        onLoop(() -> one.close().syncUninterruptibly()); // its place goes to the second, on a new connection
+        onLoop(() -> {
+            connections.giveBack(one); // as its exchange ends
+            return null;
+        });
+        Channel two = second.granted.get(10, TimeUnit.SECONDS);
+        assertThat(two).isNotSameAs(one);
+        assertThat(two.isActive()).isTrue();
+        Thread.sleep(100);
+        assertThat(third.granted).as("not the closed one").isNotDone();
+        onLoop(() -> {
+            connections.giveBack(two);
+            return null;
+        });
+        assertThat(third.granted.get(10, TimeUnit.SECONDS)).isSameAs(two);
+    }
+
+    @Test
+    void aRequestWaitingLongerThanTheTimeoutForAConnectionIsToldSo() throws Exception {
+        UpstreamConnections connections = connections(300);
+        Told first = new Told();
+        Told second = new Told();
+        onLoop(() -> {
+            connections.lease(first);
+            return null;
+        });
+        Channel one = first.granted.get(10, TimeUnit.SECONDS);
+        // kept busy (else, idle for the timeout, it would be closed, and its place go to the second)
+        var busy = loop.scheduleAtFixedRate(() -> one.writeAndFlush(Unpooled.EMPTY_BUFFER), 50, 50, TimeUnit.MILLISECONDS);
+        long started = System.nanoTime();
+        onLoop(() -> {
+            connections.lease(second);
+            return null;
+        });
+        Throwable cause = second.granted.handle((channel, failure) -> failure).get(10, TimeUnit.SECONDS);
+        assertThat(cause).isInstanceOf(TimeoutException.class).hasMessage("no connection to the upstream came free in time");
+        assertThat(System.nanoTime() - started).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(250));
+        busy.cancel(false);
+    }
+
+    @Test
+    void aLeaseCancelledWhileWaitingIsNeverGranted() throws Exception {
+        UpstreamConnections connections = connections(10_000);
+        Told first = new Told();
+        Told cancelled = new Told();
+        Told next = new Told();
+        onLoop(() -> {
+            connections.lease(first);
+            return null;
+        });
+        Channel one = first.granted.get(10, TimeUnit.SECONDS);
+        onLoop(() -> {
+            connections.lease(cancelled);
+            connections.lease(next);
+            connections.cancel(cancelled);
+            connections.giveBack(one);
+            return null;
+        });
+        assertThat(next.granted.get(10, TimeUnit.SECONDS)).isSameAs(one);
+        assertThat(cancelled.granted).isNotDone();
+    }
+}
