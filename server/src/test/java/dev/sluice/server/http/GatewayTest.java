@@ -791,6 +791,45 @@ class GatewayTest {
         }
     }
 
+    /**
+     * A HEAD answered with a 1xx first (103 Early Hints): Netty's decoder then forgets the request was a HEAD and waits
+     * for a body; the gateway answers with the final head and does not wait out the timeout for it.
+     */
+    @Test
+    void aHeadAnsweredWithEarlyHintsFirstIsAnsweredAtOnce() throws Exception {
+        try (ServerSocket hinting = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread upstreamThread = new Thread(() -> {
+                try {
+                    while (true) {
+                        java.net.Socket connection = hinting.accept();
+                        var in = new java.io.BufferedReader(new java.io.InputStreamReader(connection.getInputStream(),
+                                StandardCharsets.ISO_8859_1));
+                        for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
+                            // the request's head
+                        }
+                        connection.getOutputStream().write(("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                                + "HTTP/1.1 200 OK\r\nContent-Length: 50\r\nX-Upstream: yes\r\n\r\n")
+                                .getBytes(StandardCharsets.US_ASCII));
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            upstreamThread.setDaemon(true);
+            upstreamThread.start();
+            stop();
+            upstream = new Upstream();
+            live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+            gateway = Gateway.start(live, URI.create("http://127.0.0.1:" + hinting.getLocalPort()), "127.0.0.1", 0, 5_000);
+            long started = System.nanoTime();
+            HttpResponse<String> head = send(request("/elsewhere").method("HEAD", HttpRequest.BodyPublishers.noBody()));
+            assertThat(head.statusCode()).isEqualTo(200);
+            assertThat(header(head, "X-Upstream")).isEqualTo("yes");
+            assertThat(header(head, "Content-Length")).isEqualTo("50");
+            assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(3));
+        }
+    }
+
     /** A client whose body stops coming gets a 408 once the upstream timeout has passed, and its connection closed. */
     @Test
     void anUploadThatStopsGets408() throws Exception {
