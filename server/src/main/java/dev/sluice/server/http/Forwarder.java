@@ -103,7 +103,9 @@ final class Forwarder {
                 : new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, incoming.uri(), Unpooled.EMPTY_BUFFER,
                 HEADERS, HEADERS);
         HttpHeaders headers = head.headers();
-        copy(incoming.headers(), incoming.headers().getAll(io.vertx.core.http.HttpHeaders.CONNECTION), headers::add);
+        MultiMap from = incoming.headers();
+        copy(from, from.contains(io.vertx.core.http.HttpHeaders.CONNECTION)
+                ? from.getAll(io.vertx.core.http.HttpHeaders.CONNECTION) : List.of(), headers::add);
         String remote = incoming.remoteAddress() == null ? null : incoming.remoteAddress().hostAddress();
         if (remote != null) {
             String before = String.join(", ", incoming.headers().getAll("X-Forwarded-For"));
@@ -317,7 +319,9 @@ final class Forwarder {
                 return true;
             }
             response.setStatusCode(status).setStatusMessage(answer.status().reasonPhrase());
-            copy(answer.headers(), answer.headers().getAll(HttpHeaderNames.CONNECTION), response.headers()::add);
+            HttpHeaders from = answer.headers();
+            copy(from, from.contains(HttpHeaderNames.CONNECTION) ? from.getAll(HttpHeaderNames.CONNECTION) : List.of(),
+                    response.headers()::add);
             added.forEach(response::putHeader);
             // no body, whatever Content-Length says (for HEAD it is the length a GET would get, and stays)
             bodiless = incoming.method() == HttpMethod.HEAD || status == 204 || status == 304;
@@ -474,7 +478,7 @@ final class Forwarder {
      */
     private static void copy(Iterable<Map.Entry<String, String>> from, List<String> connection,
                              BiConsumer<String, String> to) {
-        // every line of it (a review found the second ignored); no list made for a message without one
+        // every line of it (a review found the second ignored); the callers make no list for a message without one
         String[] named = connection.isEmpty() ? NONE : String.join(",", connection).split(",");
         for (int i = 0; i < named.length; i++) {
             named[i] = named[i].trim();
