@@ -91,17 +91,19 @@ class DeadlineTimerTest {
 
     /** Commands answered in time: their timeouts cancelled, the thread woken only to let go of them. */
     @Test
-    void timeoutsCancelledBeforeTheirDeadlineWakeTheThreadOnlyToLetGoOfThem() {
+    void timeoutsCancelledBeforeTheirDeadlineWakeTheThreadOnlyToLetGoOfThem() throws Exception {
         DeadlineTimer timer = new DeadlineTimer("test-timer");
         try {
             int commands = 10 * DeadlineTimer.PURGE_EVERY;
-            timer.newTimeout(t -> { }, 1, TimeUnit.HOURS); // the thread sleeps for it
+            timer.newTimeout(t -> { }, 1, TimeUnit.HOURS);
+            Thread.sleep(50); // the thread has taken it in and sleeps for it
             int before = timer.wakes();
             for (int i = 0; i < commands; i++) {
                 timer.newTimeout(t -> { }, 1, TimeUnit.SECONDS).cancel();
             }
-            // a wheel ticking every 50 µs would have woken at every tick; this one once per PURGE_EVERY added
-            assertThat(timer.wakes() - before).isLessThanOrEqualTo(commands / DeadlineTimer.PURGE_EVERY + 2);
+            // once per PURGE_EVERY added, and a few times more as the first one (due sooner than the hour) woke it and
+            // the adders raced the thread's new wake-up time: not once a command
+            assertThat(timer.wakes() - before).isLessThanOrEqualTo(commands / DeadlineTimer.PURGE_EVERY + 6);
         } finally {
             timer.stop();
         }
