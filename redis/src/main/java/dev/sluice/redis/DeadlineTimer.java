@@ -33,8 +33,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Why the cancelled ones count: commands share one timeout, so the first command sent after a wake is due before
  * any sent later. The thread, woken by it or sleeping for good, sleeps until its deadline whether or not it is
- * answered by then, and the commands sent meanwhile, all due later, wake nobody: a busy store wakes the thread about
- * once a timeout, 20 times a second at the default 50 ms, and a store gone idle once or twice more. Were only the
+ * answered by then, and the commands sent meanwhile, all due later, wake nobody: a busy store wakes the thread a few
+ * times a timeout (at a wake the first command sent after the last one is due a moment later, and wakes it again),
+ * some 40 to 60 times a second at the default 50 ms, and a store gone idle once or twice more. Were only the
  * pending ones counted, a command answered before the thread looked at it would leave the thread asleep for good
  * (or for a longer timeout, such as Lettuce's reconnect delays), and the next command would wake it again: a wake a
  * command. Every {@link #PURGE_EVERY}-th timeout added also wakes it, so that the cancelled ones of a long timeout do
@@ -135,6 +136,8 @@ final class DeadlineTimer implements Timer {
 
     private void run() {
         while (!stopped) {
+            // a task that left this thread interrupted would have park() return at once, round after round
+            Thread.interrupted();
             long now = System.nanoTime();
             any = false;
             takeIn(now);

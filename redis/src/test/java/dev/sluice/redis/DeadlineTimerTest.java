@@ -124,6 +124,29 @@ class DeadlineTimerTest {
         }
     }
 
+    /** A task that leaves the timer's thread interrupted: park() would return at once, round after round. */
+    @Test
+    void aTaskThatInterruptsTheThreadDoesNotSetItSpinning() throws Exception {
+        DeadlineTimer timer = new DeadlineTimer("test-timer");
+        try {
+            CountDownLatch interrupted = new CountDownLatch(1);
+            timer.newTimeout(t -> {
+                Thread.currentThread().interrupt();
+                interrupted.countDown();
+            }, 1, TimeUnit.MILLISECONDS);
+            assertThat(interrupted.await(5, TimeUnit.SECONDS)).isTrue();
+            Thread.sleep(50);
+            int wakes = timer.wakes();
+            Thread.sleep(200);
+            assertThat(timer.wakes() - wakes).isLessThan(5);
+            CountDownLatch ran = new CountDownLatch(1);
+            timer.newTimeout(t -> ran.countDown(), 20, TimeUnit.MILLISECONDS);
+            assertThat(ran.await(5, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            timer.stop();
+        }
+    }
+
     @Test
     void stoppingHandsBackWhatIsPendingAndRunsNothingMore() throws Exception {
         DeadlineTimer timer = new DeadlineTimer("test-timer");
