@@ -185,6 +185,7 @@ final class Forwarder {
         private Channel channel;
         private Relay relay;
         private boolean reused;
+        private boolean retried;
         /** Whether anything of the answer has come. */
         private boolean heard;
         private boolean requestSent;
@@ -329,11 +330,14 @@ final class Forwarder {
             // an answer that ends where its connection does leaves nothing to carry another request on
             keepAlive = HttpUtil.isKeepAlive(answer)
                     && (bodiless || length >= 0 || HttpUtil.isTransferEncodingChunked(answer));
-            if (bodiless && sawInformational) {
+            if (incoming.method() == HttpMethod.HEAD && sawInformational) {
                 // Netty's codec forgets that a HEAD was asked once a 1xx answer has come, and would wait for a body:
                 // the answer is whole with its head, and the connection, out of step, is closed
                 over = true;
                 response.end();
+                if (!requestSent) {
+                    dropRest(incoming);
+                }
                 detach(false);
                 return false;
             }
@@ -350,6 +354,9 @@ final class Forwarder {
 
         /** The client reads slower than the upstream sends: read no more from the upstream until it catches up. */
         private void waitForClient() {
+            if (!channel.config().isAutoRead()) {
+                return; // waiting already: the rest of a read comes in after the queue filled (a review found a timer each)
+            }
             channel.config().setAutoRead(false);
             stalled = channel.eventLoop().schedule(() -> {
                 if (!over) {
@@ -379,7 +386,7 @@ final class Forwarder {
             if (!channel.config().isAutoRead()) {
                 return;
             }
-            if (!requestSent) {
+            if (!requestSent && channel.isWritable()) { // else the upstream stopped reading the body: it is silent
                 if (!over) {
                     over = true;
                     detach(false);
@@ -404,7 +411,8 @@ final class Forwarder {
          * does. Others are a 502, since the upstream may have acted on them.
          */
         void closed(Throwable failure) {
-            if (reused && !body && IDEMPOTENT.contains(incoming.method()) && !heard && !over) {
+            if (reused && !retried && !body && IDEMPOTENT.contains(incoming.method()) && !heard && !over) {
+                retried = true;
                 relay.exchange = null;
                 channel = null;
                 connections.lease(this);
@@ -521,7 +529,7 @@ final class Forwarder {
         }
         dropRest(incoming);
         if (cause instanceof TimeoutException) {
-            answer(incoming, 504, "Gateway Timeout", "gateway timeout: the upstream did not answer in time");
+            answer(incoming, 504, "Gateway Timeout", "gateway timeout: " + cause.getMessage());
         } else {
             answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
                     + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()));

@@ -15,7 +15,9 @@ import io.vertx.core.impl.VertxInternal;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLParameters;
 import java.util.ArrayDeque;
+import java.util.Iterator;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -47,7 +49,7 @@ final class UpstreamConnections {
     private final long timeoutMs;
     private final int most;
     private final ArrayDeque<Channel> idle = new ArrayDeque<>();
-    private final ArrayDeque<Lease> waiting = new ArrayDeque<>();
+    private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
     private int open;
 
     /**
@@ -104,17 +106,45 @@ final class UpstreamConnections {
             connect(lease);
             return;
         }
-        waiting.add(lease);
-        loop.schedule(() -> {
-            if (waiting.remove(lease)) {
+        Waiting waits = new Waiting(lease);
+        waits.deadline = loop.schedule(() -> {
+            if (waiting.remove(waits)) {
                 lease.failed(new TimeoutException("no connection to the upstream came free in time"));
             }
         }, timeoutMs, TimeUnit.MILLISECONDS);
+        waiting.add(waits);
     }
 
     /** A lease no longer wanted (its client left): out of the line, if it waits in it. */
     void cancel(Lease lease) {
-        waiting.remove(lease);
+        for (Iterator<Waiting> line = waiting.iterator(); line.hasNext(); ) {
+            Waiting waits = line.next();
+            if (waits.lease == lease) {
+                line.remove();
+                waits.deadline.cancel(false);
+                return;
+            }
+        }
+    }
+
+    /** The next lease in line, its deadline cancelled; null if none waits. */
+    private Lease next() {
+        Waiting waits = waiting.poll();
+        if (waits == null) {
+            return null;
+        }
+        waits.deadline.cancel(false); // else it would keep the lease, and what it holds, for the whole timeout
+        return waits.lease;
+    }
+
+    /** A lease in line for a connection, and the timer that ends its wait. */
+    private static final class Waiting {
+        final Lease lease;
+        ScheduledFuture<?> deadline;
+
+        Waiting(Lease lease) {
+            this.lease = lease;
+        }
     }
 
     /** Takes back a connection whose exchange is over, whole, and may carry another. */
@@ -122,7 +152,7 @@ final class UpstreamConnections {
         if (!channel.isActive()) {
             return; // closed meanwhile: as it closed, its place was freed and given to whoever waited
         }
-        Lease next = waiting.poll();
+        Lease next = next();
         if (next != null) {
             next.granted(channel, true);
         } else {
@@ -192,7 +222,7 @@ final class UpstreamConnections {
             if (channel != null) {
                 idle.remove(channel);
             }
-            Lease next = waiting.poll();
+            Lease next = next();
             if (next != null) {
                 connect(next);
             }

@@ -851,6 +851,76 @@ class GatewayTest {
     }
 
     /**
+     * A past bug a review found: a client a little slower than the upstream, reading all along, was cut off one timeout
+     * after it first fell behind (each part of a read that came in after the queue filled set a timer of its own, and
+     * only the last was cancelled as the client caught up).
+     */
+    @Test
+    void aClientReadingSlowerThanTheUpstreamSendsGetsTheWholeAnswer() throws Exception {
+        stop();
+        upstream = new Upstream();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        long bytes = 48L * 1024 * 1024;
+        long read = 0;
+        long started = System.nanoTime();
+        try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
+            client.setSoTimeout(20_000);
+            client.setReceiveBufferSize(64 * 1024);
+            client.getOutputStream().write(("GET /download?bytes=" + bytes + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            InputStream in = client.getInputStream();
+            byte[] buffer = new byte[64 * 1024];
+            try {
+                for (int n; (n = in.read(buffer)) > 0; ) {
+                    read += n;
+                    Thread.sleep(4); // about 16 MB a second at most: slower than the upstream sends
+                }
+            } catch (java.net.SocketException reset) {
+                // cut off
+            }
+        }
+        assertThat(read).as("the whole answer, its head included").isGreaterThan(bytes);
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).as("longer than the timeout").isGreaterThan(Duration.ofSeconds(2));
+    }
+
+    /**
+     * An upstream that stops reading a request's body is the one silent, not the client: a 504, not a 408 (a review
+     * found the client blamed).
+     */
+    @Test
+    void anUpstreamThatStopsReadingTheBodyGives504() throws Exception {
+        try (ServerSocket deaf = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            List<java.net.Socket> held = java.util.Collections.synchronizedList(new ArrayList<>());
+            Thread upstreamThread = new Thread(() -> {
+                try {
+                    while (true) {
+                        java.net.Socket connection = deaf.accept();
+                        connection.setReceiveBufferSize(16 * 1024);
+                        held.add(connection); // reads nothing at all
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            upstreamThread.setDaemon(true);
+            upstreamThread.start();
+            stop();
+            upstream = new Upstream();
+            live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+            gateway = Gateway.start(live, URI.create("http://127.0.0.1:" + deaf.getLocalPort()), "127.0.0.1", 0, 1_000);
+            HttpResponse<String> answer = send(request("/upload").POST(HttpRequest.BodyPublishers.ofByteArray(
+                    new byte[32 * 1024 * 1024])));
+            assertThat(answer.statusCode()).isEqualTo(504);
+            assertThat(JSON.readTree(answer.body()).get("error").asText())
+                    .isEqualTo("gateway timeout: the upstream did not answer in time");
+            for (java.net.Socket socket : held) {
+                socket.close();
+            }
+        }
+    }
+
+    /**
      * A client that stops reading a long answer is let go once the upstream timeout has passed, as nginx's
      * {@code send_timeout}: it does not hold the upstream's connection for good, and the gateway goes on.
      */
