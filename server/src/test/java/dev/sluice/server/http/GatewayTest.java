@@ -115,6 +115,14 @@ class GatewayTest {
         gateway = Gateway.start(live, URI.create(to), "127.0.0.1", 0);
     }
 
+    /** The gateway of this test started again, in front of {@code to}, the upstream allowed {@code timeoutMs} of silence. */
+    private void reopen(String to, long timeoutMs) throws Exception {
+        gateway.close();
+        live.close();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(to), "127.0.0.1", 0, timeoutMs);
+    }
+
     @AfterEach
     void stop() throws Exception {
         gateway.close();
@@ -592,10 +600,7 @@ class GatewayTest {
 
     @Test
     void anUpstreamThatStaysSilentGives504() throws Exception {
-        stop();
-        upstream = new Upstream();
-        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        reopen(upstream.uri(), 1_000);
         long started = System.nanoTime();
         HttpResponse<String> response = send(request("/hold?ms=5000"));
         assertThat(response.statusCode()).isEqualTo(504);
@@ -626,35 +631,36 @@ class GatewayTest {
      */
     @Test
     void aRequestOnAKeptConnectionTheUpstreamClosedIsSentAgainWhenItMayBe() throws Exception {
-        try (ServerSocket closing = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            List<String> heads = java.util.Collections.synchronizedList(new ArrayList<>());
-            Thread upstreamThread = new Thread(() -> {
-                try {
-                    while (true) {
-                        java.net.Socket connection = closing.accept();
-                        Thread answering = new Thread(() -> answerOnceThenHangUp(connection, heads));
-                        answering.setDaemon(true);
-                        answering.start();
+        List<String> heads = java.util.Collections.synchronizedList(new ArrayList<>());
+        // each connection answers its first request and hangs up as the second arrives
+        try (RawUpstream closing = new RawUpstream(connection -> {
+            try (connection) {
+                var in = RawUpstream.reader(connection);
+                for (int request = 0; ; request++) {
+                    StringBuilder head = new StringBuilder();
+                    int length = RawUpstream.readHead(in, head);
+                    if (length < 0) {
+                        return;
                     }
-                } catch (IOException closed) {
-                    // the test is over
+                    heads.add(head.substring(0, head.indexOf("\r\n")));
+                    in.skip(length);
+                    if (request == 1) {
+                        return; // hangs up without answering
+                    }
+                    RawUpstream.write(connection, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst");
                 }
-            });
-            upstreamThread.setDaemon(true);
-            upstreamThread.start();
-            stop();
-            upstream = new Upstream();
-            open("", "http://127.0.0.1:" + closing.getLocalPort());
+            }
+        })) {
+            reopen(closing.uri(), Gateway.DEFAULT_UPSTREAM_TIMEOUT_MS);
             try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
                 client.setSoTimeout(10_000);
-                var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), StandardCharsets.ISO_8859_1));
-                var out = client.getOutputStream();
-                out.write("GET /one HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                var in = RawUpstream.reader(client);
+                RawUpstream.write(client, "GET /one HTTP/1.1\r\nHost: x\r\n\r\n");
                 assertThat(readAnswer(in)).startsWith("HTTP/1.1 200 ").endsWith("first");
-                out.write("GET /two HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                RawUpstream.write(client, "GET /two HTTP/1.1\r\nHost: x\r\n\r\n");
                 assertThat(readAnswer(in)).as("sent again on a new connection").startsWith("HTTP/1.1 200 ").endsWith("first");
                 assertThat(heads).containsExactly("GET /one HTTP/1.1", "GET /two HTTP/1.1", "GET /two HTTP/1.1");
-                out.write("POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\ndata".getBytes(StandardCharsets.US_ASCII));
+                RawUpstream.write(client, "POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\ndata");
                 assertThat(readAnswer(in)).as("a body is not sent twice").startsWith("HTTP/1.1 502 ");
                 assertThat(heads).containsExactly("GET /one HTTP/1.1", "GET /two HTTP/1.1", "GET /two HTTP/1.1",
                         "POST /three HTTP/1.1");
@@ -662,44 +668,10 @@ class GatewayTest {
         }
     }
 
-    /** An upstream connection that answers its first request and hangs up as the second arrives. */
-    private static void answerOnceThenHangUp(java.net.Socket connection, List<String> heads) {
-        try (connection) {
-            var in = new java.io.BufferedReader(new java.io.InputStreamReader(connection.getInputStream(), StandardCharsets.ISO_8859_1));
-            for (int request = 0; ; request++) {
-                String first = in.readLine();
-                if (first == null) {
-                    return;
-                }
-                heads.add(first);
-                int length = 0;
-                for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
-                    if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
-                        length = Integer.parseInt(line.substring("content-length:".length()).trim());
-                    }
-                }
-                in.skip(length);
-                if (request == 1) {
-                    return; // hangs up without answering
-                }
-                connection.getOutputStream().write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"
-                        .getBytes(StandardCharsets.US_ASCII));
-            }
-        } catch (IOException e) {
-            // the gateway went away
-        }
-    }
-
     /** One answer read off a connection: its head and its body of Content-Length bytes. */
     private static String readAnswer(java.io.BufferedReader in) throws IOException {
         StringBuilder answer = new StringBuilder();
-        int length = 0;
-        for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
-            answer.append(line).append("\r\n");
-            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
-                length = Integer.parseInt(line.substring("content-length:".length()).trim());
-            }
-        }
+        int length = Math.max(0, RawUpstream.readHead(in, answer));
         char[] body = new char[length];
         for (int read = 0; read < length; ) {
             int n = in.read(body, read, length - read);
@@ -757,31 +729,15 @@ class GatewayTest {
      */
     @Test
     void anAnswerEndedByItsConnectionsCloseIsWholeAndItsConnectionNotReused() throws Exception {
-        try (ServerSocket closing = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            AtomicInteger connections = new AtomicInteger();
-            Thread upstreamThread = new Thread(() -> {
-                try {
-                    while (true) {
-                        try (java.net.Socket connection = closing.accept()) {
-                            connections.incrementAndGet();
-                            var in = new java.io.BufferedReader(new java.io.InputStreamReader(connection.getInputStream(),
-                                    StandardCharsets.ISO_8859_1));
-                            for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
-                                // the request's head
-                            }
-                            connection.getOutputStream().write("HTTP/1.1 200 OK\r\n\r\nuntil the end"
-                                    .getBytes(StandardCharsets.US_ASCII));
-                        }
-                    }
-                } catch (IOException closed) {
-                    // the test is over
-                }
-            });
-            upstreamThread.setDaemon(true);
-            upstreamThread.start();
-            stop();
-            upstream = new Upstream();
-            open("", "http://127.0.0.1:" + closing.getLocalPort());
+        AtomicInteger connections = new AtomicInteger();
+        try (RawUpstream closing = new RawUpstream(connection -> {
+            try (connection) {
+                connections.incrementAndGet();
+                RawUpstream.readHead(RawUpstream.reader(connection), null);
+                RawUpstream.write(connection, "HTTP/1.1 200 OK\r\n\r\nuntil the end");
+            }
+        })) {
+            reopen(closing.uri(), Gateway.DEFAULT_UPSTREAM_TIMEOUT_MS);
             for (int i = 0; i < 3; i++) {
                 HttpResponse<String> answer = send(request("/elsewhere"));
                 assertThat(answer.statusCode()).isEqualTo(200);
@@ -797,30 +753,12 @@ class GatewayTest {
      */
     @Test
     void aHeadAnsweredWithEarlyHintsFirstIsAnsweredAtOnce() throws Exception {
-        try (ServerSocket hinting = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            Thread upstreamThread = new Thread(() -> {
-                try {
-                    while (true) {
-                        java.net.Socket connection = hinting.accept();
-                        var in = new java.io.BufferedReader(new java.io.InputStreamReader(connection.getInputStream(),
-                                StandardCharsets.ISO_8859_1));
-                        for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
-                            // the request's head
-                        }
-                        connection.getOutputStream().write(("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
-                                + "HTTP/1.1 200 OK\r\nContent-Length: 50\r\nX-Upstream: yes\r\n\r\n")
-                                .getBytes(StandardCharsets.US_ASCII));
-                    }
-                } catch (IOException closed) {
-                    // the test is over
-                }
-            });
-            upstreamThread.setDaemon(true);
-            upstreamThread.start();
-            stop();
-            upstream = new Upstream();
-            live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-            gateway = Gateway.start(live, URI.create("http://127.0.0.1:" + hinting.getLocalPort()), "127.0.0.1", 0, 5_000);
+        try (RawUpstream hinting = new RawUpstream(connection -> {
+            RawUpstream.readHead(RawUpstream.reader(connection), null);
+            RawUpstream.write(connection, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                    + "HTTP/1.1 200 OK\r\nContent-Length: 50\r\nX-Upstream: yes\r\n\r\n");
+        })) {
+            reopen(hinting.uri(), 5_000);
             long started = System.nanoTime();
             HttpResponse<String> head = send(request("/elsewhere").method("HEAD", HttpRequest.BodyPublishers.noBody()));
             assertThat(head.statusCode()).isEqualTo(200);
@@ -833,10 +771,7 @@ class GatewayTest {
     /** A client whose body stops coming gets a 408 once the upstream timeout has passed, and its connection closed. */
     @Test
     void anUploadThatStopsGets408() throws Exception {
-        stop();
-        upstream = new Upstream();
-        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        reopen(upstream.uri(), 1_000);
         long started = System.nanoTime();
         String answer;
         try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
@@ -857,10 +792,7 @@ class GatewayTest {
      */
     @Test
     void aClientReadingSlowerThanTheUpstreamSendsGetsTheWholeAnswer() throws Exception {
-        stop();
-        upstream = new Upstream();
-        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        reopen(upstream.uri(), 1_000);
         long bytes = 48L * 1024 * 1024;
         long read = 0;
         long started = System.nanoTime();
@@ -890,33 +822,13 @@ class GatewayTest {
      */
     @Test
     void anUpstreamThatStopsReadingTheBodyGives504() throws Exception {
-        try (ServerSocket deaf = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            List<java.net.Socket> held = java.util.Collections.synchronizedList(new ArrayList<>());
-            Thread upstreamThread = new Thread(() -> {
-                try {
-                    while (true) {
-                        java.net.Socket connection = deaf.accept();
-                        connection.setReceiveBufferSize(16 * 1024);
-                        held.add(connection); // reads nothing at all
-                    }
-                } catch (IOException closed) {
-                    // the test is over
-                }
-            });
-            upstreamThread.setDaemon(true);
-            upstreamThread.start();
-            stop();
-            upstream = new Upstream();
-            live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-            gateway = Gateway.start(live, URI.create("http://127.0.0.1:" + deaf.getLocalPort()), "127.0.0.1", 0, 1_000);
+        try (RawUpstream deaf = new RawUpstream(connection -> { })) { // reads nothing at all
+            reopen(deaf.uri(), 1_000);
             HttpResponse<String> answer = send(request("/upload").POST(HttpRequest.BodyPublishers.ofByteArray(
                     new byte[32 * 1024 * 1024])));
             assertThat(answer.statusCode()).isEqualTo(504);
             assertThat(JSON.readTree(answer.body()).get("error").asText())
                     .isEqualTo("gateway timeout: the upstream did not answer in time");
-            for (java.net.Socket socket : held) {
-                socket.close();
-            }
         }
     }
 
@@ -926,10 +838,7 @@ class GatewayTest {
      */
     @Test
     void aClientThatStopsReadingIsLetGo() throws Exception {
-        stop();
-        upstream = new Upstream();
-        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0, 1_000);
+        reopen(upstream.uri(), 1_000);
         long bytes = 256L * 1024 * 1024;
         long read = 0;
         try (java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port())) {
