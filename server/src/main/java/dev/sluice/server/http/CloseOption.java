@@ -39,9 +39,7 @@ final class CloseOption {
                 request.response().headersEndHandler(head -> request.response().putHeader(HttpHeaders.CONNECTION,
                         HttpHeaders.CLOSE));
                 request.response().bodyEndHandler(answered -> {
-                    if (!request.isEnded()) { // a body nobody reads now (a gateway's request waits paused): dropped
-                        request.handler(dropped -> { }).resume();
-                    }
+                    Forwarder.dropRest(request); // a body nobody reads now (a gateway's request waits paused)
                     request.end().onComplete(read -> connection.close());
                 });
             }

@@ -514,7 +514,7 @@ final class Forwarder {
      * request. A bug a test found: on a request read whole, Vert.x refuses a handler (it throws), and the 502 that
      * followed was never sent.
      */
-    private static void dropRest(HttpServerRequest incoming) {
+    static void dropRest(HttpServerRequest incoming) {
         if (!incoming.isEnded()) {
             incoming.handler(dropped -> { }).endHandler(ended -> { }).resume();
         }

@@ -113,13 +113,14 @@ public final class Gateway implements AutoCloseable {
                 local(incoming, 400, Map.of(), VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString());
                 return;
             } catch (RuntimeException e) {
-                incoming.handler(dropped -> { }).resume();
+                Forwarder.dropRest(incoming);
                 ApiServer.internalError(incoming, e);
                 return;
             }
             Context eventLoop = Vertx.currentContext();
             decided.whenComplete((verdict, failure) -> onEventLoop(eventLoop, () -> {
                 if (failure != null) {
+                    Forwarder.dropRest(incoming);
                     ApiServer.internalError(incoming, failure);
                     return;
                 }
@@ -163,7 +164,7 @@ public final class Gateway implements AutoCloseable {
          * connection is ready for the client's next request.
          */
         private static void local(HttpServerRequest incoming, int status, Map<String, String> headers, String json) {
-            incoming.handler(dropped -> { }).resume();
+            Forwarder.dropRest(incoming);
             HttpServerResponse response = incoming.response().setStatusCode(status);
             headers.forEach(response::putHeader);
             response.putHeader("Content-Type", "application/json").end(json);
