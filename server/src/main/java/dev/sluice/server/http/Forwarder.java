@@ -69,13 +69,10 @@ final class Forwarder {
     private final UpstreamConnections connections;
     /** {@code Host} for a request that has none (HTTP/1.0): the upstream's, as the URL names it. */
     private final String upstreamHost;
-    private final long timeoutMs;
 
-    /** @param timeoutMs how long a client that does not read its answer may hold up the upstream's */
-    Forwarder(UpstreamConnections connections, String upstreamHost, long timeoutMs) {
+    Forwarder(UpstreamConnections connections, String upstreamHost) {
         this.connections = connections;
         this.upstreamHost = upstreamHost;
-        this.timeoutMs = timeoutMs;
     }
 
     /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
@@ -362,7 +359,7 @@ final class Forwarder {
                 if (!over) {
                     incoming.connection().close(); // nothing read for the timeout, as nginx's send_timeout
                 }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
+            }, connections.timeoutMs(), TimeUnit.MILLISECONDS); // the upstream's timeout, for a client as slow
             response.drainHandler(drained -> {
                 stalled.cancel(false);
                 if (!over) {

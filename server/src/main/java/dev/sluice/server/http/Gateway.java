@@ -83,8 +83,7 @@ public final class Gateway implements AutoCloseable {
                 // connections of this loop's own: each stays on the loop of the requests it carries
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
-                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
-                        upstreamTimeoutMs));
+                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
                 // Expect: 100-continue is answered here (the client goes on sending), never forwarded
                 return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
                         .setHandle100ContinueAutomatically(true)).invalidRequestHandler(ApiServer::malformed)

@@ -91,6 +91,11 @@ final class UpstreamConnections {
                 });
     }
 
+    /** How long a connection may stay silent, and a request wait for one. */
+    long timeoutMs() {
+        return timeoutMs;
+    }
+
     /**
      * Grants {@code lease} a connection: an idle one, a new one, or the next one given back; one that waits longer
      * than the timeout for it fails with a {@link TimeoutException}.
