@@ -1,8 +1,6 @@
 package dev.sluice.redis;
 
 import io.lettuce.core.RedisCommandTimeoutException;
-import io.netty.util.concurrent.EventExecutor;
-import io.netty.util.internal.ThreadExecutorMap;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -11,6 +9,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -37,11 +36,11 @@ import java.util.function.Function;
  * number of decisions that arrived during one round trip, and never waits for a batch to fill.
  *
  * <p>A call that finds none in flight is not written on the caller's thread but handed to the connection's
- * event loop (known once it has answered a call: the thread answering is that loop), which takes what waits
- * when it runs. Writing on another thread hands the write to that loop anyway, so nothing is added; but the
- * decisions that arrive before the loop runs it leave with the first instead of waiting a round trip behind it
- * (a server starting the decisions of several requests at once, say: with 16 started together, one call of 16
- * instead of one of 1 and one of 15).
+ * reading thread when that is parked ({@link ScriptConnection#execute}), which takes what waits when it runs.
+ * The thread must wake for the answer anyway, so little is added; but the decisions that arrive before it runs
+ * leave with the first instead of waiting a round trip behind it (a server starting the decisions of several
+ * requests at once, say: with 16 started together, one call of 16 instead of one of 1 and one of 15). A
+ * connection whose thread is busy refuses, and the caller sends.
  *
  * <h2>Order and atomicity</h2>
  * The script decides the keys of a call one after the other, in the order they arrived, each exactly as a
@@ -102,17 +101,21 @@ final class Batcher {
     private final long timeoutNanos;
     private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
     private boolean inFlight;
-    /** The event loop of the connection, learnt from the thread answering its calls; null until one is. */
-    private volatile EventExecutor loop;
+    /** Where a call that finds none in flight is handed: the connection's reading thread; null: nowhere. */
+    private final Executor loop;
     private final Watch watch = new Watch();
 
     /**
      * @param fixed    the script's arguments that depend on the rule only (each decision adds three)
      * @param split    a call's answer split into its decisions', in the order of its keys (throws if it cannot)
      * @param maxKeys  the most decisions in one call
+     * @param loop     where a call that finds none in flight is sent from, if it takes it (it may refuse with
+     *                 {@link RejectedExecutionException}: the caller sends it); null: always the caller
      */
-    Batcher(String[] fixed, Sender sender, Function<String, String[]> split, int maxKeys, long timeoutNanos) {
+    Batcher(String[] fixed, Sender sender, Function<String, String[]> split, int maxKeys, long timeoutNanos,
+            Executor loop) {
         this.fixed = fixed;
+        this.loop = loop;
         this.sender = sender;
         this.split = split;
         this.maxKeys = maxKeys;
@@ -129,8 +132,7 @@ final class Batcher {
             reply.whenComplete((answer, failure) -> answerGuarded(alone, reply));
             return decision.answer;
         }
-        EventExecutor loop = this.loop;
-        boolean handed = loop != null && !loop.inEventLoop();
+        boolean handed = loop != null;
         Waiting[] batch = null;
         synchronized (this) {
             waiting.add(decision);
@@ -157,7 +159,7 @@ final class Batcher {
      * waits no longer than one sent at once. Whichever comes first sends; the other does nothing.
      */
     private final class Handed extends AtomicBoolean implements Runnable {
-        void handTo(EventExecutor loop) {
+        void handTo(Executor loop) {
             try {
                 loop.execute(this);
             } catch (RejectedExecutionException e) {
@@ -266,9 +268,14 @@ final class Batcher {
      * for good (a review found it).
      */
     private void handOver(Waiting[] sent, CompletableFuture<String> reply) {
-        EventExecutor current = ThreadExecutorMap.currentExecutor(); // null on a thread of TIMED_OUT, say
-        if (current != null && current != loop) {
-            loop = current;
+        Waiting[] waited;
+        synchronized (this) {
+            waited = waiting.isEmpty() ? null : take();
+        }
+        if (waited != null) {
+            send(waited);
+            answerGuarded(sent, reply);
+            return;
         }
         answerGuarded(sent, reply);
         Waiting[] next = next();

@@ -13,7 +13,8 @@ import java.util.List;
 
 /**
  * A minimal RESP2 connection: enough to bring fixtures up (PING, CLUSTER ...) and for tests to look at what a
- * store left in Redis (TTL, MEMORY USAGE, INFO). Not a client for the store itself: that is Lettuce.
+ * store left in Redis (TTL, MEMORY USAGE, INFO). Not a client for the store itself: that is Lettuce and the
+ * store's own script connections, in sluice-redis.
  */
 public final class Resp implements AutoCloseable {
     private final Socket socket;

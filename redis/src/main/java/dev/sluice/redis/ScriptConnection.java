@@ -1,0 +1,571 @@
+package dev.sluice.redis;
+
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisConnectionException;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A connection of Sluice's own to a standalone Redis, for the calls of {@code gcra.lua} that the {@link Batcher}s
+ * send: the path of nearly every decision of the most common rule.
+ *
+ * <h2>Why not Lettuce for these</h2>
+ * On Lettuce a call is a command object, a codec's encoding, a future, a hand-over to the connection's Netty
+ * event loop, a pipeline of handlers each way, and the command stack matched on the loop. A decision on Redis
+ * is a chain of threads handing over to one another, and on a machine whose idle vCPUs halt each hand-over
+ * costs more than the work. Measured before building (bench/README.md, nineteenth session), the same batching
+ * over a plain socket with one reading thread ran 16 blocking callers about 25% faster, and one caller about as
+ * much; the gateway's client taught the same lesson (its eighteenth session).
+ *
+ * <h2>How</h2>
+ * Any thread writes a call whole, encoded here as RESP, in one write to the socket, under the connection's lock,
+ * and puts its answer at the end of the line: Redis answers the calls of a connection in the order it got them.
+ * One thread of the connection's own blocks on the socket, reads each answer and completes the first answer in
+ * line with it, outside the lock. What that completion runs (the batcher answering its callers and sending its
+ * next call) runs on that thread, as it ran on Lettuce's event loop.
+ *
+ * <p>The reading thread is also where a batcher sends a call from when it has none in flight ({@link #execute}):
+ * while nothing is in line the thread is parked, not reading, and a call handed to it leaves when it wakes, with
+ * every decision that arrived meanwhile (sixteen decisions started together: one call, not one of one and one of
+ * fifteen a round trip later). When it is busy reading, a call is not handed but sent by its caller.
+ *
+ * <h2>Failures</h2>
+ * <ul>
+ *   <li>An error answer fails its call ({@link RedisCommandExecutionException}), but for {@code NOSCRIPT}: the
+ *       call is sent again once with the script's text ({@code EVAL}), which loads it for the next calls.</li>
+ *   <li>A connection lost (Redis stopped, the connection reset, an answer that is not RESP) fails every call in
+ *       line with {@link RedisConnectionException}; the reading thread connects again after 1 ms, then 2, 4, ...
+ *       up to a second between attempts, and meanwhile calls fail at once, as on the store's Lettuce connections
+ *       ({@code REJECT_COMMANDS}).</li>
+ *   <li>A Redis that holds the connection open but does not answer: the calls stay in line (their answers come
+ *       in order once it answers again); the batchers time their decisions out, not this connection.</li>
+ * </ul>
+ */
+final class ScriptConnection implements AutoCloseable, Executor {
+    private static final long FIRST_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long LAST_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    /** Where to connect and how to introduce oneself: the parts of a {@code redis://} address this connection uses. */
+    record Address(String host, int port, String user, String password, int database) {
+        @Override
+        public String toString() {
+            return host + ":" + port; // never the password
+        }
+    }
+
+    /** A call waiting for its answer: what to send again if Redis does not know the script. */
+    private record Pending(CompletableFuture<String> answer, String text, String[] keys, String[] arguments,
+                           boolean withText) {
+    }
+
+    private final Address address;
+    private final int connectTimeoutMs;
+    private final Runnable onReload;
+    private final Object lock = new Object();
+    /** The calls written and not answered yet, oldest first. Guarded by {@link #lock}. */
+    private final ArrayDeque<Pending> line = new ArrayDeque<>();
+    /** The socket calls are written to; null while connecting again. Guarded by {@link #lock}. */
+    private Link link;
+    private Encoder encoder = new Encoder();
+    private volatile boolean closed;
+    private final Thread reader;
+    /** Calls handed to the reading thread ({@link #execute}). Guarded by {@link #lock}. */
+    private final ArrayDeque<Runnable> handed = new ArrayDeque<>();
+    /** True while the reading thread is parked: nothing in line, nothing handed. Guarded by {@link #lock}. */
+    private boolean idle;
+
+    /** One socket and what reads it. */
+    private static final class Link {
+        final Socket socket;
+        final OutputStream out;
+        final RespReader in;
+
+        Link(Socket socket) throws IOException {
+            this.socket = socket;
+            this.out = socket.getOutputStream();
+            this.in = new RespReader(socket.getInputStream());
+        }
+    }
+
+    /**
+     * Connects, introducing itself as {@code address} says ({@code AUTH}, {@code SELECT}), and starts the reading
+     * thread.
+     *
+     * @throws RedisConnectionException if Redis cannot be reached or refuses the introduction
+     * @param onReload run each time a call is sent again with the script's text ({@code NOSCRIPT})
+     */
+    ScriptConnection(Address address, int connectTimeoutMs, Runnable onReload) {
+        this.address = address;
+        this.connectTimeoutMs = connectTimeoutMs;
+        this.onReload = onReload;
+        try {
+            this.link = open();
+        } catch (IOException e) {
+            throw new RedisConnectionException("Unable to connect to " + address + ": " + e.getMessage(), e);
+        }
+        this.reader = new Thread(this::read, "sluice-redis-" + address);
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    private Link open() throws IOException {
+        Socket socket = new Socket();
+        try {
+            socket.setTcpNoDelay(true);
+            socket.connect(new InetSocketAddress(address.host(), address.port()), connectTimeoutMs);
+            socket.setSoTimeout(connectTimeoutMs); // for the introduction only
+            Link opened = new Link(socket);
+            if (address.password() != null) {
+                introduce(opened, address.user() == null ? new String[] {"AUTH", address.password()}
+                        : new String[] {"AUTH", address.user(), address.password()});
+            }
+            if (address.database() != 0) {
+                introduce(opened, new String[] {"SELECT", Integer.toString(address.database())});
+            }
+            socket.setSoTimeout(0); // the reading thread waits for answers as long as calls are in line
+            return opened;
+        } catch (IOException | RuntimeException e) {
+            socket.close();
+            throw e;
+        }
+    }
+
+    private void introduce(Link opened, String[] command) throws IOException {
+        Encoder encoding = new Encoder();
+        encoding.command(command, null, null);
+        encoding.writeTo(opened.out);
+        Object answer = opened.in.read();
+        if (answer instanceof RespReader.Error error) {
+            throw new IOException(command[0] + " refused: " + error.message());
+        }
+    }
+
+    /**
+     * Calls the script whose SHA-1 is {@code sha} ({@code EVALSHA}), or its {@code text} if Redis does not know
+     * it. The answer is completed on this connection's reading thread, or at once, failed, while the connection
+     * is lost.
+     */
+    CompletableFuture<String> evaluate(String sha, String text, String[] keys, String[] arguments) {
+        Pending call = new Pending(new CompletableFuture<>(), text, keys, arguments, false);
+        send(call, sha);
+        return call.answer();
+    }
+
+    private void send(Pending call, String shaOrNull) {
+        IOException lost = null;
+        synchronized (lock) {
+            if (link == null) {
+                call.answer().completeExceptionally(new RedisConnectionException(closed ? "connection to " + address
+                        + " closed" : "not connected to " + address + " (connecting again)"));
+                return;
+            }
+            String[] head = call.withText()
+                    ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
+                    : new String[] {"EVALSHA", shaOrNull, Integer.toString(call.keys().length)};
+            encoder.command(head, call.keys(), call.arguments());
+            try {
+                encoder.writeTo(link.out);
+                line.add(call);
+                if (idle) {
+                    idle = false;
+                    LockSupport.unpark(reader);
+                }
+            } catch (IOException e) {
+                lost = e;
+                closeQuietly(link.socket); // the reading thread finds it closed, fails the line and connects again
+            }
+            if (encoder.capacity() > Encoder.KEPT) {
+                encoder = new Encoder(); // a very large call does not keep its buffer for good
+            }
+        }
+        if (lost != null) {
+            call.answer().completeExceptionally(new RedisConnectionException("connection to " + address + " lost: "
+                    + lost.getMessage(), lost));
+        }
+    }
+
+    /**
+     * Runs {@code task} on the reading thread if it is parked (nothing in line, nothing handed), and wakes it.
+     *
+     * @throws RejectedExecutionException if the thread is busy, or the connection lost or closed: the caller runs
+     *         the task itself
+     */
+    @Override
+    public void execute(Runnable task) {
+        synchronized (lock) {
+            if (!idle || link == null || closed) {
+                throw new RejectedExecutionException("the reading thread is busy");
+            }
+            handed.add(task);
+            idle = false;
+        }
+        LockSupport.unpark(reader);
+    }
+
+    /** The reading thread: answers the calls in line as their answers come, and connects again when lost. */
+    private void read() {
+        long retryNanos = FIRST_RETRY_NANOS;
+        while (!closed) {
+            Link current;
+            synchronized (lock) {
+                current = link;
+            }
+            if (current == null) {
+                Runnable task;
+                while ((task = takeHanded()) != null) {
+                    runHanded(task); // sends nothing while lost: its decisions fail at once
+                }
+                try {
+                    TimeUnit.NANOSECONDS.sleep(retryNanos);
+                } catch (InterruptedException e) {
+                    continue; // closing
+                }
+                retryNanos = Math.min(retryNanos * 2, LAST_RETRY_NANOS);
+                try {
+                    Link opened = open();
+                    synchronized (lock) {
+                        if (closed) {
+                            closeQuietly(opened.socket);
+                        } else {
+                            link = opened;
+                            retryNanos = FIRST_RETRY_NANOS;
+                        }
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // still down: the next attempt after a longer wait
+                }
+                continue;
+            }
+            try {
+                while (!closed) {
+                    Runnable task;
+                    synchronized (lock) {
+                        task = handed.poll();
+                        if (task == null && line.isEmpty()) {
+                            idle = true;
+                        }
+                    }
+                    if (task != null) {
+                        runHanded(task);
+                    } else if (idleUntilWoken()) {
+                        Object answer = current.in.read();
+                        Pending call;
+                        synchronized (lock) {
+                            call = line.poll();
+                        }
+                        if (call == null) {
+                            throw new IOException("an answer to no call: " + answer);
+                        }
+                        answer(call, answer);
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                lost(current, e);
+            }
+        }
+    }
+
+    /**
+     * Parks while {@link #idle}; true if there is an answer to read now (the thread was not idle, or a call was
+     * written meanwhile), false to look again (woken for a handed call, or closing).
+     */
+    private boolean idleUntilWoken() {
+        while (true) {
+            synchronized (lock) {
+                if (!idle) {
+                    return !line.isEmpty() && handed.isEmpty();
+                }
+                if (closed) {
+                    return false;
+                }
+            }
+            LockSupport.park(this);
+        }
+    }
+
+    private Runnable takeHanded() {
+        synchronized (lock) {
+            return handed.poll();
+        }
+    }
+
+    /** A handed call is the batcher's to guard; whatever escapes it must not stop this thread's reading. */
+    private static void runHanded(Runnable task) {
+        try {
+            task.run();
+        } catch (RuntimeException | Error e) {
+            Thread thread = Thread.currentThread();
+            thread.getUncaughtExceptionHandler().uncaughtException(thread, e);
+        }
+    }
+
+    private void answer(Pending call, Object answer) {
+        if (answer instanceof RespReader.Error error) {
+            if (!call.withText() && error.message().startsWith("NOSCRIPT")) {
+                onReload.run();
+                send(new Pending(call.answer(), call.text(), call.keys(), call.arguments(), true), null);
+                return;
+            }
+            call.answer().completeExceptionally(new RedisCommandExecutionException(error.message()));
+        } else if (answer instanceof String value) {
+            call.answer().complete(value);
+        } else if (answer == null) {
+            call.answer().complete(null);
+        } else {
+            call.answer().completeExceptionally(new RedisCommandExecutionException(
+                    "expected a string from the script, got " + answer));
+        }
+    }
+
+    /** Fails every call in line: their answers will not come. */
+    private void lost(Link current, Exception cause) {
+        List<Pending> failed;
+        synchronized (lock) {
+            if (current != null && link == current) {
+                link = null;
+            }
+            failed = new ArrayList<>(line);
+            line.clear();
+        }
+        if (current != null) {
+            closeQuietly(current.socket);
+        }
+        RedisConnectionException failure = new RedisConnectionException(closed ? "connection to " + address
+                + " closed" : "connection to " + address + " lost: " + cause.getMessage(), cause);
+        for (Pending call : failed) {
+            call.answer().completeExceptionally(failure);
+        }
+    }
+
+    /** Closes the socket; every call still in line fails, and no other is sent. */
+    @Override
+    public void close() {
+        Link current;
+        synchronized (lock) {
+            closed = true;
+            current = link;
+            link = null;
+        }
+        if (current != null) {
+            closeQuietly(current.socket);
+        }
+        reader.interrupt();
+        try {
+            reader.join(TimeUnit.SECONDS.toMillis(2));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        lost(null, new IOException("closed")); // what the reading thread did not fail on its way out
+    }
+
+    private static void closeQuietly(Socket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // closing: nothing to do about it
+        }
+    }
+
+    /**
+     * A command as RESP, an array of bulk strings, built in one buffer so that it leaves in one write. Keys and
+     * arguments go as UTF-8, as Lettuce's string codec sends them ({@link ReplyCodec}).
+     */
+    static final class Encoder {
+        /** Past this many bytes a buffer is not kept for the next command. */
+        static final int KEPT = 1 << 16;
+        private byte[] bytes = new byte[1024];
+        private int size;
+
+        void command(String[] head, String[] keys, String[] arguments) {
+            size = 0;
+            int count = head.length + (keys == null ? 0 : keys.length) + (arguments == null ? 0 : arguments.length);
+            header('*', count);
+            for (String part : head) {
+                bulk(part);
+            }
+            if (keys != null) {
+                for (String key : keys) {
+                    bulk(key);
+                }
+            }
+            if (arguments != null) {
+                for (String argument : arguments) {
+                    bulk(argument);
+                }
+            }
+        }
+
+        int capacity() {
+            return bytes.length;
+        }
+
+        void writeTo(OutputStream out) throws IOException {
+            out.write(bytes, 0, size);
+        }
+
+        private void bulk(String value) {
+            int length = value.length();
+            boolean ascii = true;
+            for (int i = 0; i < length && ascii; i++) {
+                ascii = value.charAt(i) < 0x80;
+            }
+            if (ascii) {
+                header('$', length);
+                room(length + 2);
+                for (int i = 0; i < length; i++) {
+                    bytes[size++] = (byte) value.charAt(i);
+                }
+            } else {
+                byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
+                header('$', utf8.length);
+                room(utf8.length + 2);
+                System.arraycopy(utf8, 0, bytes, size, utf8.length);
+                size += utf8.length;
+            }
+            bytes[size++] = '\r';
+            bytes[size++] = '\n';
+        }
+
+        private void header(char type, int count) {
+            room(13);
+            bytes[size++] = (byte) type;
+            String digits = Integer.toString(count);
+            for (int i = 0; i < digits.length(); i++) {
+                bytes[size++] = (byte) digits.charAt(i);
+            }
+            bytes[size++] = '\r';
+            bytes[size++] = '\n';
+        }
+
+        private void room(int more) {
+            if (size + more > bytes.length) {
+                bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
+            }
+        }
+    }
+
+    /**
+     * Reads RESP2 answers: a simple or bulk string (a bulk string one char per byte, ISO-8859-1, as
+     * {@link ReplyCodec} reads values), an error ({@link Error}), an integer ({@link Long}), nil ({@code null}) or
+     * an array ({@link List}).
+     */
+    static final class RespReader {
+        /** An error answer: {@code -ERR ...}, its text. */
+        record Error(String message) {
+        }
+
+        private final InputStream in;
+        private final byte[] buffer = new byte[1 << 14];
+        private int at;
+        private int end;
+
+        RespReader(InputStream in) {
+            this.in = in;
+        }
+
+        Object read() throws IOException {
+            int type = next();
+            switch (type) {
+                case '+':
+                    return line();
+                case '-':
+                    return new Error(line());
+                case ':':
+                    return number(line());
+                case '$': {
+                    long length = number(line());
+                    if (length < 0) {
+                        return null;
+                    }
+                    if (length > Integer.MAX_VALUE - 2) {
+                        throw new IOException("a string of " + length + " bytes");
+                    }
+                    byte[] value = new byte[(int) length];
+                    fill(value);
+                    if (next() != '\r' || next() != '\n') {
+                        throw new IOException("a string not ended by CRLF");
+                    }
+                    return new String(value, StandardCharsets.ISO_8859_1);
+                }
+                case '*': {
+                    long count = number(line());
+                    if (count < 0) {
+                        return null;
+                    }
+                    List<Object> items = new ArrayList<>();
+                    for (long i = 0; i < count; i++) {
+                        items.add(read());
+                    }
+                    return items;
+                }
+                default:
+                    throw new IOException("not RESP: a reply starting with byte " + type);
+            }
+        }
+
+        private long number(String text) throws IOException {
+            try {
+                return Long.parseLong(text);
+            } catch (NumberFormatException e) {
+                throw new IOException("not RESP: \"" + text + "\" where a number belongs");
+            }
+        }
+
+        private String line() throws IOException {
+            StringBuilder text = new StringBuilder();
+            while (true) {
+                int b = next();
+                if (b == '\r') {
+                    if (next() != '\n') {
+                        throw new IOException("not RESP: CR without LF");
+                    }
+                    return text.toString();
+                }
+                text.append((char) b);
+            }
+        }
+
+        private void fill(byte[] value) throws IOException {
+            int filled = 0;
+            while (filled < value.length) {
+                if (at == end) {
+                    refill();
+                }
+                int n = Math.min(end - at, value.length - filled);
+                System.arraycopy(buffer, at, value, filled, n);
+                at += n;
+                filled += n;
+            }
+        }
+
+        private int next() throws IOException {
+            if (at == end) {
+                refill();
+            }
+            return buffer[at++] & 0xff;
+        }
+
+        private void refill() throws IOException {
+            int n = in.read(buffer);
+            if (n < 0) {
+                throw new IOException("Redis closed the connection");
+            }
+            at = 0;
+            end = n;
+        }
+    }
+}

@@ -1,0 +1,234 @@
+package dev.sluice.redis;
+
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisConnectionException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The store's own connection for script calls, against a real redis-server. */
+class ScriptConnectionTest {
+    private static final String ECHO = "return ARGV[1] .. ':' .. KEYS[1]";
+    /** Answers 'late' after 300 ms of Redis's time: a call that stays in line that long. */
+    private static final String SLOW = "local t = redis.call('TIME') while true do local n = redis.call('TIME')"
+            + " if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 300000 then break end end return 'late'";
+    private static RedisServer redis;
+
+    @BeforeAll
+    static void start() throws Exception {
+        redis = RedisServer.start();
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        redis.close();
+    }
+
+    private static ScriptConnection connect(RedisServer server, AtomicInteger reloads) {
+        return new ScriptConnection(new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0), 2_000,
+                reloads::incrementAndGet);
+    }
+
+    private static String sha(String text) throws Exception {
+        return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    private static String echo(ScriptConnection connection, String key, String argument) throws Exception {
+        return connection.evaluate(sha(ECHO), ECHO, new String[] {key}, new String[] {argument}).get(10, TimeUnit.SECONDS);
+    }
+
+    /** Keys and arguments go as UTF-8; the answer comes back one char per byte, so a binary answer arrives whole. */
+    @Test
+    void callsTheScriptAndReadsItsAnswerByteForByte() throws Exception {
+        AtomicInteger reloads = new AtomicInteger();
+        try (ScriptConnection connection = connect(redis, reloads)) {
+            assertThat(echo(connection, "sluice:{a}", "x")).isEqualTo("x:sluice:{a}");
+            String utf8 = new String("é€".getBytes(StandardCharsets.UTF_8), StandardCharsets.ISO_8859_1);
+            assertThat(echo(connection, "k", "é€")).isEqualTo(utf8 + ":k");
+            String binary = "return string.char(0, 1, 127, 128, 200, 255)";
+            assertThat(connection.evaluate(sha(binary), binary, new String[0], new String[0]).get(10, TimeUnit.SECONDS))
+                    .isEqualTo("\u0000\u0001\u007f\u0080\u00c8\u00ff");
+        }
+    }
+
+    /** Redis without the script (restarted, flushed) runs it from its text once, and knows it after. */
+    @Test
+    void aScriptRedisDoesNotKnowIsSentWithItsTextOnce() throws Exception {
+        AtomicInteger reloads = new AtomicInteger();
+        try (ScriptConnection connection = connect(redis, reloads); Resp resp = redis.connect()) {
+            resp.call("SCRIPT", "FLUSH");
+            assertThat(echo(connection, "k", "1")).isEqualTo("1:k");
+            assertThat(reloads).hasValue(1);
+            assertThat(echo(connection, "k", "2")).isEqualTo("2:k");
+            assertThat(reloads).as("known after").hasValue(1);
+        }
+    }
+
+    /** An error in the script fails its call alone; the connection goes on. */
+    @Test
+    void anErrorAnswerFailsItsCallOnly() throws Exception {
+        String failing = "return redis.error_reply('BOOM at ' .. KEYS[1])";
+        try (ScriptConnection connection = connect(redis, new AtomicInteger())) {
+            CompletableFuture<String> failed = connection.evaluate(sha(failing), failing, new String[] {"k"}, new String[0]);
+            assertThatThrownBy(() -> failed.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(RedisCommandExecutionException.class).hasMessageContaining("BOOM at k");
+            assertThat(echo(connection, "k", "after")).isEqualTo("after:k");
+        }
+    }
+
+    /** Calls from many threads at once each get their own answer: answers are matched to calls in order. */
+    @Test
+    void callsFromManyThreadsGetTheirOwnAnswers() throws Exception {
+        try (ScriptConnection connection = connect(redis, new AtomicInteger())) {
+            String sha = sha(ECHO);
+            List<Thread> threads = new ArrayList<>();
+            AtomicReference<Throwable> wrong = new AtomicReference<>();
+            for (int t = 0; t < 8; t++) {
+                int thread = t;
+                threads.add(new Thread(() -> {
+                    List<CompletableFuture<String>> answers = new ArrayList<>();
+                    for (int i = 0; i < 2_000; i++) {
+                        answers.add(connection.evaluate(sha, ECHO, new String[] {"t" + thread}, new String[] {"" + i}));
+                    }
+                    for (int i = 0; i < answers.size(); i++) {
+                        try {
+                            String answer = answers.get(i).get(10, TimeUnit.SECONDS);
+                            if (!answer.equals(i + ":t" + thread)) {
+                                wrong.compareAndSet(null, new AssertionError("call " + i + " of thread " + thread
+                                        + " got " + answer));
+                            }
+                        } catch (Exception e) {
+                            wrong.compareAndSet(null, e);
+                        }
+                    }
+                }));
+            }
+            threads.forEach(Thread::start);
+            for (Thread thread : threads) {
+                thread.join(60_000);
+            }
+            assertThat(wrong.get()).isNull();
+        }
+    }
+
+    /**
+     * Redis killed: the call in line fails, calls while it is down fail at once (no call waits for a Redis that is
+     * not there), and once it is back the connection is made again without anyone asking.
+     */
+    @Test
+    void aLostConnectionFailsItsCallsAndIsMadeAgainWhenRedisReturns() throws Exception {
+        try (RedisServer own = RedisServer.start(); ScriptConnection connection = connect(own, new AtomicInteger())) {
+            assertThat(echo(connection, "k", "before")).isEqualTo("before:k");
+            CompletableFuture<String> inLine = connection.evaluate(sha(SLOW), SLOW, new String[0], new String[0]);
+            own.kill();
+            assertThatThrownBy(() -> inLine.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(RedisConnectionException.class);
+            long start = System.nanoTime();
+            CompletableFuture<String> whileDown = connection.evaluate(sha(ECHO), ECHO, new String[] {"k"},
+                    new String[] {"down"});
+            assertThatThrownBy(() -> whileDown.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(RedisConnectionException.class).hasMessageContaining("127.0.0.1:" + own.port());
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("failed at once").isLessThan(1_000);
+            own.restart();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String answer = null;
+            while (answer == null && System.nanoTime() < deadline) {
+                try {
+                    answer = echo(connection, "k", "back");
+                } catch (ExecutionException e) {
+                    assertThat(e).hasCauseInstanceOf(RedisConnectionException.class);
+                    Thread.sleep(20);
+                }
+            }
+            assertThat(answer).isEqualTo("back:k");
+        }
+    }
+
+    /** A password and a database in the address: the connection introduces itself, and its keys land in that database. */
+    @Test
+    void introducesItselfWithThePasswordAndDatabaseOfTheAddress() throws Exception {
+        try (RedisServer guarded = RedisServer.start()) {
+            try (Resp resp = guarded.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", "s3cret"); // the fixture waits for an open PING first
+            }
+            String set = "redis.call('SET', KEYS[1], 'here') return 'ok'";
+            try (ScriptConnection connection = new ScriptConnection(
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3), 2_000, () -> { })) {
+                assertThat(connection.evaluate(sha(set), set, new String[] {"placed"}, new String[0])
+                        .get(10, TimeUnit.SECONDS)).isEqualTo("ok");
+            }
+            try (Resp resp = guarded.connect()) {
+                resp.call("AUTH", "s3cret");
+                resp.call("SELECT", "3");
+                assertThat(resp.call("GET", "placed")).isEqualTo("here");
+                resp.call("SELECT", "0");
+                assertThat(resp.call("GET", "placed")).isNull();
+            }
+            assertThatThrownBy(() -> new ScriptConnection(
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0), 2_000, () -> { }))
+                    .isInstanceOf(RedisConnectionException.class)
+                    .hasMessageContaining("127.0.0.1:" + guarded.port()).hasMessageContaining("AUTH refused")
+                    .hasMessageNotContaining("wrong");
+        }
+    }
+
+    /**
+     * The reading thread takes a handed call only while it has nothing to read: then it runs it; while a call is
+     * in line it refuses, and the caller sends.
+     */
+    @Test
+    void theReadingThreadRunsHandedCallsOnlyWhileIdle() throws Exception {
+        try (ScriptConnection connection = connect(redis, new AtomicInteger())) {
+            assertThat(echo(connection, "k", "warm")).isEqualTo("warm:k");
+            CompletableFuture<String> inLine = connection.evaluate(sha(SLOW), SLOW, new String[0], new String[0]);
+            assertThatThrownBy(() -> connection.execute(() -> { }))
+                    .isInstanceOf(RejectedExecutionException.class);
+            assertThat(inLine.get(10, TimeUnit.SECONDS)).isEqualTo("late");
+            AtomicReference<String> ranOn = new AtomicReference<>();
+            CountDownLatch ran = new CountDownLatch(1);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (ran.getCount() > 0 && System.nanoTime() < deadline) {
+                try {
+                    connection.execute(() -> {
+                        ranOn.set(Thread.currentThread().getName());
+                        ran.countDown();
+                    });
+                    assertThat(ran.await(10, TimeUnit.SECONDS)).isTrue();
+                } catch (RejectedExecutionException stillReading) {
+                    Thread.sleep(1); // the thread has not parked yet after the answer
+                }
+            }
+            assertThat(ranOn.get()).isEqualTo("sluice-redis-127.0.0.1:" + redis.port());
+        }
+    }
+
+    /** Closing fails what is in line and every later call, naming the connection. */
+    @Test
+    void closingFailsWhatIsInLineAndEveryLaterCall() throws Exception {
+        ScriptConnection connection = connect(redis, new AtomicInteger());
+        CompletableFuture<String> inLine = connection.evaluate(sha(SLOW), SLOW, new String[0], new String[0]);
+        connection.close();
+        assertThatThrownBy(() -> inLine.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .hasCauseInstanceOf(RedisConnectionException.class);
+        assertThatThrownBy(() -> echo(connection, "k", "after")).isInstanceOf(ExecutionException.class)
+                .hasMessageContaining("closed");
+    }
+}
