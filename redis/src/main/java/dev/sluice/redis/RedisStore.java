@@ -195,7 +195,8 @@ public final class RedisStore implements Store, AutoCloseable {
     private final long timeoutNanos;
     /**
      * On a standalone Redis, a connection of the store's own per Lettuce connection, for the batched calls of
-     * gcra.lua ({@link ScriptConnection} says why); empty in a Cluster. Filled as the store opens.
+     * gcra.lua ({@link ScriptConnection} says why); empty in a Cluster and with {@code batch(1)}. Filled as the
+     * store opens.
      */
     private final List<ScriptConnection> scriptConnections = new ArrayList<>();
     private final LongAdder failures = new LongAdder();
@@ -334,7 +335,7 @@ public final class RedisStore implements Store, AutoCloseable {
             ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                     seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
                     seed.getDatabase());
-            for (int i = 0; i < lanes.size(); i++) {
+            for (int i = 0; store.batchKeys > 1 && i < lanes.size(); i++) { // batch(1): no batchers to use them
                 store.scriptConnections.add(new ScriptConnection(address, (int) HANDSHAKE.toMillis(),
                         store.scriptReloads::increment));
             }

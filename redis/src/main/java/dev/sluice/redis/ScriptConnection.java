@@ -50,7 +50,9 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>A connection lost (Redis stopped, the connection reset, an answer that is not RESP) fails every call in
  *       line with {@link RedisConnectionException}; the reading thread connects again after 1 ms, then 2, 4, ...
  *       up to a second between attempts, and meanwhile calls fail at once, as on the store's Lettuce connections
- *       ({@code REJECT_COMMANDS}).</li>
+ *       ({@code REJECT_COMMANDS}). A connection idle for a second is looked at, so that one Redis closed while
+ *       nothing was in line is made again before a call fails on it. Each connection, made again too, is
+ *       checked with {@code PING} after its {@code AUTH} and {@code SELECT}.</li>
  *   <li>A Redis that holds the connection open but does not answer: the calls stay in line (their answers come
  *       in order once it answers again); the batchers time their decisions out, not this connection.</li>
  * </ul>
@@ -58,6 +60,8 @@ import java.util.concurrent.locks.LockSupport;
 final class ScriptConnection implements AutoCloseable, Executor {
     private static final long FIRST_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long LAST_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** How often an idle connection is looked at, so that one Redis closed meanwhile is made again before a call. */
+    private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     /** Where to connect and how to introduce oneself: the parts of a {@code redis://} address this connection uses. */
     record Address(String host, int port, String user, String password, int database) {
@@ -136,6 +140,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
             if (address.database() != 0) {
                 introduce(opened, new String[] {"SELECT", Integer.toString(address.database())});
             }
+            // a server that accepts and then refuses (maxclients, protected mode) answers this with its error
+            introduce(opened, new String[] {"PING"});
             socket.setSoTimeout(0); // the reading thread waits for answers as long as calls are in line
             return opened;
         } catch (IOException | RuntimeException e) {
@@ -166,36 +172,34 @@ final class ScriptConnection implements AutoCloseable, Executor {
     }
 
     private void send(Pending call, String shaOrNull) {
-        IOException lost = null;
         synchronized (lock) {
-            if (link == null) {
-                call.answer().completeExceptionally(new RedisConnectionException(closed ? "connection to " + address
-                        + " closed" : "not connected to " + address + " (connecting again)"));
-                return;
-            }
-            String[] head = call.withText()
-                    ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
-                    : new String[] {"EVALSHA", shaOrNull, Integer.toString(call.keys().length)};
-            encoder.command(head, call.keys(), call.arguments());
-            try {
-                encoder.writeTo(link.out);
+            if (link != null) {
+                String[] head = call.withText()
+                        ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
+                        : new String[] {"EVALSHA", shaOrNull, Integer.toString(call.keys().length)};
+                encoder.command(head, call.keys(), call.arguments());
+                try {
+                    encoder.writeTo(link.out);
+                } catch (IOException e) {
+                    // in line all the same: the reading thread, woken below, finds the socket closed, fails the
+                    // line with it and connects again (a bug a review found: failed here, with nothing in line, the
+                    // thread stayed parked and the connection dead for good)
+                    closeQuietly(link.socket);
+                }
                 line.add(call);
                 if (idle) {
                     idle = false;
                     LockSupport.unpark(reader);
                 }
-            } catch (IOException e) {
-                lost = e;
-                closeQuietly(link.socket); // the reading thread finds it closed, fails the line and connects again
-            }
-            if (encoder.capacity() > Encoder.KEPT) {
-                encoder = new Encoder(); // a very large call does not keep its buffer for good
+                if (encoder.capacity() > Encoder.KEPT) {
+                    encoder = new Encoder(); // a very large call does not keep its buffer for good
+                }
+                return;
             }
         }
-        if (lost != null) {
-            call.answer().completeExceptionally(new RedisConnectionException("connection to " + address + " lost: "
-                    + lost.getMessage(), lost));
-        }
+        // outside the lock: failing runs what waits on the answer (a review found the lock held around it)
+        call.answer().completeExceptionally(new RedisConnectionException(closed ? "connection to " + address
+                + " closed" : "not connected to " + address + " (connecting again)"));
     }
 
     /**
@@ -261,7 +265,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     }
                     if (task != null) {
                         runHanded(task);
-                    } else if (idleUntilWoken()) {
+                    } else if (idleUntilWoken(current)) {
                         Object answer = current.in.read();
                         Pending call;
                         synchronized (lock) {
@@ -273,7 +277,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                         answer(call, answer);
                     }
                 }
-            } catch (IOException | RuntimeException e) {
+            } catch (Throwable e) { // an Error too: a reading thread that died would leave the line unanswered
                 lost(current, e);
             }
         }
@@ -281,9 +285,14 @@ final class ScriptConnection implements AutoCloseable, Executor {
 
     /**
      * Parks while {@link #idle}; true if there is an answer to read now (the thread was not idle, or a call was
-     * written meanwhile), false to look again (woken for a handed call, or closing).
+     * written meanwhile), false to look again (woken for a handed call, or closing). Every second of idleness it
+     * looks at the socket (for a millisecond at most, not idle meanwhile, so nothing is handed to it): a Redis
+     * that closed the connection while nothing was in line (its {@code timeout}, {@code CLIENT KILL}, a restart)
+     * is then found and the connection made again before a call fails on it, as Lettuce's event loop finds it.
+     *
+     * @throws IOException if Redis closed the connection, or sent bytes no call asked for
      */
-    private boolean idleUntilWoken() {
+    private boolean idleUntilWoken(Link current) throws IOException {
         while (true) {
             synchronized (lock) {
                 if (!idle) {
@@ -293,7 +302,26 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     return false;
                 }
             }
-            LockSupport.park(this);
+            long parked = System.nanoTime();
+            LockSupport.parkNanos(this, IDLE_CHECK_NANOS);
+            if (System.nanoTime() - parked < IDLE_CHECK_NANOS) {
+                continue; // woken, or early: look again
+            }
+            synchronized (lock) {
+                if (!idle || closed) {
+                    continue;
+                }
+                idle = false;
+            }
+            boolean buffered = current.in.poll(current.socket);
+            synchronized (lock) {
+                if (buffered && line.isEmpty()) {
+                    throw new IOException("bytes no call asked for");
+                }
+                if (line.isEmpty() && handed.isEmpty()) {
+                    idle = true;
+                }
+            }
         }
     }
 
@@ -332,7 +360,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
     }
 
     /** Fails every call in line: their answers will not come. */
-    private void lost(Link current, Exception cause) {
+    private void lost(Link current, Throwable cause) {
         List<Pending> failed;
         synchronized (lock) {
             if (current != null && link == current) {
@@ -363,13 +391,18 @@ final class ScriptConnection implements AutoCloseable, Executor {
         if (current != null) {
             closeQuietly(current.socket);
         }
-        reader.interrupt();
-        try {
-            reader.join(TimeUnit.SECONDS.toMillis(2));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        reader.interrupt(); // ends its wait between attempts; it ends by itself, not waited for here (it may be
+                            // connecting, up to the connect timeout, and a store closes its connections in a row)
         lost(null, new IOException("closed")); // what the reading thread did not fail on its way out
+        Runnable task;
+        while ((task = takeHanded()) != null) {
+            runHanded(task); // sends nothing once closed: its decisions fail at once, as closed
+        }
+    }
+
+    /** The reading thread, for tests: it ends once the connection is closed. */
+    Thread reader() {
+        return reader;
     }
 
     private static void closeQuietly(Socket socket) {
@@ -536,6 +569,26 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     return text.toString();
                 }
                 text.append((char) b);
+            }
+        }
+
+        /**
+         * Waits a millisecond at most for bytes from {@code socket}: true if some are buffered.
+         *
+         * @throws IOException if Redis closed the connection
+         */
+        boolean poll(Socket socket) throws IOException {
+            if (at < end) {
+                return true;
+            }
+            socket.setSoTimeout(1);
+            try {
+                refill();
+                return true;
+            } catch (java.net.SocketTimeoutException nothing) {
+                return false;
+            } finally {
+                socket.setSoTimeout(0);
             }
         }
 

@@ -51,6 +51,40 @@ class RedisStoreTest {
     }
 
     /**
+     * A password (with and without a user) and a database in the address: both scripts' decisions, the batched
+     * gcra ones on the store's own connections as the others on Lettuce's, land in that database.
+     */
+    @Test
+    void decidesInTheDatabaseOfTheAddressWithItsPassword() throws Exception {
+        try (RedisServer guarded = RedisServer.start()) {
+            try (Resp resp = guarded.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", "s3cret"); // the fixture waits for an open PING first
+            }
+            for (String uri : List.of("redis://:s3cret@127.0.0.1:" + guarded.port() + "/3",
+                    "redis://default:s3cret@127.0.0.1:" + guarded.port() + "/4")) {
+                String database = uri.substring(uri.lastIndexOf('/') + 1);
+                try (RedisStore own = RedisStore.builder(uri).timeout(java.time.Duration.ofSeconds(2)).build()) {
+                    RateLimiter gcra = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1m").store(own).build();
+                    RateLimiter window = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("10/1m")
+                            .store(own).build();
+                    assertThat(gcra.tryAcquire("g-" + database, 3).remaining()).isEqualTo(7);
+                    assertThat(window.tryAcquire("w-" + database, 4).remaining()).isEqualTo(6);
+                    assertThat(own.counts().failures()).isZero();
+                }
+                try (Resp resp = guarded.connect()) {
+                    resp.call("AUTH", "s3cret");
+                    resp.call("SELECT", database);
+                    assertThat(resp.call("EXISTS", "sluice:{g-" + database + "}", "sluice:{w-" + database + "}"))
+                            .isEqualTo(2L);
+                    resp.call("SELECT", "0");
+                    assertThat(resp.call("EXISTS", "sluice:{g-" + database + "}", "sluice:{w-" + database + "}"))
+                            .isEqualTo(0L);
+                }
+            }
+        }
+    }
+
+    /**
      * The general script, too, gives a key decided on the server's clock a TTL of its {@code reset_after}: here
      * the hour limit's, the longer of the two, so the minute limit's state is not dropped with a key still counting.
      */

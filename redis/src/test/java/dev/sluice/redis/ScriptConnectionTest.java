@@ -148,17 +148,7 @@ class ScriptConnectionTest {
                     .hasCauseInstanceOf(RedisConnectionException.class).hasMessageContaining("127.0.0.1:" + own.port());
             assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("failed at once").isLessThan(1_000);
             own.restart();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            String answer = null;
-            while (answer == null && System.nanoTime() < deadline) {
-                try {
-                    answer = echo(connection, "k", "back");
-                } catch (ExecutionException e) {
-                    assertThat(e).hasCauseInstanceOf(RedisConnectionException.class);
-                    Thread.sleep(20);
-                }
-            }
-            assertThat(answer).isEqualTo("back:k");
+            assertThat(eventually(connection, "back")).isEqualTo("back:k");
         }
     }
 
@@ -220,6 +210,52 @@ class ScriptConnectionTest {
         }
     }
 
+    /**
+     * A bug a review found: Redis closing an idle connection (its {@code timeout}, {@code CLIENT KILL}) went
+     * unnoticed until the next call failed on it. An idle connection is looked at every second and made again.
+     */
+    @Test
+    void aConnectionRedisClosesWhileIdleIsMadeAgainBeforeTheNextCall() throws Exception {
+        try (ScriptConnection connection = connect(redis, new AtomicInteger()); Resp resp = redis.connect()) {
+            assertThat(echo(connection, "k", "before")).isEqualTo("before:k");
+            long killed = (Long) resp.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+            assertThat(killed).isPositive();
+            Thread.sleep(2_500); // a second for the look, and the attempts to connect again
+            assertThat(echo(connection, "k", "after")).isEqualTo("after:k");
+        }
+    }
+
+    /**
+     * Redis killed while the connection is idle: the calls right after fail, none waits, and the connection is
+     * made again once Redis is back (the first call may meet the dead socket on its write or on its read).
+     */
+    @Test
+    void callsRightAfterRedisDiedWhileIdleFailAtOnceAndTheConnectionComesBack() throws Exception {
+        try (RedisServer own = RedisServer.start(); ScriptConnection connection = connect(own, new AtomicInteger())) {
+            assertThat(echo(connection, "k", "before")).isEqualTo("before:k");
+            own.kill();
+            for (int i = 0; i < 5; i++) {
+                CompletableFuture<String> call = connection.evaluate(sha(ECHO), ECHO, new String[] {"k"},
+                        new String[] {"" + i});
+                assertThatThrownBy(() -> call.get(5, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                        .hasCauseInstanceOf(RedisConnectionException.class);
+            }
+            own.restart();
+            assertThat(eventually(connection, "back")).isEqualTo("back:k");
+        }
+    }
+
+    /** A server that accepts and then refuses (here: too many clients) is not taken for connected. */
+    @Test
+    void aServerThatAcceptsAndThenRefusesIsNotConnected() throws Exception {
+        try (RedisServer full = RedisServer.start(); Resp resp = full.connect()) {
+            resp.call("CONFIG", "SET", "maxclients", "1");
+            assertThatThrownBy(() -> connect(full, new AtomicInteger()))
+                    .isInstanceOf(RedisConnectionException.class)
+                    .hasMessageContaining("127.0.0.1:" + full.port()).hasMessageContaining("max number of clients");
+        }
+    }
+
     /** Closing fails what is in line and every later call, naming the connection. */
     @Test
     void closingFailsWhatIsInLineAndEveryLaterCall() throws Exception {
@@ -230,5 +266,22 @@ class ScriptConnectionTest {
                 .hasCauseInstanceOf(RedisConnectionException.class);
         assertThatThrownBy(() -> echo(connection, "k", "after")).isInstanceOf(ExecutionException.class)
                 .hasMessageContaining("closed");
+        assertThatThrownBy(() -> connection.execute(() -> { })).isInstanceOf(RejectedExecutionException.class);
+        connection.reader().join(10_000);
+        assertThat(connection.reader().isAlive()).as("the reading thread ended").isFalse();
+    }
+
+    /** Calls {@link #ECHO} until Redis answers (10 s at most), as after a restart. */
+    private static String eventually(ScriptConnection connection, String argument) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try {
+                return echo(connection, "k", argument);
+            } catch (ExecutionException e) {
+                assertThat(e).hasCauseInstanceOf(RedisConnectionException.class);
+                assertThat(System.nanoTime()).as("answered within 10 s").isLessThan(deadline);
+                Thread.sleep(20);
+            }
+        }
     }
 }
