@@ -91,7 +91,7 @@ import java.util.regex.Pattern;
  * <p>On a standalone Redis the batched calls of {@code gcra.lua}, nearly every decision of the most common rule,
  * go on connections of the store's own beside those, one per Lettuce connection ({@link ScriptConnection}): a
  * plain socket written by the caller and read by one thread, with fewer hand-overs between threads than
- * Lettuce's event loop (measured: 16 callers about a quarter more decisions a second, bench/README.md).
+ * Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64 half again, bench/README.md).
  *
  * <h2>When Redis does not answer</h2>
  * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down

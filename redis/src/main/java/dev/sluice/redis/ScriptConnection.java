@@ -28,8 +28,9 @@ import java.util.concurrent.locks.LockSupport;
  * event loop, a pipeline of handlers each way, and the command stack matched on the loop. A decision on Redis
  * is a chain of threads handing over to one another, and on a machine whose idle vCPUs halt each hand-over
  * costs more than the work. Measured before building (bench/README.md, nineteenth session), the same batching
- * over a plain socket with one reading thread ran 16 blocking callers about 25% faster, and one caller about as
- * much; the gateway's client taught the same lesson (its eighteenth session).
+ * over a plain socket with one reading thread ran 16 blocking callers about 25% faster, and one caller about 15%;
+ * through the store and JMH, 16 callers a fifth to a third faster and 64 half as fast again. The gateway's client
+ * taught the same lesson (its eighteenth session).
  *
  * <h2>How</h2>
  * Any thread writes a call whole, encoded here as RESP, in one write to the socket, under the connection's lock,
@@ -304,6 +305,9 @@ final class ScriptConnection implements AutoCloseable, Executor {
             }
             long parked = System.nanoTime();
             LockSupport.parkNanos(this, IDLE_CHECK_NANOS);
+            // an interrupt is only ever closing's (seen above as closed) or a stray one from code run here (a
+            // caller's continuation): left set, every later park would return at once and this thread would spin
+            Thread.interrupted();
             if (System.nanoTime() - parked < IDLE_CHECK_NANOS) {
                 continue; // woken, or early: look again
             }

@@ -256,6 +256,31 @@ class ScriptConnectionTest {
         }
     }
 
+    /**
+     * A caller's continuation runs on the reading thread; one that interrupts it must not leave it spinning
+     * (an interrupt left set makes every park return at once) nor stop the connection.
+     */
+    @Test
+    void aStrayInterruptOnTheReadingThreadNeitherSpinsItNorStopsIt() throws Exception {
+        try (ScriptConnection connection = connect(redis, new AtomicInteger())) {
+            AtomicReference<String> ranOn = new AtomicReference<>();
+            connection.evaluate(sha(SLOW), SLOW, new String[0], new String[0]) // registered long before its answer
+                    .thenRun(() -> {
+                        ranOn.set(Thread.currentThread().getName());
+                        Thread.currentThread().interrupt();
+                    }).get(10, TimeUnit.SECONDS);
+            assertThat(ranOn.get()).isEqualTo(connection.reader().getName());
+            Thread.sleep(200); // the thread parks again, idle
+            java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+            long before = threads.getThreadCpuTime(connection.reader().getId());
+            Thread.sleep(1_000);
+            long spent = threads.getThreadCpuTime(connection.reader().getId()) - before;
+            assertThat(TimeUnit.NANOSECONDS.toMillis(spent)).as("CPU the idle reading thread spent in a second")
+                    .isLessThan(200);
+            assertThat(echo(connection, "k", "still")).isEqualTo("still:k");
+        }
+    }
+
     /** Closing fails what is in line and every later call, naming the connection. */
     @Test
     void closingFailsWhatIsInLineAndEveryLaterCall() throws Exception {
