@@ -16,8 +16,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The timer that ends the commands Redis does not answer in time (Lettuce's {@code TimeoutOptions}): its one
- * thread sleeps until the earliest deadline it knows of, and for good while nothing is pending.
+ * The timer that ends the commands Redis does not answer in time (Lettuce's {@code TimeoutOptions}, and the
+ * calls the store sends alone on its own connections): its one thread sleeps until the earliest deadline it knows
+ * of, and for good while nothing is pending.
  *
  * <h2>Why not a wheel</h2>
  * Lettuce's own timer is Netty's {@code HashedWheelTimer} ticking every 100 ms, so a command given 50 ms ended

@@ -88,10 +88,11 @@ import java.util.regex.Pattern;
  * which cost Redis a fifth of a call: the script says more), so the connections read what Redis answers one
  * char per byte ({@link ReplyCodec}) and keys still go out as UTF-8.
  *
- * <p>On a standalone Redis the batched calls of {@code gcra.lua}, nearly every decision of the most common rule,
- * go on connections of the store's own beside those, one per Lettuce connection ({@link ScriptConnection}): a
- * plain socket written by the caller and read by one thread, with fewer hand-overs between threads than
- * Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64 half again, bench/README.md).
+ * <p>On a standalone Redis every decision's call (the batched calls of {@code gcra.lua}, and the calls of a
+ * script sent alone) goes on connections of the store's own beside those, one per Lettuce connection
+ * ({@link ScriptConnection}): a plain socket written by the caller and read by one thread, with fewer hand-overs
+ * between threads than Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64
+ * half again; bench/README.md). Lettuce's connections then only reset keys; in a Cluster they carry everything.
  *
  * <h2>When Redis does not answer</h2>
  * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down
@@ -194,11 +195,12 @@ public final class RedisStore implements Store, AutoCloseable {
     private final Supplier<Partitions> partitions;
     private final long timeoutNanos;
     /**
-     * On a standalone Redis, a connection of the store's own per Lettuce connection, for the batched calls of
-     * gcra.lua ({@link ScriptConnection} says why); empty in a Cluster and with {@code batch(1)}. Filled as the
-     * store opens.
+     * On a standalone Redis, a connection of the store's own per Lettuce connection, for every decision's call
+     * ({@link ScriptConnection} says why); empty in a Cluster. Filled as the store opens.
      */
     private final List<ScriptConnection> scriptConnections = new ArrayList<>();
+    /** Ends the calls sent alone on {@link #scriptConnections} that Redis does not answer in time. */
+    private final Timer timer;
     private final LongAdder failures = new LongAdder();
     private final LongAdder timeouts = new LongAdder();
     private final LongAdder failedOpen = new LongAdder();
@@ -224,7 +226,9 @@ public final class RedisStore implements Store, AutoCloseable {
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
 
-    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, Supplier<Partitions> partitions) {
+    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, Supplier<Partitions> partitions,
+                       Timer timer) {
+        this.timer = timer;
         boolean cluster = partitions != null;
         this.partitions = partitions;
         this.nodeBreakers = cluster ? new ConcurrentHashMap<>() : null;
@@ -319,7 +323,7 @@ public final class RedisStore implements Store, AutoCloseable {
                 timer.stop();
             };
             List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-            return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, client::getPartitions);
+            return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, client::getPartitions, timer);
         }
         RedisClient client = RedisClient.create(resources, seeds.get(0));
         client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
@@ -329,13 +333,13 @@ public final class RedisStore implements Store, AutoCloseable {
             timer.stop();
         };
         List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-        RedisStore store = new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, null);
+        RedisStore store = new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, null, timer);
         try {
             RedisURI seed = seeds.get(0);
             ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                     seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
                     seed.getDatabase());
-            for (int i = 0; store.batchKeys > 1 && i < lanes.size(); i++) { // batch(1): no batchers to use them
+            for (int i = 0; i < lanes.size(); i++) {
                 store.scriptConnections.add(new ScriptConnection(address, (int) HANDSHAKE.toMillis(),
                         store.scriptReloads::increment));
             }
@@ -351,10 +355,10 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
-     * The timer that ends each command Redis does not answer in time ({@link TimeoutOptions}), on time and without
-     * waking while the store is idle ({@link DeadlineTimer}). Lettuce's own ticks every 100 ms, so a call with a
-     * 50 ms timeout ended after 50 to 150 ms (a bug pinned in RedisFailureTest); the batched gcra calls watch their
-     * own deadline.
+     * The timer that ends each command Redis does not answer in time (Lettuce's, through {@link TimeoutOptions},
+     * and the calls sent alone on the store's own connections, {@link #timed}), on time and without waking while
+     * the store is idle ({@link DeadlineTimer}). Lettuce's own ticks every 100 ms, so a call with a 50 ms timeout
+     * ended after 50 to 150 ms (a bug pinned in RedisFailureTest); the batched gcra calls watch their own deadline.
      */
     private static Timer timer() {
         return new DeadlineTimer("sluice-redis-timeouts");
@@ -606,12 +610,32 @@ public final class RedisStore implements Store, AutoCloseable {
         if (call.batchers() != null) {
             return call.batchers()[lane].submit(redisKey, nowMs, nowNs, Long.toString(cost));
         }
+        if (!scriptConnections.isEmpty()) {
+            return timed(scriptConnections.get(lane).evaluate(call.script().sha(), call.script().text(),
+                    new String[] {redisKey}, call.arguments(nowMs, nowNs, cost)));
+        }
         CompletableFuture<String> answer = evaluate(lanes.get(lane), call.script(), new String[] {redisKey},
                 call.arguments(nowMs, nowNs, cost)).toCompletableFuture();
         // In a Cluster a node's connection is made as its first command goes out, and that command's timeout
         // runs only once it is connected: to a node that accepts but does not answer, the handshake's 2 s (a bug
         // pinned in RedisClusterFailoverTest: a decision took 1.6 s). So the call is bounded here too.
         return partitions == null ? answer : answer.orTimeout(timeoutNanos, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * {@code answer}, failed with {@link RedisCommandTimeoutException} if Redis has not answered within the
+     * timeout, as Lettuce fails its commands (on the same timer, which sleeps while nothing is pending). The call
+     * stays in its connection's line; its late answer is dropped.
+     */
+    private CompletableFuture<String> timed(CompletableFuture<String> answer) {
+        if (answer.isDone()) {
+            return answer; // refused at once: the connection is down
+        }
+        io.netty.util.Timeout deadline = timer.newTimeout(expired -> answer.completeExceptionally(
+                new RedisCommandTimeoutException("Command timed out after "
+                        + dev.sluice.DurationFormat.format(timeoutNanos))), timeoutNanos, TimeUnit.NANOSECONDS);
+        answer.whenComplete((reply, failure) -> deadline.cancel());
+        return answer;
     }
 
     /**

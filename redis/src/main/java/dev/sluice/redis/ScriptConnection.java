@@ -20,8 +20,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * A connection of Sluice's own to a standalone Redis, for the calls of {@code gcra.lua} that the {@link Batcher}s
- * send: the path of nearly every decision of the most common rule.
+ * A connection of Sluice's own to a standalone Redis, for the store's decisions: the calls of {@code gcra.lua}
+ * that the {@link Batcher}s send, and every call of a script sent alone ({@code decide.lua}, {@code batch(1)}).
+ * The store ends the calls sent alone that Redis does not answer in time; the batchers end their own.
  *
  * <h2>Why not Lettuce for these</h2>
  * On Lettuce a call is a command object, a codec's encoding, a future, a hand-over to the connection's Netty

@@ -243,7 +243,7 @@ class RedisFailureTest {
     }
 
     /**
-     * A past bug: a call Lettuce times out (every call but the batched gcra ones) was ended by a timer that ticks
+     * A past bug: a call sent alone (every call but the batched gcra ones) was ended by a timer that ticks
      * every 100 ms, so a 20 ms timeout took 20 to 120 ms (back to back, about 100 ms each). The median of seven is
      * now within 30 ms of it.
      */
