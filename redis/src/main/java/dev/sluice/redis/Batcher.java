@@ -73,8 +73,11 @@ final class Batcher {
     /** Fires the batchers' {@link Watch}es; it only hands their work over to {@link #TIMED_OUT}. */
     private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1,
             daemon("sluice-redis-timer"));
-    /** Where a timed-out call's decisions fail, and so where their callers' continuations run. */
-    private static final ExecutorService TIMED_OUT = Executors.newCachedThreadPool(daemon("sluice-redis-timeout"));
+    /**
+     * Where a timed-out call's decisions fail, and so where their callers' continuations run (the store's calls
+     * sent alone too): never on a timer's thread, which a continuation that blocks would hold up.
+     */
+    static final ExecutorService TIMED_OUT = Executors.newCachedThreadPool(daemon("sluice-redis-timeout"));
     /**
      * The batchers each thread is answering a call of, the innermost last (see {@link #handOver}). Kept by the
      * thread, not by the batcher: a bug a review found, a batcher's one field saved and put back around each

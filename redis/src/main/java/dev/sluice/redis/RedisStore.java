@@ -631,9 +631,11 @@ public final class RedisStore implements Store, AutoCloseable {
         if (answer.isDone()) {
             return answer; // refused at once: the connection is down
         }
-        io.netty.util.Timeout deadline = timer.newTimeout(expired -> answer.completeExceptionally(
-                new RedisCommandTimeoutException("Command timed out after "
-                        + dev.sluice.DurationFormat.format(timeoutNanos))), timeoutNanos, TimeUnit.NANOSECONDS);
+        // failed on another thread than the timer's: a caller's continuation that blocked there would hold up every
+        // later timeout (Lettuce, too, hands its timeouts over)
+        io.netty.util.Timeout deadline = timer.newTimeout(expired -> Batcher.TIMED_OUT.execute(
+                () -> answer.completeExceptionally(new RedisCommandTimeoutException("Command timed out after "
+                        + dev.sluice.DurationFormat.format(timeoutNanos)))), timeoutNanos, TimeUnit.NANOSECONDS);
         answer.whenComplete((reply, failure) -> deadline.cancel());
         return answer;
     }

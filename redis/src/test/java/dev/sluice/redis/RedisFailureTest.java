@@ -13,6 +13,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -269,6 +270,42 @@ class RedisFailureTest {
                     .isLessThan(timeout.toNanos() + 30_000_000L);
             assertThat(store.counts().timeouts() - before).isEqualTo(7);
             sleeping.get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * A caller's continuation runs where its call timed out; one that blocks there must not hold up the timeouts
+     * of later calls (a review of the store's own connections found their timeouts failed on the timer's thread).
+     */
+    @Test
+    void aContinuationBlockingOnATimedOutCallDoesNotHoldUpLaterTimeouts() throws Exception {
+        Duration timeout = Duration.ofMillis(100);
+        CountDownLatch released = new CountDownLatch(1);
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(timeout).breaker(1_000, Duration.ofMillis(1))
+                     .build()) {
+            RateLimiter limiter = oneAnHour(store);
+            awaitRedisDeciding(limiter);
+            CompletableFuture<Object> sleeping = sleep(redis, 3);
+            awaitHanging(redis);
+            CountDownLatch blocking = new CountDownLatch(1);
+            limiter.tryAcquireAsync("first").whenComplete((decision, failure) -> {
+                blocking.countDown();
+                try {
+                    released.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            assertThat(blocking.await(10, TimeUnit.SECONDS)).as("the first call timed out").isTrue();
+            long start = System.nanoTime();
+            limiter.tryAcquire("second");
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+                    .as("the second call's timeout, while the first's continuation blocks").isLessThan(1_500);
+            released.countDown();
+            sleeping.get(10, TimeUnit.SECONDS);
+        } finally {
+            released.countDown();
         }
     }
 
