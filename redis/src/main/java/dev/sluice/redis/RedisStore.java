@@ -96,12 +96,12 @@ import java.util.regex.Pattern;
  *
  * <h2>When Redis does not answer</h2>
  * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down
- * (Lettuce, and the store's own connections, reconnect by themselves in the background). A call that fails or times out is decided by the
- * {@link FailurePolicy}: {@code OPEN} (the default) admits as if the key were untouched, {@code CLOSED}
- * rejects with {@code retry_after} = the wait until Redis is tried again. After a few failures in a row a
- * circuit breaker stops calling Redis for a while (default 3 failures, 1 s), so that during an outage a
- * decision costs microseconds instead of a timeout; then one call probes, and its success resumes normal
- * work without a restart. No failure of Redis ever throws into the request path; every one is counted
+ * (Lettuce, and the store's own connections, reconnect by themselves in the background). A call that fails or
+ * times out is decided by the {@link FailurePolicy}: {@code OPEN} (the default) admits as if the key were
+ * untouched, {@code CLOSED} rejects with {@code retry_after} = the wait until Redis is tried again. After a few
+ * failures in a row a circuit breaker stops calling Redis for a while (default 3 failures, 1 s), so that during an
+ * outage a decision costs microseconds instead of a timeout; then one call probes, and its success resumes
+ * normal work without a restart. No failure of Redis ever throws into the request path; every one is counted
  * ({@link #counts()}).
  *
  * <h2>Rejections remembered</h2>
@@ -610,22 +610,24 @@ public final class RedisStore implements Store, AutoCloseable {
         if (call.batchers() != null) {
             return call.batchers()[lane].submit(redisKey, nowMs, nowNs, Long.toString(cost));
         }
+        String[] keys = {redisKey};
+        String[] arguments = call.arguments(nowMs, nowNs, cost);
         if (!scriptConnections.isEmpty()) {
-            return timed(scriptConnections.get(lane).evaluate(call.script().sha(), call.script().text(),
-                    new String[] {redisKey}, call.arguments(nowMs, nowNs, cost)));
+            return timed(scriptConnections.get(lane).evaluate(call.script().sha(), call.script().text(), keys,
+                    arguments));
         }
-        CompletableFuture<String> answer = evaluate(lanes.get(lane), call.script(), new String[] {redisKey},
-                call.arguments(nowMs, nowNs, cost)).toCompletableFuture();
-        // In a Cluster a node's connection is made as its first command goes out, and that command's timeout
-        // runs only once it is connected: to a node that accepts but does not answer, the handshake's 2 s (a bug
-        // pinned in RedisClusterFailoverTest: a decision took 1.6 s). So the call is bounded here too.
-        return partitions == null ? answer : answer.orTimeout(timeoutNanos, TimeUnit.NANOSECONDS);
+        // A Cluster, on Lettuce. A node's connection is made as its first command goes out, and that command's
+        // timeout runs only once it is connected: to a node that accepts but does not answer, the handshake's 2 s
+        // (a bug pinned in RedisClusterFailoverTest: a decision took 1.6 s). So the call is bounded here too.
+        return timed(evaluate(lanes.get(lane), call.script(), keys, arguments).toCompletableFuture());
     }
 
     /**
      * {@code answer}, failed with {@link RedisCommandTimeoutException} if Redis has not answered within the
      * timeout, as Lettuce fails its commands (on the same timer, which sleeps while nothing is pending). The call
-     * stays in its connection's line; its late answer is dropped.
+     * stays in its connection's line; its late answer is dropped. Every call sent alone is bounded so, on the
+     * store's own connections and in a Cluster (where it replaced {@code orTimeout}, whose failure carried no
+     * message and whose scheduler woke for each call made while none was pending).
      */
     private CompletableFuture<String> timed(CompletableFuture<String> answer) {
         if (answer.isDone()) {
