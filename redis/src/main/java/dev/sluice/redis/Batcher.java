@@ -65,9 +65,8 @@ final class Batcher {
         CompletionStage<String> send(String[] keys, String[] arguments);
     }
 
-    /** A decision waiting: its Redis key and the three arguments of its own, its deadline, and its answer. */
-    private record Waiting(String key, String nowMs, String nowNs, String cost, long deadline,
-                           CompletableFuture<String> answer) {
+    /** A decision waiting: its Redis key and the argument of its own, its deadline, and its answer. */
+    private record Waiting(String key, String argument, long deadline, CompletableFuture<String> answer) {
     }
 
     /** Fires the batchers' {@link Watch}es; it only hands their work over to {@link #TIMED_OUT}. */
@@ -109,7 +108,7 @@ final class Batcher {
     private final Watch watch = new Watch();
 
     /**
-     * @param fixed    the script's arguments that depend on the rule only (each decision adds three)
+     * @param fixed    the script's arguments that depend on the rule only (each decision adds one)
      * @param split    a call's answer split into its decisions', in the order of its keys (throws if it cannot)
      * @param maxKeys  the most decisions in one call
      * @param loop     where a call that finds none in flight is sent from, if it takes it (it may refuse with
@@ -125,10 +124,13 @@ final class Batcher {
         this.timeoutNanos = timeoutNanos;
     }
 
-    /** Decides {@code key} in the next call: its answer, one decision as the script writes it. */
-    CompletableFuture<String> submit(String key, String nowMs, String nowNs, String cost) {
-        Waiting decision = new Waiting(key, nowMs, nowNs, cost, System.nanoTime() + timeoutNanos,
-                new CompletableFuture<>());
+    /**
+     * Decides {@code key} in the next call: its answer, one decision as the script writes it.
+     *
+     * @param argument the script's one argument for this decision, after the rule's
+     */
+    CompletableFuture<String> submit(String key, String argument) {
+        Waiting decision = new Waiting(key, argument, System.nanoTime() + timeoutNanos, new CompletableFuture<>());
         if (ANSWERING.get().contains(this)) { // see handOver
             Waiting[] alone = {decision};
             CompletableFuture<String> reply = call(alone);
@@ -325,13 +327,10 @@ final class Batcher {
      */
     private CompletableFuture<String> call(Waiting[] batch) {
         String[] keys = new String[batch.length];
-        String[] arguments = Arrays.copyOf(fixed, fixed.length + 3 * batch.length);
+        String[] arguments = Arrays.copyOf(fixed, fixed.length + batch.length);
         for (int i = 0; i < batch.length; i++) {
-            Waiting decision = batch[i];
-            keys[i] = decision.key;
-            arguments[fixed.length + 3 * i] = decision.nowMs;
-            arguments[fixed.length + 3 * i + 1] = decision.nowNs;
-            arguments[fixed.length + 3 * i + 2] = decision.cost;
+            keys[i] = batch[i].key;
+            arguments[fixed.length + i] = batch[i].argument;
         }
         CompletableFuture<String> reply; // a copy: the timer fails it, not the connection's command
         try {

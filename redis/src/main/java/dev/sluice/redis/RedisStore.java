@@ -67,7 +67,7 @@ import java.util.regex.Pattern;
  * sent whole with {@code EVAL} when a server answers {@code NOSCRIPT}, after a restart or a failover. The script reads the key's state
  * ({@code GET}), the server's clock ({@code TIME}) unless the caller passes a time, decides every limit of the
  * key at once exactly as {@link Rule#decide} does, and, only when it admits, writes the new state with
- * {@code SET ... PX reset_after}: at most three commands, no lock, no retry, and hosts whose clocks disagree
+ * {@code SET ... PX reset_after} ({@code PSETEX} in gcra.lua): at most three commands, no lock, no retry, and hosts whose clocks disagree
  * still agree on every decision. An idle key expires by itself when it is back to untouched.
  *
  * <p>On a standalone Redis, the gcra decisions of one rule that wait on one connection go as one call of
@@ -157,23 +157,33 @@ public final class RedisStore implements Store, AutoCloseable {
      * several decisions are sent (gcra.lua on a standalone Redis), a batcher per connection.
      */
     private record Call(Script script, String[] fixed, Batcher[] batchers) {
-        /** The arguments of one decision's call: gcra.lua takes the decision's own three last, decide.lua first. */
-        String[] arguments(String nowMs, String nowNs, long cost) {
-            String[] arguments;
+        /**
+         * The arguments of one decision's call at {@code nowNanos} ({@link #STORE_CLOCK}: the server's): gcra.lua
+         * takes the decision's own last, decide.lua first.
+         */
+        String[] arguments(long cost, long nowNanos) {
             if (script == GCRA) {
-                arguments = Arrays.copyOf(fixed, fixed.length + 3);
-                arguments[fixed.length] = nowMs;
-                arguments[fixed.length + 1] = nowNs;
-                arguments[fixed.length + 2] = Long.toString(cost);
-            } else {
-                arguments = fixed.clone();
-                arguments[0] = nowMs;
-                arguments[1] = nowNs;
-                arguments[2] = Long.toString(cost);
-                arguments[5] = nowMs.isEmpty() ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
+                String[] arguments = Arrays.copyOf(fixed, fixed.length + 1);
+                arguments[fixed.length] = gcraArgument(cost, nowNanos);
+                return arguments;
             }
+            boolean serverClock = nowNanos == STORE_CLOCK;
+            String[] arguments = fixed.clone();
+            arguments[0] = serverClock ? "" : Long.toString(nowNanos / NS);
+            arguments[1] = serverClock ? "" : Long.toString(nowNanos % NS);
+            arguments[2] = Long.toString(cost);
+            arguments[5] = serverClock ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
             return arguments;
         }
+    }
+
+    /**
+     * gcra.lua's one argument for a decision: its cost alone at the server's clock, or {@code "cost ms ns"} at
+     * a time passed in. One argument, not three, is less for Redis to parse (the script says how much).
+     */
+    static String gcraArgument(long cost, long nowNanos) {
+        return nowNanos == STORE_CLOCK ? Long.toString(cost)
+                : cost + " " + nowNanos / NS + " " + nowNanos % NS;
     }
 
     /** Every rule: one limit or several, any algorithm. */
@@ -603,15 +613,12 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /** Asks Redis: with the decisions waiting on the caller's connection (gcra.lua, standalone), or alone. */
     private CompletableFuture<String> send(Call call, String redisKey, long cost, long nowNanos) {
-        boolean serverClock = nowNanos == STORE_CLOCK;
-        String nowMs = serverClock ? "" : Long.toString(nowNanos / NS);
-        String nowNs = serverClock ? "" : Long.toString(nowNanos % NS);
         int lane = lane();
         if (call.batchers() != null) {
-            return call.batchers()[lane].submit(redisKey, nowMs, nowNs, Long.toString(cost));
+            return call.batchers()[lane].submit(redisKey, gcraArgument(cost, nowNanos));
         }
         String[] keys = {redisKey};
-        String[] arguments = call.arguments(nowMs, nowNs, cost);
+        String[] arguments = call.arguments(cost, nowNanos);
         if (!scriptConnections.isEmpty()) {
             return timed(scriptConnections.get(lane).evaluate(call.script().sha(), call.script().text(), keys,
                     arguments));
@@ -869,7 +876,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * The script for {@code rule} and its arguments that depend on the rule only: decide.lua's with the first
-     * three and the sixth left per call; gcra.lua's without the three per decision at their end.
+     * three and the sixth left per call; gcra.lua's without the one per decision at their end.
      */
     private Call callOf(Rule rule) {
         String[] general = ruleArguments(rule); // checks every bound, whichever script decides

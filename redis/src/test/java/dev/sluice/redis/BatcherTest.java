@@ -63,8 +63,8 @@ class BatcherTest {
      */
     @Test
     void aContinuationThatDecidesAgainAndWaitsOnTheAnsweringThreadIsSent() throws Exception {
-        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
-        CompletableFuture<String> nested = first.thenApply(answer -> batcher.submit("sluice:{b}", "", "", "1").join());
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
+        CompletableFuture<String> nested = first.thenApply(answer -> batcher.submit("sluice:{b}", "1").join());
         assertThat(calls).hasSize(1);
         CompletableFuture.runAsync(() -> calls.get(0).complete("1 0 0 0 0 0"));
         awaitCalls(2, "the nested decision was sent");
@@ -87,9 +87,9 @@ class BatcherTest {
         try {
             CountDownLatch bAnswering = new CountDownLatch(1);
             CountDownLatch aDone = new CountDownLatch(1);
-            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+            CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
             CompletableFuture<CompletableFuture<String>> alone = first.thenApply(answer -> {
-                CompletableFuture<String> sent = batcher.submit("sluice:{b}", "", "", "1"); // alone: A answers
+                CompletableFuture<String> sent = batcher.submit("sluice:{b}", "1"); // alone: A answers
                 sent.thenRun(() -> { // on B, answering it
                     bAnswering.countDown();
                     awaitQuietly(aDone);
@@ -105,8 +105,8 @@ class BatcherTest {
             b.submit(() -> { }).get(10, TimeUnit.SECONDS); // and B is
             assertThat(alone.get().get()).isEqualTo("1 8 0 2 0 0");
 
-            CompletableFuture<String> inFlight = batcher.submit("sluice:{c}", "", "", "1");
-            CompletableFuture<String> fromA = a.submit(() -> batcher.submit("sluice:{d}", "", "", "1")).get(10, TimeUnit.SECONDS);
+            CompletableFuture<String> inFlight = batcher.submit("sluice:{c}", "1");
+            CompletableFuture<String> fromA = a.submit(() -> batcher.submit("sluice:{d}", "1")).get(10, TimeUnit.SECONDS);
             assertThat(keysSent).as("A's decision waits for the call in flight").hasSize(3);
             calls.get(2).complete("1 7 0 3 0 0");
             assertThat(inFlight.get(10, TimeUnit.SECONDS)).isEqualTo("1 7 0 3 0 0");
@@ -122,9 +122,9 @@ class BatcherTest {
     /** What arrives while a call is in flight leaves together once it is answered, each with its own answer. */
     @Test
     void decisionsThatArriveWhileACallIsInFlightLeaveTogether() throws Exception {
-        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
-        CompletableFuture<String> second = batcher.submit("sluice:{b}", "", "", "2");
-        CompletableFuture<String> third = batcher.submit("sluice:{c}", "", "", "3");
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
+        CompletableFuture<String> second = batcher.submit("sluice:{b}", "2");
+        CompletableFuture<String> third = batcher.submit("sluice:{c}", "3");
         assertThat(calls).hasSize(1);
         calls.get(0).complete("1 9 0 1 0 0");
         assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
@@ -142,10 +142,10 @@ class BatcherTest {
     @Test
     void aLateJoinerKeepsTheRestOfItsTime() throws Exception {
         Batcher batcher = timingOutAfter(2_000);
-        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
-        CompletableFuture<String> early = batcher.submit("sluice:{b}", "", "", "1");
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
+        CompletableFuture<String> early = batcher.submit("sluice:{b}", "1");
         Thread.sleep(1_000);
-        CompletableFuture<String> late = batcher.submit("sluice:{c}", "", "", "1");
+        CompletableFuture<String> late = batcher.submit("sluice:{c}", "1");
         calls.get(0).complete("1 9 0 1 0 0");
         assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
         assertThat(keysSent).containsExactly(List.of("sluice:{a}"), List.of("sluice:{b}", "sluice:{c}"));
@@ -169,7 +169,7 @@ class BatcherTest {
         Batcher batcher = timingOutAfter(1_000);
         CountDownLatch lineHeld = new CountDownLatch(1);
         CountDownLatch answering = new CountDownLatch(1);
-        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
         first.thenRun(() -> {
             answering.countDown();
             awaitQuietly(lineHeld);
@@ -177,11 +177,11 @@ class BatcherTest {
         CompletableFuture.runAsync(() -> calls.get(0).complete("1 9 0 1 0 0"));
         assertThat(answering.await(10, TimeUnit.SECONDS)).isTrue();
         // arrives while the call is being answered (nothing waited when its answer came: answered first)
-        CompletableFuture<String> expired = batcher.submit("sluice:{b}", "", "", "1");
+        CompletableFuture<String> expired = batcher.submit("sluice:{b}", "1");
         // its caller then decides again, and waits: that must hold up neither the others nor itself
-        CompletableFuture<String> again = expired.handle((answer, failure) -> batcher.submit("sluice:{e}", "", "", "1").join());
+        CompletableFuture<String> again = expired.handle((answer, failure) -> batcher.submit("sluice:{e}", "1").join());
         Thread.sleep(1_100); // past the deadline of the decision in line
-        CompletableFuture<String> live = batcher.submit("sluice:{c}", "", "", "1");
+        CompletableFuture<String> live = batcher.submit("sluice:{c}", "1");
         lineHeld.countDown();
         assertThatThrownBy(() -> expired.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .hasCauseInstanceOf(RedisCommandTimeoutException.class);
@@ -202,7 +202,7 @@ class BatcherTest {
     @Test
     void callsThatComeAndGoShareOneTimer() throws Exception {
         for (int i = 0; i < 100; i++) {
-            CompletableFuture<String> decision = batcher.submit("sluice:{k" + i + "}", "", "", "1");
+            CompletableFuture<String> decision = batcher.submit("sluice:{k" + i + "}", "1");
             calls.get(i).complete("1 9 0 1 0 0");
             assertThat(decision.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
         }
@@ -216,12 +216,12 @@ class BatcherTest {
     @Test
     void theTimerOfAnAnsweredCallWatchesTheNextCall() throws Exception {
         Batcher batcher = timingOutAfter(1_000);
-        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
         calls.get(0).complete("1 9 0 1 0 0");
         assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
         Thread.sleep(500); // the first call's deadline falls in the second's time
         long start = System.nanoTime();
-        CompletableFuture<String> unanswered = batcher.submit("sluice:{b}", "", "", "1");
+        CompletableFuture<String> unanswered = batcher.submit("sluice:{b}", "1");
         assertThatThrownBy(() -> unanswered.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .hasCauseInstanceOf(RedisCommandTimeoutException.class);
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("not at the first call's deadline")
@@ -269,7 +269,7 @@ class BatcherTest {
                 Thread decider = new Thread(() -> {
                     for (int i = 0; i < each; i++) {
                         long start = System.nanoTime();
-                        CompletableFuture<String> decision = batcher.submit("sluice:{" + thread + "-" + i + "}", "", "", "1");
+                        CompletableFuture<String> decision = batcher.submit("sluice:{" + thread + "-" + i + "}", "1");
                         try {
                             String answer = decision.get(10, TimeUnit.SECONDS);
                             if (!answer.equals("1 9 0 1 0 0")) {
@@ -320,13 +320,13 @@ class BatcherTest {
         try {
             busy = hold(loop);
             long start = System.nanoTime();
-            CompletableFuture<String> held = batcher.submit("sluice:{b}", "", "", "1");
+            CompletableFuture<String> held = batcher.submit("sluice:{b}", "1");
             assertThatThrownBy(() -> held.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                     .hasCauseInstanceOf(RedisCommandTimeoutException.class);
             assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isBetween(250L, 5_000L);
             assertThat(calls).as("never sent: its time was up when the timer took it").isEmpty();
             busy.countDown();
-            CompletableFuture<String> after = batcher.submit("sluice:{c}", "", "", "1");
+            CompletableFuture<String> after = batcher.submit("sluice:{c}", "1");
             awaitCalls(1, "the batcher goes on");
             calls.get(0).complete("1 9 0 1 0 0");
             assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
@@ -354,12 +354,12 @@ class BatcherTest {
                 case 1 -> {
                     task.run(); // the loop runs the first call before its caller goes on
                     calls.get(0).complete("1 9 0 1 0 0"); // answered at once: nothing in flight
-                    next.add(batcher.submit("sluice:{b}", "", "", "1")); // handed to this loop...
+                    next.add(batcher.submit("sluice:{b}", "1")); // handed to this loop...
                     yield true;
                 }
                 default -> true; // ...which never runs it
             };
-            CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
+            CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
             assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
             assertThat(next).hasSize(1);
             assertThatThrownBy(() -> next.get(0).get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
@@ -419,9 +419,9 @@ class BatcherTest {
         Batcher batcher = timingOutAfter(30_000, loop);
         try {
             CountDownLatch busy = hold(loop);
-            CompletableFuture<String> b = batcher.submit("sluice:{b}", "", "", "1");
-            CompletableFuture<String> c = batcher.submit("sluice:{c}", "", "", "1");
-            CompletableFuture<String> d = batcher.submit("sluice:{d}", "", "", "1");
+            CompletableFuture<String> b = batcher.submit("sluice:{b}", "1");
+            CompletableFuture<String> c = batcher.submit("sluice:{c}", "1");
+            CompletableFuture<String> d = batcher.submit("sluice:{d}", "1");
             assertThat(calls).as("handed to the loop, not sent on this thread").isEmpty();
             busy.countDown();
             awaitCalls(1, "the loop sent them");
@@ -440,7 +440,7 @@ class BatcherTest {
         Batcher batcher = timingOutAfter(30_000, task -> {
             throw new RejectedExecutionException("busy");
         });
-        CompletableFuture<String> a = batcher.submit("sluice:{a}", "", "", "1");
+        CompletableFuture<String> a = batcher.submit("sluice:{a}", "1");
         assertThat(calls).as("sent on this thread").hasSize(1);
         calls.get(0).complete("1 9 0 1 0 0");
         assertThat(a.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
@@ -453,8 +453,8 @@ class BatcherTest {
      */
     @Test
     void decisionsWaitingWhenAnAnswerComesLeaveBeforeItsCallersAreAnswered() throws Exception {
-        CompletableFuture<String> a = batcher.submit("sluice:{a}", "", "", "1");
-        CompletableFuture<String> b = batcher.submit("sluice:{b}", "", "", "1");
+        CompletableFuture<String> a = batcher.submit("sluice:{a}", "1");
+        CompletableFuture<String> b = batcher.submit("sluice:{b}", "1");
         AtomicInteger sentWhenAnswered = new AtomicInteger(-1);
         a.whenComplete((answer, failure) -> sentWhenAnswered.set(calls.size()));
         calls.get(0).complete("1 9 0 1 0 0");
@@ -481,11 +481,11 @@ class BatcherTest {
             held.add(reply);
             return reply;
         }, BatcherTest::decisions, 64, TimeUnit.SECONDS.toNanos(60), null);
-        CompletableFuture<String> first = batcher.submit("sluice:{first}", "", "", "1");
+        CompletableFuture<String> first = batcher.submit("sluice:{first}", "1");
         int line = 200_000;
         List<CompletableFuture<String>> waiting = new ArrayList<>(line);
         for (int i = 0; i < line; i++) {
-            waiting.add(batcher.submit("sluice:{k" + i + "}", "", "", "1"));
+            waiting.add(batcher.submit("sluice:{k" + i + "}", "1"));
         }
         refusing.set(true);
         held.get(0).complete("1 9 0 1 0 0");
@@ -495,7 +495,7 @@ class BatcherTest {
                     .hasMessageContaining("refused");
         }
         refusing.set(false);
-        CompletableFuture<String> after = batcher.submit("sluice:{after}", "", "", "1");
+        CompletableFuture<String> after = batcher.submit("sluice:{after}", "1");
         assertThat(held).as("the batcher sends again").hasSize(2);
         held.get(1).complete("0 0 5 5 0 0");
         assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("0 0 5 5 0 0");
@@ -504,15 +504,15 @@ class BatcherTest {
     /** A nil answer for a batch fails its decisions (it threw out of the hand-over, and the batcher stayed in flight). */
     @Test
     void aNilAnswerForABatchFailsItsDecisions() throws Exception {
-        CompletableFuture<String> first = batcher.submit("sluice:{a}", "", "", "1");
-        CompletableFuture<String> b = batcher.submit("sluice:{b}", "", "", "1");
-        CompletableFuture<String> c = batcher.submit("sluice:{c}", "", "", "1");
+        CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
+        CompletableFuture<String> b = batcher.submit("sluice:{b}", "1");
+        CompletableFuture<String> c = batcher.submit("sluice:{c}", "1");
         calls.get(0).complete("1 9 0 1 0 0");
         assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("1 9 0 1 0 0");
         calls.get(1).complete(null);
         assertThatThrownBy(() -> b.get(10, TimeUnit.SECONDS)).hasMessageContaining("nil");
         assertThatThrownBy(() -> c.get(10, TimeUnit.SECONDS)).hasMessageContaining("nil");
-        CompletableFuture<String> after = batcher.submit("sluice:{d}", "", "", "1");
+        CompletableFuture<String> after = batcher.submit("sluice:{d}", "1");
         assertThat(calls).as("the batcher sends again").hasSize(3);
         calls.get(2).complete("1 8 0 2 0 0");
         assertThat(after.get(10, TimeUnit.SECONDS)).isEqualTo("1 8 0 2 0 0");

@@ -344,7 +344,7 @@ class RedisStoreTest {
             assertThat(calls(resp, "evalsha")).isEqualTo(100);
             assertThat(calls(resp, "time")).isEqualTo(100);
             assertThat(calls(resp, "get")).isEqualTo(100);
-            assertThat(calls(resp, "set")).isEqualTo(100);
+            assertThat(calls(resp, "psetex")).isEqualTo(100);
         }
     }
 
@@ -370,7 +370,7 @@ class RedisStoreTest {
             long calls = calls(resp, "evalsha");
             assertThat(calls).as("calls for 200 decisions, at most 64 to a call").isBetween(4L, 50L);
             assertThat(calls(resp, "get")).isEqualTo(200);
-            assertThat(calls(resp, "set")).as("only admissions write").isEqualTo(10);
+            assertThat(calls(resp, "psetex")).as("only admissions write").isEqualTo(10);
             assertThat(calls(resp, "time")).as("the clock read once a call").isEqualTo(calls);
         }
     }
