@@ -11,14 +11,12 @@ import dev.sluice.store.Store;
 import dev.sluice.store.StoreUnavailableException;
 
 import io.lettuce.core.ClientOptions;
-import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisKeyCommands;
 import io.lettuce.core.cluster.ClusterClientOptions;
@@ -80,25 +78,25 @@ import java.util.regex.Pattern;
  * key is in one slot (in one string, in fact) and the script touches one slot.
  *
  * <h2>Connections</h2>
- * One Lettuce connection per I/O thread of the client (as many as the machine has cores, at least two), and each
- * calling thread always uses the same one. Each connection flushes the commands of its callers together,
- * once per turn of its event loop, so Redis reads them as from a pipeline; with one connection only, its
+ * On a standalone Redis the store has connections of its own, one per core and at least two
+ * ({@link ScriptConnection}): a plain socket written by the caller and read by one thread, with fewer hand-overs
+ * between threads than Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64
+ * half again; bench/README.md). Each calling thread always uses the same one. They carry every decision's call
+ * and every reset; a standalone store starts no Lettuce client, event loop or connection.
+ *
+ * <p>In a Cluster the store uses Lettuce, which follows the slots and the failovers: one connection per I/O thread
+ * of the client (as many as the machine has cores, at least two), each flushing the commands of its callers
+ * together, once per turn of its event loop, so Redis reads them as from a pipeline; with one connection only, its
  * event loop and Redis took turns, each idle while the other worked (measured: bench/README.md).
  * {@code gcra.lua} answers binary, a decision in 33 bytes (Lua makes numbers text through {@code sprintf},
  * which cost Redis a fifth of a call: the script says more), so the connections read what Redis answers one
  * char per byte ({@link ReplyCodec}) and keys still go out as UTF-8.
  *
- * <p>On a standalone Redis every decision's call (the batched calls of {@code gcra.lua}, and the calls of a
- * script sent alone) goes on connections of the store's own beside those, one per Lettuce connection
- * ({@link ScriptConnection}): a plain socket written by the caller and read by one thread, with fewer hand-overs
- * between threads than Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64
- * half again; bench/README.md). Lettuce's connections then only reset keys; in a Cluster they carry everything.
- *
  * <h2>When Redis does not answer</h2>
  * Every call has a timeout (default 50 ms), and commands are refused at once while the connection is down
- * (Lettuce, and the store's own connections, reconnect by themselves in the background). A call that fails or
- * times out is decided by the {@link FailurePolicy}: {@code OPEN} (the default) admits as if the key were
- * untouched, {@code CLOSED} rejects with {@code retry_after} = the wait until Redis is tried again. After a few
+ * (the store's own connections, and Lettuce's in a Cluster, reconnect by themselves in the background). A call
+ * that fails or times out is decided by the {@link FailurePolicy}: {@code OPEN} (the default) admits as if the key
+ * were untouched, {@code CLOSED} rejects with {@code retry_after} = the wait until Redis is tried again. After a few
  * failures in a row a circuit breaker stops calling Redis for a while (default 3 failures, 1 s), so that during an
  * outage a decision costs microseconds instead of a timeout; then one call probes, and its success resumes
  * normal work without a restart. No failure of Redis ever throws into the request path; every one is counted
@@ -126,15 +124,14 @@ public final class RedisStore implements Store, AutoCloseable {
     private static final long EXPLICIT_TIME_TTL_MARGIN_MS = 3_600_000L;
 
     private final AutoCloseable client;
+    /** In a Cluster, the Lettuce connections; empty on a standalone Redis, which has {@link #scriptConnections}. */
     private final List<Lane> lanes;
+    /** How many connections the callers share, each thread always the same one ({@link #lane}). */
+    private final int laneCount;
 
-    /** One connection to Redis (standalone or Cluster) and its commands. */
+    /** One Lettuce connection to a Redis Cluster and its commands. */
     private record Lane(AutoCloseable connection, RedisScriptingAsyncCommands<String, String> scriptingAsync,
                         RedisKeyCommands<String, String> keys) {
-        static Lane of(StatefulRedisConnection<String, String> connection) {
-            return new Lane(connection, connection.async(), connection.sync());
-        }
-
         static Lane of(StatefulRedisClusterConnection<String, String> connection) {
             return new Lane(connection, connection.async(), connection.sync());
         }
@@ -205,7 +202,7 @@ public final class RedisStore implements Store, AutoCloseable {
     private final Supplier<Partitions> partitions;
     private final long timeoutNanos;
     /**
-     * On a standalone Redis, a connection of the store's own per Lettuce connection, for every decision's call
+     * On a standalone Redis, the store's connections, {@link #laneCount} of them, for every call
      * ({@link ScriptConnection} says why); empty in a Cluster. Filled as the store opens.
      */
     private final List<ScriptConnection> scriptConnections = new ArrayList<>();
@@ -236,9 +233,10 @@ public final class RedisStore implements Store, AutoCloseable {
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
 
-    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, Supplier<Partitions> partitions,
-                       Timer timer) {
+    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, int laneCount,
+                       Supplier<Partitions> partitions, Timer timer) {
         this.timer = timer;
+        this.laneCount = laneCount;
         boolean cluster = partitions != null;
         this.partitions = partitions;
         this.nodeBreakers = cluster ? new ConcurrentHashMap<>() : null;
@@ -306,10 +304,12 @@ public final class RedisStore implements Store, AutoCloseable {
         String uri = settings.uri;
         // the addresses are read before anything is started, so a bad one leaves nothing running behind it
         List<RedisURI> seeds = addresses(uri, settings.timeout);
-        boolean cluster = uri.startsWith("redis-cluster://");
+        Timer timer = timer();
+        if (!uri.startsWith("redis-cluster://")) {
+            return standalone(settings, seeds.get(0), timer);
+        }
         TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
-        Timer timer = timer();
         ClientResources resources = ClientResources.builder().timer(timer).nettyCustomizer(new NettyCustomizer() {
             /**
              * Many callers share a connection: their commands are flushed together, once per turn of the
@@ -321,35 +321,33 @@ public final class RedisStore implements Store, AutoCloseable {
                 channel.pipeline().addFirst(new FlushConsolidationHandler(256, true));
             }
         }).build();
-        if (cluster) {
-            RedisClusterClient client = RedisClusterClient.create(resources, seeds);
-            client.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                    .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
-                            .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
-                    .build());
-            Runnable shutdown = () -> {
-                client.shutdown();
-                timer.stop();
-            };
-            List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-            return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, client::getPartitions, timer);
-        }
-        RedisClient client = RedisClient.create(resources, seeds.get(0));
-        client.setOptions(ClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+        RedisClusterClient client = RedisClusterClient.create(resources, seeds);
+        client.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                        .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
+                .build());
         Runnable shutdown = () -> {
             client.shutdown();
             timer.stop();
         };
         List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-        RedisStore store = new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, null, timer);
+        return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, lanes.size(),
+                client::getPartitions, timer);
+    }
+
+    /**
+     * A standalone Redis: the store's own connections only ({@link ScriptConnection}), one per core and at least
+     * two, as a Cluster has Lettuce connections; no Lettuce client, event loops or connections at all.
+     */
+    private static RedisStore standalone(Builder settings, RedisURI seed, Timer timer) {
+        ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
+                seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
+                seed.getDatabase(), seed.getClientName());
+        int count = Math.max(2, Runtime.getRuntime().availableProcessors());
+        RedisStore store = new RedisStore(settings, timer::stop, List.of(), count, null, timer);
         try {
-            RedisURI seed = seeds.get(0);
-            ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
-                    seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
-                    seed.getDatabase());
-            for (int i = 0; i < lanes.size(); i++) {
+            for (int i = 0; i < count; i++) {
                 store.scriptConnections.add(new ScriptConnection(address, (int) HANDSHAKE.toMillis(),
                         store.scriptReloads::increment));
             }
@@ -488,7 +486,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /** The calling thread's connection, by its index: always the same one, so one thread's commands stay in order. */
     private int lane() {
-        return (int) (Thread.currentThread().getId() % lanes.size());
+        return (int) (Thread.currentThread().getId() % laneCount);
     }
 
     private static void shutDown(Runnable client, ClientResources resources) {
@@ -897,7 +895,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (batchKeys <= 1) {
             return new Call(GCRA, fixed, null);
         }
-        Batcher[] batchers = new Batcher[lanes.size()];
+        Batcher[] batchers = new Batcher[laneCount];
         for (int i = 0; i < batchers.length; i++) {
             ScriptConnection connection = scriptConnections.get(i);
             batchers[i] = new Batcher(fixed,
@@ -997,7 +995,15 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         String redisKey = redisKey(check(key));
         try {
-            lanes.get(lane()).keys().del(redisKey);
+            if (lanes.isEmpty()) {
+                timed(scriptConnections.get(lane()).command("DEL", redisKey)).join();
+            } else {
+                lanes.get(lane()).keys().del(redisKey);
+            }
+        } catch (CompletionException e) { // on the store's own connections: what Redis did, as Lettuce throws it
+            RuntimeException cause = e.getCause() instanceof RuntimeException failure ? failure : e;
+            counted(cause, breakerOf(redisKey));
+            throw new StoreUnavailableException("Redis did not answer: " + cause.getMessage(), cause);
         } catch (RuntimeException e) { // a timeout, a connection lost: counted as any call Redis did not answer
             counted(e, breakerOf(redisKey));
             throw new StoreUnavailableException("Redis did not answer: " + e.getMessage(), e);

@@ -20,9 +20,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * A connection of Sluice's own to a standalone Redis, for the store's decisions: the calls of {@code gcra.lua}
- * that the {@link Batcher}s send, and every call of a script sent alone ({@code decide.lua}, {@code batch(1)}).
- * The store ends the calls sent alone that Redis does not answer in time; the batchers end their own.
+ * A connection of Sluice's own to a standalone Redis, the only kind a standalone store has: the calls of
+ * {@code gcra.lua} that the {@link Batcher}s send, every call of a script sent alone ({@code decide.lua},
+ * {@code batch(1)}), and the resets ({@code DEL}, {@link #command}). The store ends the calls sent alone that Redis
+ * does not answer in time; the batchers end their own.
  *
  * <h2>Why not Lettuce for these</h2>
  * On Lettuce a call is a command object, a codec's encoding, a future, a hand-over to the connection's Netty
@@ -64,18 +65,28 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private static final long LAST_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
     /** How often an idle connection is looked at, so that one Redis closed meanwhile is made again before a call. */
     private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final String[] NO_WORDS = {};
 
-    /** Where to connect and how to introduce oneself: the parts of a {@code redis://} address this connection uses. */
-    record Address(String host, int port, String user, String password, int database) {
+    /**
+     * Where to connect and how to introduce oneself: the parts of a {@code redis://} address this connection uses
+     * ({@code clientName}: null, or the name {@code CLIENT SETNAME} gives it, as {@code ?clientName=} asks).
+     */
+    record Address(String host, int port, String user, String password, int database, String clientName) {
         @Override
         public String toString() {
             return host + ":" + port; // never the password
         }
     }
 
-    /** A call waiting for its answer: what to send again if Redis does not know the script. */
+    /**
+     * A call waiting for its answer: what to send again if Redis does not know the script; a command that is not
+     * a script has no {@code text} and its words in {@code arguments}.
+     */
     private record Pending(CompletableFuture<String> answer, String text, String[] keys, String[] arguments,
                            boolean withText) {
+        boolean script() {
+            return text != null;
+        }
     }
 
     private final Address address;
@@ -142,6 +153,9 @@ final class ScriptConnection implements AutoCloseable, Executor {
             if (address.database() != 0) {
                 introduce(opened, new String[] {"SELECT", Integer.toString(address.database())});
             }
+            if (address.clientName() != null) {
+                introduce(opened, new String[] {"CLIENT", "SETNAME", address.clientName()});
+            }
             // a server that accepts and then refuses (maxclients, protected mode) answers this with its error
             introduce(opened, new String[] {"PING"});
             socket.setSoTimeout(0); // the reading thread waits for answers as long as calls are in line
@@ -173,11 +187,21 @@ final class ScriptConnection implements AutoCloseable, Executor {
         return call.answer();
     }
 
+    /**
+     * Sends a command that is not a script ({@code DEL key}, say): its answer, a string or an integer as text,
+     * completed as {@link #evaluate}'s is.
+     */
+    CompletableFuture<String> command(String... words) {
+        Pending call = new Pending(new CompletableFuture<>(), null, null, words, false);
+        send(call, null);
+        return call.answer();
+    }
+
     private void send(Pending call, String shaOrNull) {
         synchronized (lock) {
             if (link != null) {
-                String[] head = call.withText()
-                        ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
+                String[] head = !call.script() ? NO_WORDS
+                        : call.withText() ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
                         : new String[] {"EVALSHA", shaOrNull, Integer.toString(call.keys().length)};
                 encoder.command(head, call.keys(), call.arguments());
                 try {
@@ -348,7 +372,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
 
     private void answer(Pending call, Object answer) {
         if (answer instanceof RespReader.Error error) {
-            if (!call.withText() && error.message().startsWith("NOSCRIPT")) {
+            if (call.script() && !call.withText() && error.message().startsWith("NOSCRIPT")) {
                 onReload.run();
                 send(new Pending(call.answer(), call.text(), call.keys(), call.arguments(), true), null);
                 return;
@@ -358,9 +382,11 @@ final class ScriptConnection implements AutoCloseable, Executor {
             call.answer().complete(value);
         } else if (answer == null) {
             call.answer().complete(null);
+        } else if (answer instanceof Long number && !call.script()) {
+            call.answer().complete(number.toString());
         } else {
-            call.answer().completeExceptionally(new RedisCommandExecutionException(
-                    "expected a string from the script, got " + answer));
+            call.answer().completeExceptionally(new RedisCommandExecutionException("expected a string from "
+                    + (call.script() ? "the script" : call.arguments()[0]) + ", got " + answer));
         }
     }
 

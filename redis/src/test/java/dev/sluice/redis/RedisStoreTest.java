@@ -51,8 +51,8 @@ class RedisStoreTest {
     }
 
     /**
-     * A password (with and without a user) and a database in the address: both scripts' decisions, the batched
-     * gcra ones on the store's own connections as the others on Lettuce's, land in that database.
+     * A password (with and without a user) and a database in the address: both scripts' decisions, and a reset,
+     * land in that database.
      */
     @Test
     void decidesInTheDatabaseOfTheAddressWithItsPassword() throws Exception {
@@ -69,6 +69,10 @@ class RedisStoreTest {
                             .store(own).build();
                     assertThat(gcra.tryAcquire("g-" + database, 3).remaining()).isEqualTo(7);
                     assertThat(window.tryAcquire("w-" + database, 4).remaining()).isEqualTo(6);
+                    assertThat(window.tryAcquire("gone-" + database, 4).remaining()).isEqualTo(6);
+                    window.reset("gone-" + database);
+                    assertThat(window.tryAcquire("gone-" + database, 1).remaining()).as("reset").isEqualTo(9);
+                    window.reset("gone-" + database);
                     assertThat(own.counts().failures()).isZero();
                 }
                 try (Resp resp = guarded.connect()) {
@@ -76,12 +80,47 @@ class RedisStoreTest {
                     resp.call("SELECT", database);
                     assertThat(resp.call("EXISTS", "sluice:{g-" + database + "}", "sluice:{w-" + database + "}"))
                             .isEqualTo(2L);
+                    assertThat(resp.call("EXISTS", "sluice:{gone-" + database + "}")).isEqualTo(0L);
                     resp.call("SELECT", "0");
                     assertThat(resp.call("EXISTS", "sluice:{g-" + database + "}", "sluice:{w-" + database + "}"))
                             .isEqualTo(0L);
                 }
             }
         }
+    }
+
+    /**
+     * A standalone store opens its own connections only, one per core and at least two, each named as the
+     * address's {@code ?clientName=} says; no Lettuce connection beside them (there was one each, for resets),
+     * and no Lettuce thread. The resets go on the same connections.
+     */
+    @Test
+    void aStandaloneStoreOpensOnlyItsOwnConnections() throws Exception {
+        try (RedisServer own = RedisServer.start(); Resp resp = own.connect()) {
+            int before = clients(resp).size();
+            java.util.Set<Thread> threads = Thread.getAllStackTraces().keySet();
+            try (RedisStore store = RedisStore.builder("redis://127.0.0.1:" + own.port() + "?clientName=sluice-own")
+                    .timeout(java.time.Duration.ofSeconds(2)).build()) {
+                RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("10/1m")
+                        .store(store).build();
+                assertThat(limiter.tryAcquire("k", 4).remaining()).isEqualTo(6);
+                limiter.reset("k");
+                assertThat(limiter.tryAcquire("k").remaining()).isEqualTo(9);
+                int expected = Math.max(2, Runtime.getRuntime().availableProcessors());
+                List<String> opened = clients(resp);
+                assertThat(opened).hasSize(before + expected);
+                assertThat(opened.stream().filter(client -> client.contains(" name=sluice-own "))).hasSize(expected);
+                assertThat(Thread.getAllStackTraces().keySet().stream().filter(thread -> !threads.contains(thread))
+                        .map(Thread::getName).filter(name -> name.startsWith("lettuce-"))).as("Lettuce threads started")
+                        .isEmpty();
+            }
+            assertThat(clients(resp)).as("closed").hasSize(before);
+        }
+    }
+
+    /** The clients of a Redis, one line each of CLIENT LIST (this test's own connection among them). */
+    private static List<String> clients(Resp resp) throws IOException {
+        return List.of(String.valueOf(resp.call("CLIENT", "LIST")).split("\\n"));
     }
 
     /**

@@ -43,7 +43,7 @@ class ScriptConnectionTest {
     }
 
     private static ScriptConnection connect(RedisServer server, AtomicInteger reloads) {
-        return new ScriptConnection(new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0), 2_000,
+        return new ScriptConnection(new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0, null), 2_000,
                 reloads::incrementAndGet);
     }
 
@@ -161,7 +161,7 @@ class ScriptConnectionTest {
             }
             String set = "redis.call('SET', KEYS[1], 'here') return 'ok'";
             try (ScriptConnection connection = new ScriptConnection(
-                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3), 2_000, () -> { })) {
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3, null), 2_000, () -> { })) {
                 assertThat(connection.evaluate(sha(set), set, new String[] {"placed"}, new String[0])
                         .get(10, TimeUnit.SECONDS)).isEqualTo("ok");
             }
@@ -173,10 +173,54 @@ class ScriptConnectionTest {
                 assertThat(resp.call("GET", "placed")).isNull();
             }
             assertThatThrownBy(() -> new ScriptConnection(
-                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0), 2_000, () -> { }))
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0, null), 2_000, () -> { }))
                     .isInstanceOf(RedisConnectionException.class)
                     .hasMessageContaining("127.0.0.1:" + guarded.port()).hasMessageContaining("AUTH refused")
                     .hasMessageNotContaining("wrong");
+        }
+    }
+
+    /**
+     * A command that is not a script (the store's reset, {@code DEL}): its answer as text, a string or an integer;
+     * an error answer fails it, and is not taken for a script Redis does not know, even when it reads NOSCRIPT.
+     */
+    @Test
+    void sendsCommandsThatAreNotScripts() throws Exception {
+        AtomicInteger reloads = new AtomicInteger();
+        try (ScriptConnection connection = connect(redis, reloads); Resp resp = redis.connect()) {
+            assertThat(connection.command("SET", "plain:é", "v").get(10, TimeUnit.SECONDS)).isEqualTo("OK");
+            assertThat(resp.call("GET", "plain:é")).isEqualTo("v");
+            assertThat(connection.command("DEL", "plain:é").get(10, TimeUnit.SECONDS)).isEqualTo("1");
+            assertThat(connection.command("DEL", "plain:é").get(10, TimeUnit.SECONDS)).isEqualTo("0");
+            assertThat(connection.command("GET", "plain:é").get(10, TimeUnit.SECONDS)).isNull();
+            assertThatThrownBy(() -> connection.command("NOSUCHCOMMAND", "NOSCRIPT").get(10, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class).cause()
+                    .isInstanceOf(RedisCommandExecutionException.class).hasMessageContaining("NOSUCHCOMMAND");
+            assertThatThrownBy(() -> connection.command("TIME").get(10, TimeUnit.SECONDS)).as("an array")
+                    .isInstanceOf(ExecutionException.class).cause()
+                    .isInstanceOf(RedisCommandExecutionException.class)
+                    .hasMessageStartingWith("expected a string from TIME, got [");
+            assertThat(reloads).hasValue(0);
+            assertThat(echo(connection, "k", "after")).as("the line still in step").isEqualTo("after:k");
+        }
+    }
+
+    /** {@code ?clientName=} in the address: each connection, made again too, names itself so in CLIENT LIST. */
+    @Test
+    void namesItselfAsTheAddressSays() throws Exception {
+        try (RedisServer own = RedisServer.start();
+             ScriptConnection connection = new ScriptConnection(
+                     new ScriptConnection.Address("127.0.0.1", own.port(), null, null, 0, "sluice-test"), 2_000,
+                     () -> { })) {
+            assertThat(echo(connection, "k", "named")).isEqualTo("named:k");
+            try (Resp resp = own.connect()) {
+                assertThat(String.valueOf(resp.call("CLIENT", "LIST"))).contains("name=sluice-test ");
+                resp.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+            }
+            assertThat(eventually(connection, "again")).isEqualTo("again:k");
+            try (Resp resp = own.connect()) {
+                assertThat(String.valueOf(resp.call("CLIENT", "LIST"))).contains("name=sluice-test ");
+            }
         }
     }
 
