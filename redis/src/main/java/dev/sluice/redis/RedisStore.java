@@ -349,7 +349,7 @@ public final class RedisStore implements Store, AutoCloseable {
         try {
             for (int i = 0; i < count; i++) {
                 store.scriptConnections.add(new ScriptConnection(address, (int) HANDSHAKE.toMillis(),
-                        store.scriptReloads::increment));
+                        store.timeoutNanos, timer, store.scriptReloads::increment));
             }
         } catch (RuntimeException e) {
             try {

@@ -2,6 +2,8 @@ package dev.sluice.redis;
 
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisConnectionException;
+import io.netty.util.Timeout;
+import io.netty.util.Timer;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -17,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -57,7 +60,9 @@ import java.util.concurrent.locks.LockSupport;
  *       nothing was in line is made again before a call fails on it. Each connection, made again too, is
  *       checked with {@code PING} after its {@code AUTH} and {@code SELECT}.</li>
  *   <li>A Redis that holds the connection open but does not answer: the calls stay in line (their answers come
- *       in order once it answers again); the batchers time their decisions out, not this connection.</li>
+ *       in order once it answers again); the batchers time their decisions out, not this connection. But once
+ *       it has not read for so long that a write blocks (its buffers and the socket's full), a write blocked for
+ *       the store's timeout ends the connection as a lost one ({@link #watchWriting}).</li>
  * </ul>
  */
 final class ScriptConnection implements AutoCloseable, Executor {
@@ -104,6 +109,19 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private final ArrayDeque<Runnable> handed = new ArrayDeque<>();
     /** True while the reading thread is parked: nothing in line, nothing handed. Guarded by {@link #lock}. */
     private boolean idle;
+    /** How long a write may block before the connection is taken for lost ({@link #watchWriting}). */
+    private final long writeTimeoutNanos;
+    /** Where the watch on writes is set. */
+    private final Timer timer;
+    /**
+     * The link being written to, null between writes, and since when ({@link System#nanoTime()}): read by the
+     * watch without the lock, which a blocked writer holds. Set in that order ({@code writingSince} first), so the
+     * watch never sees a write older than it is.
+     */
+    private volatile Link writingTo;
+    private volatile long writingSince;
+    /** True while a watch on writes is set. */
+    private final AtomicBoolean watching = new AtomicBoolean();
 
     /** One socket and what reads it. */
     private static final class Link {
@@ -123,11 +141,16 @@ final class ScriptConnection implements AutoCloseable, Executor {
      * thread.
      *
      * @throws RedisConnectionException if Redis cannot be reached or refuses the introduction
+     * @param writeTimeoutNanos how long a write may block before the connection is taken for lost (the store's
+     *                          timeout: a call that cannot even leave in that time cannot be answered in it)
+     * @param timer    where the watch on a blocked write is set
      * @param onReload run each time a call is sent again with the script's text ({@code NOSCRIPT})
      */
-    ScriptConnection(Address address, int connectTimeoutMs, Runnable onReload) {
+    ScriptConnection(Address address, int connectTimeoutMs, long writeTimeoutNanos, Timer timer, Runnable onReload) {
         this.address = address;
         this.connectTimeoutMs = connectTimeoutMs;
+        this.writeTimeoutNanos = writeTimeoutNanos;
+        this.timer = timer;
         this.onReload = onReload;
         try {
             this.link = open();
@@ -204,6 +227,9 @@ final class ScriptConnection implements AutoCloseable, Executor {
                         : call.withText() ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
                         : new String[] {"EVALSHA", shaOrNull, Integer.toString(call.keys().length)};
                 encoder.command(head, call.keys(), call.arguments());
+                writingSince = System.nanoTime();
+                writingTo = link;
+                watchWriting();
                 try {
                     encoder.writeTo(link.out);
                 } catch (IOException e) {
@@ -211,6 +237,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     // line with it and connects again (a bug a review found: failed here, with nothing in line, the
                     // thread stayed parked and the connection dead for good)
                     closeQuietly(link.socket);
+                } finally {
+                    writingTo = null;
                 }
                 line.add(call);
                 if (idle) {
@@ -226,6 +254,43 @@ final class ScriptConnection implements AutoCloseable, Executor {
         // outside the lock: failing runs what waits on the answer (a review found the lock held around it)
         call.answer().completeExceptionally(new RedisConnectionException(closed ? "connection to " + address
                 + " closed" : "not connected to " + address + " (connecting again)"));
+    }
+
+    /**
+     * Sets the watch on writes, unless one is set. A write blocks once Redis stops reading (asleep, stopped, cut
+     * off) and its buffers and the socket's are full; it blocks under the lock, and with it every caller of this
+     * connection, a server's event loop among them, for as long as Redis does not read: past any timeout. So a
+     * write blocked {@link #writeTimeoutNanos} ends the connection, as a lost one: the write fails, the calls in
+     * line fail, the callers go on, and the reading thread connects again.
+     *
+     * <p>The watch is set when a write starts and none is set, and fires a write timeout later; it looks again
+     * at a write still going on when its timeout is due, so a busy connection sets about one a timeout, and an idle
+     * one none.
+     */
+    private void watchWriting() {
+        if (!watching.get() && watching.compareAndSet(false, true)) {
+            try {
+                timer.newTimeout(this::lookAtWriting, writeTimeoutNanos, TimeUnit.NANOSECONDS);
+            } catch (IllegalStateException stopped) { // the store is closing: the write goes unwatched
+                watching.set(false);
+            }
+        }
+    }
+
+    private void lookAtWriting(Timeout timeout) {
+        Link writing = writingTo;
+        long blocked = System.nanoTime() - writingSince;
+        if (writing != null && !closed) {
+            if (blocked < writeTimeoutNanos) { // a write started since: watched until its own timeout
+                timer.newTimeout(this::lookAtWriting, writeTimeoutNanos - blocked, TimeUnit.NANOSECONDS);
+                return;
+            }
+            closeQuietly(writing.socket); // the write throws, and the reading thread's read
+        }
+        watching.set(false);
+        if (writingTo != null && !closed) { // still writing, or writing again since the look above
+            watchWriting();
+        }
     }
 
     /**

@@ -30,21 +30,28 @@ class ScriptConnectionTest {
     /** Answers 'late' after 300 ms of Redis's time: a call that stays in line that long. */
     private static final String SLOW = "local t = redis.call('TIME') while true do local n = redis.call('TIME')"
             + " if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 300000 then break end end return 'late'";
+    private static final long WRITE_TIMEOUT = TimeUnit.SECONDS.toNanos(10);
     private static RedisServer redis;
+    private static DeadlineTimer timer;
 
     @BeforeAll
     static void start() throws Exception {
         redis = RedisServer.start();
+        timer = new DeadlineTimer("test-write-watch");
     }
 
     @AfterAll
     static void stop() throws Exception {
+        timer.stop();
         redis.close();
     }
 
     private static ScriptConnection connect(RedisServer server, AtomicInteger reloads) {
-        return new ScriptConnection(new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0, null), 2_000,
-                reloads::incrementAndGet);
+        return new ScriptConnection(address(server, null), 2_000, WRITE_TIMEOUT, timer, reloads::incrementAndGet);
+    }
+
+    private static ScriptConnection.Address address(RedisServer server, String clientName) {
+        return new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0, clientName);
     }
 
     private static String sha(String text) throws Exception {
@@ -161,7 +168,8 @@ class ScriptConnectionTest {
             }
             String set = "redis.call('SET', KEYS[1], 'here') return 'ok'";
             try (ScriptConnection connection = new ScriptConnection(
-                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3, null), 2_000, () -> { })) {
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3, null), 2_000,
+                    WRITE_TIMEOUT, timer, () -> { })) {
                 assertThat(connection.evaluate(sha(set), set, new String[] {"placed"}, new String[0])
                         .get(10, TimeUnit.SECONDS)).isEqualTo("ok");
             }
@@ -173,7 +181,8 @@ class ScriptConnectionTest {
                 assertThat(resp.call("GET", "placed")).isNull();
             }
             assertThatThrownBy(() -> new ScriptConnection(
-                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0, null), 2_000, () -> { }))
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0, null), 2_000,
+                    WRITE_TIMEOUT, timer, () -> { }))
                     .isInstanceOf(RedisConnectionException.class)
                     .hasMessageContaining("127.0.0.1:" + guarded.port()).hasMessageContaining("AUTH refused")
                     .hasMessageNotContaining("wrong");
@@ -209,9 +218,8 @@ class ScriptConnectionTest {
     @Test
     void namesItselfAsTheAddressSays() throws Exception {
         try (RedisServer own = RedisServer.start();
-             ScriptConnection connection = new ScriptConnection(
-                     new ScriptConnection.Address("127.0.0.1", own.port(), null, null, 0, "sluice-test"), 2_000,
-                     () -> { })) {
+             ScriptConnection connection = new ScriptConnection(address(own, "sluice-test"), 2_000, WRITE_TIMEOUT,
+                     timer, () -> { })) {
             assertThat(echo(connection, "k", "named")).isEqualTo("named:k");
             try (Resp resp = own.connect()) {
                 assertThat(String.valueOf(resp.call("CLIENT", "LIST"))).contains("name=sluice-test ");
@@ -221,6 +229,44 @@ class ScriptConnectionTest {
             try (Resp resp = own.connect()) {
                 assertThat(String.valueOf(resp.call("CLIENT", "LIST"))).contains("name=sluice-test ");
             }
+        }
+    }
+
+    /**
+     * A bug of the first version: a Redis that stops reading (here DEBUG SLEEP) while calls keep coming fills its
+     * buffers and the socket's, and then a write blocks, under the connection's lock, and every caller of the
+     * connection with it, for as long as Redis sleeps: past any timeout. Now a write blocked for the write timeout
+     * ends the connection: its calls fail as on a lost connection, the callers go on, and once Redis reads again
+     * the connection is made again.
+     */
+    @Test
+    void aWriteBlockedPastTheWriteTimeoutEndsTheConnection() throws Exception {
+        try (RedisServer own = RedisServer.start();
+             ScriptConnection connection = new ScriptConnection(address(own, null), 2_000,
+                     TimeUnit.MILLISECONDS.toNanos(200), timer, () -> { })) {
+            assertThat(echo(connection, "k", "warm")).isEqualTo("warm:k");
+            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
+                try (Resp resp = own.connect()) {
+                    return resp.call("DEBUG", "SLEEP", "4");
+                } catch (Exception e) {
+                    return e;
+                }
+            });
+            RedisFailureTest.awaitHanging(own);
+            String megabyte = "x".repeat(1 << 20);
+            List<CompletableFuture<String>> calls = new ArrayList<>();
+            long start = System.nanoTime();
+            for (int i = 0; i < 64; i++) { // more than the buffers of both ends hold
+                calls.add(connection.evaluate(sha(ECHO), ECHO, new String[] {"k"}, new String[] {megabyte}));
+            }
+            assertThat(System.nanoTime() - start).as("64 calls of a megabyte sent (or failed) while Redis sleeps 4 s")
+                    .isLessThan(TimeUnit.SECONDS.toNanos(2));
+            for (CompletableFuture<String> call : calls) {
+                assertThatThrownBy(() -> call.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                        .hasCauseInstanceOf(RedisConnectionException.class);
+            }
+            assertThat(sleeping.get(10, TimeUnit.SECONDS)).isEqualTo("OK");
+            assertThat(eventually(connection, "awake")).isEqualTo("awake:k");
         }
     }
 
