@@ -16,9 +16,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The timer that ends the commands Redis does not answer in time (Lettuce's {@code TimeoutOptions}, and the
- * calls the store sends alone on its own connections): its one thread sleeps until the earliest deadline it knows
- * of, and for good while nothing is pending.
+ * The timer that ends the commands Redis does not answer in time (the calls the store sends alone on its own
+ * connections, and Lettuce's {@code TimeoutOptions} in a Cluster), and watches the writes of the store's own
+ * connections (about one watch a timeout while a connection writes, never cancelled, firing to look): its one
+ * thread sleeps until the earliest deadline it knows of, and for good while nothing is pending.
  *
  * <h2>Why not a wheel</h2>
  * Lettuce's own timer is Netty's {@code HashedWheelTimer} ticking every 100 ms, so a command given 50 ms ended

@@ -203,10 +203,13 @@ public final class RedisStore implements Store, AutoCloseable {
     private final long timeoutNanos;
     /**
      * On a standalone Redis, the store's connections, {@link #laneCount} of them, for every call
-     * ({@link ScriptConnection} says why); empty in a Cluster. Filled as the store opens.
+     * ({@link ScriptConnection} says why); empty in a Cluster.
      */
-    private final List<ScriptConnection> scriptConnections = new ArrayList<>();
-    /** Ends the calls sent alone on {@link #scriptConnections} that Redis does not answer in time. */
+    private final List<ScriptConnection> scriptConnections;
+    /**
+     * Ends the calls sent alone that Redis does not answer in time, and watches the writes of
+     * {@link #scriptConnections}; in a Cluster, Lettuce's commands.
+     */
     private final Timer timer;
     private final LongAdder failures = new LongAdder();
     private final LongAdder timeouts = new LongAdder();
@@ -233,10 +236,14 @@ public final class RedisStore implements Store, AutoCloseable {
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
 
-    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, int laneCount,
+    /**
+     * @param lanes    a Cluster's Lettuce connections, or none
+     * @param own      a standalone Redis, which the store makes its own connections to; null for a Cluster
+     * @throws RedisConnectionException if a connection of the store's own cannot be made (those made are closed)
+     */
+    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, ScriptConnection.Address own,
                        Supplier<Partitions> partitions, Timer timer) {
         this.timer = timer;
-        this.laneCount = laneCount;
         boolean cluster = partitions != null;
         this.partitions = partitions;
         this.nodeBreakers = cluster ? new ConcurrentHashMap<>() : null;
@@ -248,6 +255,22 @@ public final class RedisStore implements Store, AutoCloseable {
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
         this.rememberRejections = settings.rememberRejections;
         this.raiseFailures = settings.raiseFailures;
+        // made here, so that they are part of the store as any thread sees it (a review found them added after the
+        // constructor, to a list another thread could see empty)
+        List<ScriptConnection> made = new ArrayList<>();
+        if (own != null) {
+            try {
+                for (int i = Math.max(2, Runtime.getRuntime().availableProcessors()); i > 0; i--) {
+                    made.add(new ScriptConnection(own, (int) HANDSHAKE.toMillis(), timeoutNanos, timer,
+                            scriptReloads::increment));
+                }
+            } catch (RuntimeException e) {
+                made.forEach(ScriptConnection::close);
+                throw e;
+            }
+        }
+        this.scriptConnections = List.copyOf(made);
+        this.laneCount = own != null ? made.size() : lanes.size();
     }
 
     /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
@@ -332,8 +355,8 @@ public final class RedisStore implements Store, AutoCloseable {
             timer.stop();
         };
         List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-        return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, lanes.size(),
-                client::getPartitions, timer);
+        return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, null, client::getPartitions,
+                timer);
     }
 
     /**
@@ -344,29 +367,20 @@ public final class RedisStore implements Store, AutoCloseable {
         ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
                 seed.getDatabase(), seed.getClientName());
-        int count = Math.max(2, Runtime.getRuntime().availableProcessors());
-        RedisStore store = new RedisStore(settings, timer::stop, List.of(), count, null, timer);
         try {
-            for (int i = 0; i < count; i++) {
-                store.scriptConnections.add(new ScriptConnection(address, (int) HANDSHAKE.toMillis(),
-                        store.timeoutNanos, timer, store.scriptReloads::increment));
-            }
+            return new RedisStore(settings, timer::stop, List.of(), address, null, timer);
         } catch (RuntimeException e) {
-            try {
-                store.close();
-            } catch (Exception suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            timer.stop();
             throw e;
         }
-        return store;
     }
 
     /**
-     * The timer that ends each command Redis does not answer in time (Lettuce's, through {@link TimeoutOptions},
-     * and the calls sent alone on the store's own connections, {@link #timed}), on time and without waking while
-     * the store is idle ({@link DeadlineTimer}). Lettuce's own ticks every 100 ms, so a call with a 50 ms timeout
-     * ended after 50 to 150 ms (a bug pinned in RedisFailureTest); the batched gcra calls watch their own deadline.
+     * The timer that ends each call Redis does not answer in time (the calls sent alone, {@link #timed}; in a
+     * Cluster Lettuce's commands, through {@link TimeoutOptions}) and watches the writes of the store's own
+     * connections, on time and without waking while the store is idle ({@link DeadlineTimer}). Lettuce's own
+     * ticks every 100 ms, so a call with a 50 ms timeout ended after 50 to 150 ms (a bug pinned in
+     * RedisFailureTest); the batched gcra calls watch their own deadline.
      */
     private static Timer timer() {
         return new DeadlineTimer("sluice-redis-timeouts");
@@ -484,9 +498,19 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
-    /** The calling thread's connection, by its index: always the same one, so one thread's commands stay in order. */
+    /**
+     * The calling thread's connection, by its index: always the same one, so one thread's commands stay in order.
+     * But never a connection's own reading thread's (a caller's continuation that decides or resets, and waits):
+     * only that thread can read the answer it would wait for (a bug a review found: a reset from a continuation
+     * waited out the timeout, and held up every call of that connection meanwhile).
+     */
     private int lane() {
-        return (int) (Thread.currentThread().getId() % laneCount);
+        Thread caller = Thread.currentThread();
+        int lane = (int) (caller.getId() % laneCount);
+        if (!scriptConnections.isEmpty() && scriptConnections.get(lane).reader() == caller) {
+            return (lane + 1) % laneCount; // laneCount is at least 2 on a standalone Redis
+        }
+        return lane;
     }
 
     private static void shutDown(Runnable client, ClientResources resources) {
@@ -865,6 +889,11 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         Call first = calls.putIfAbsent(rule, made);
         return first != null ? first : made;
+    }
+
+    /** The store's own connections (a standalone Redis), for tests. */
+    List<ScriptConnection> connections() {
+        return scriptConnections;
     }
 
     /** The number of rules whose calls are kept (at most {@link #MAX_RULES}). */

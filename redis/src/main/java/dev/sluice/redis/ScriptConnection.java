@@ -55,10 +55,10 @@ import java.util.concurrent.locks.LockSupport;
  *       call is sent again once with the script's text ({@code EVAL}), which loads it for the next calls.</li>
  *   <li>A connection lost (Redis stopped, the connection reset, an answer that is not RESP) fails every call in
  *       line with {@link RedisConnectionException}; the reading thread connects again after 1 ms, then 2, 4, ...
- *       up to a second between attempts, and meanwhile calls fail at once, as on the store's Lettuce connections
- *       ({@code REJECT_COMMANDS}). A connection idle for a second is looked at, so that one Redis closed while
+ *       up to a second between attempts, and meanwhile calls fail at once, as Lettuce's connections do with
+ *       {@code REJECT_COMMANDS}. A connection idle for a second is looked at, so that one Redis closed while
  *       nothing was in line is made again before a call fails on it. Each connection, made again too, is
- *       checked with {@code PING} after its {@code AUTH} and {@code SELECT}.</li>
+ *       checked with {@code PING} after its {@code AUTH}, {@code SELECT} and {@code CLIENT SETNAME}.</li>
  *   <li>A Redis that holds the connection open but does not answer: the calls stay in line (their answers come
  *       in order once it answers again); the batchers time their decisions out, not this connection. But once
  *       it has not read for so long that a write blocks (its buffers and the socket's full), a write blocked for
@@ -71,6 +71,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
     /** How often an idle connection is looked at, so that one Redis closed meanwhile is made again before a call. */
     private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final String[] NO_WORDS = {};
+    /** How long after a write is found blocked past its timeout it is looked at again ({@link #lookAtWriting}). */
+    private static final long SECOND_LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     /**
      * Where to connect and how to introduce oneself: the parts of a {@code redis://} address this connection uses
@@ -122,6 +124,10 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private volatile long writingSince;
     /** True while a watch on writes is set. */
     private final AtomicBoolean watching = new AtomicBoolean();
+    /** The start of the write the watch found past its timeout at its last look. Only the timer's thread uses it. */
+    private long overdue = Long.MIN_VALUE;
+    /** Why the watch ended the connection, for the failure of the calls in line; null if it did not. */
+    private volatile String endedFor;
 
     /** One socket and what reads it. */
     private static final class Link {
@@ -137,8 +143,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
     }
 
     /**
-     * Connects, introducing itself as {@code address} says ({@code AUTH}, {@code SELECT}), and starts the reading
-     * thread.
+     * Connects, introducing itself as {@code address} says ({@code AUTH}, {@code SELECT}, {@code CLIENT SETNAME}),
+     * and starts the reading thread.
      *
      * @throws RedisConnectionException if Redis cannot be reached or refuses the introduction
      * @param writeTimeoutNanos how long a write may block before the connection is taken for lost (the store's
@@ -229,8 +235,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 encoder.command(head, call.keys(), call.arguments());
                 writingSince = System.nanoTime();
                 writingTo = link;
-                watchWriting();
                 try {
+                    watchWriting();
                     encoder.writeTo(link.out);
                 } catch (IOException e) {
                     // in line all the same: the reading thread, woken below, finds the socket closed, fails the
@@ -265,7 +271,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
      *
      * <p>The watch is set when a write starts and none is set, and fires a write timeout later; it looks again
      * at a write still going on when its timeout is due, so a busy connection sets about one a timeout, and an idle
-     * one none.
+     * one none. A write past its timeout is looked at once more {@link #SECOND_LOOK_NANOS} later before the
+     * connection is ended.
      */
     private void watchWriting() {
         if (!watching.get() && watching.compareAndSet(false, true)) {
@@ -279,12 +286,23 @@ final class ScriptConnection implements AutoCloseable, Executor {
 
     private void lookAtWriting(Timeout timeout) {
         Link writing = writingTo;
-        long blocked = System.nanoTime() - writingSince;
+        long since = writingSince;
+        long blocked = System.nanoTime() - since;
         if (writing != null && !closed) {
             if (blocked < writeTimeoutNanos) { // a write started since: watched until its own timeout
                 timer.newTimeout(this::lookAtWriting, writeTimeoutNanos - blocked, TimeUnit.NANOSECONDS);
                 return;
             }
+            if (since != overdue) {
+                // past its timeout at a first look: looked at once more a moment later, so that a write the JVM
+                // held past it (a pause of the collector: the write done, the writer not yet run again) is not
+                // taken for Redis not reading (a case a review found)
+                overdue = since;
+                timer.newTimeout(this::lookAtWriting, SECOND_LOOK_NANOS, TimeUnit.NANOSECONDS);
+                return;
+            }
+            endedFor = "a write blocked for " + TimeUnit.NANOSECONDS.toMillis(blocked) + " ms (Redis is not"
+                    + " reading)";
             closeQuietly(writing.socket); // the write throws, and the reading thread's read
         }
         watching.set(false);
@@ -468,8 +486,11 @@ final class ScriptConnection implements AutoCloseable, Executor {
         if (current != null) {
             closeQuietly(current.socket);
         }
+        String ended = endedFor;
+        endedFor = null;
         RedisConnectionException failure = new RedisConnectionException(closed ? "connection to " + address
-                + " closed" : "connection to " + address + " lost: " + cause.getMessage(), cause);
+                + " closed" : "connection to " + address + " lost: " + (ended != null ? ended : cause.getMessage()),
+                cause);
         for (Pending call : failed) {
             call.answer().completeExceptionally(failure);
         }

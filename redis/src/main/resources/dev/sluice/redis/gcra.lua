@@ -158,7 +158,10 @@ local function decide(key, nm, nn, cost, ttl_margin)
   local result = answer(true, 0, delay)
   local ttl, part = divmod(reset(), NS)
   if part > 0 then ttl = ttl + 1 end
-  call('PSETEX', key, format('%d', ttl + ttl_margin), pack('<Bddddd', BINARY, tm, tn, am, an, af))
+  -- '%d' formats a C long, 32 bits on some builds of Redis: above that, the number as Redis makes it text
+  -- ('%.17g', exact for whole numbers below 2^53; a TTL is below 2^34 ms)
+  local px = ttl + ttl_margin
+  call('PSETEX', key, px < 2147483648 and format('%d', px) or px, pack('<Bddddd', BINARY, tm, tn, am, an, af))
   return result
 end
 

@@ -5,6 +5,7 @@ import dev.sluice.Decision;
 import dev.sluice.Limit;
 import dev.sluice.RateLimiter;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.store.Store;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
 import org.junit.jupiter.api.Test;
@@ -26,6 +27,22 @@ class RedisStoreTest {
     private static final long S = 1_000_000_000L;
     private final RedisServer redis = SharedRedis.server();
     private final RedisStore store = SharedRedis.store();
+
+    /**
+     * A TTL of 2^31 ms (24.8 days) or more, past what gcra.lua makes text with '%d' (a C long, 32 bits on some
+     * builds of Redis): still the key's reset_after, to the millisecond, as a shorter one.
+     */
+    @Test
+    void aKeyOfALongLimitLivesItsWholeResetAfter() throws IOException {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("2/40d").store(store).build();
+        Decision first = limiter.tryAcquire("long-lived", 2);
+        assertThat(first.resetAfterNanos()).isEqualTo(40L * 86_400 * S);
+        try (Resp resp = redis.connect()) {
+            long ttl = (Long) resp.call("PTTL", "sluice:{long-lived}");
+            assertThat(ttl).as("40 days less the time since the decision").isGreaterThan(40L * 86_400_000 - 5_000)
+                    .isLessThanOrEqualTo(40L * 86_400_000).isGreaterThan(1L << 31);
+        }
+    }
 
     @Test
     void decidesOnTheServersClockAndLetsTheKeyExpireWhenUntouched() throws IOException {
@@ -114,7 +131,66 @@ class RedisStoreTest {
                         .map(Thread::getName).filter(name -> name.startsWith("lettuce-"))).as("Lettuce threads started")
                         .isEmpty();
             }
-            assertThat(clients(resp)).as("closed").hasSize(before);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (clients(resp).size() != before) { // Redis frees a closed client in a later turn of its loop
+                assertThat(System.nanoTime()).as("every connection closed within 10 s").isLessThan(deadline);
+                Thread.sleep(10);
+            }
+        }
+    }
+
+    /**
+     * A bug a review found: a caller's continuation runs on the reading thread of one of the store's connections,
+     * and a reset (or a decision waited for) made there went on that very connection when the thread's lane was
+     * its own; the thread then waited for an answer only it could read, until the timeout. Now it goes on another.
+     * A thread's lane is its id modulo the connections: stores are made until one has a reading thread whose lane
+     * is its own connection (a store starts its reading threads one after the other, and a timer's thread before
+     * them, so the next store's first reading thread's id is one lane further at least).
+     */
+    @Test
+    void aResetOnAConnectionsReadingThreadGoesOnAnotherConnection() throws Exception {
+        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1m")));
+        RedisStore own = null;
+        for (int attempt = 0; own == null && attempt < 32; attempt++) {
+            RedisStore made = RedisStore.builder(redis.uri()).timeout(java.time.Duration.ofSeconds(2))
+                    .raiseFailures(true).build();
+            List<ScriptConnection> connections = made.connections();
+            if (java.util.stream.IntStream.range(0, connections.size())
+                    .anyMatch(i -> connections.get(i).reader().getId() % connections.size() == i)) {
+                own = made;
+            } else {
+                made.close();
+            }
+        }
+        assertThat(own).as("a store with a reading thread whose lane is its own connection").isNotNull();
+        try (RedisStore store = own) {
+            assertThat(store.decide(rule, "on-reader", 4, Store.STORE_CLOCK).remaining()).isEqualTo(6);
+            for (ScriptConnection connection : store.connections()) {
+                CompletableFuture<Long> took = new CompletableFuture<>();
+                Runnable reset = () -> {
+                    long start = System.nanoTime();
+                    try {
+                        store.reset(rule, "on-reader");
+                        took.complete(System.nanoTime() - start);
+                    } catch (RuntimeException e) {
+                        took.completeExceptionally(e);
+                    }
+                };
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (true) { // handed to the reading thread, which takes it only while idle
+                    try {
+                        connection.execute(reset);
+                        break;
+                    } catch (java.util.concurrent.RejectedExecutionException busy) {
+                        assertThat(System.nanoTime()).as("the reading thread idle within 10 s").isLessThan(deadline);
+                        Thread.sleep(1);
+                    }
+                }
+                assertThat(took.get(10, TimeUnit.SECONDS)).as("a reset on " + connection.reader().getName())
+                        .isLessThan(TimeUnit.SECONDS.toNanos(1));
+            }
+            assertThat(store.decide(rule, "on-reader", 1, Store.STORE_CLOCK).remaining()).as("reset").isEqualTo(9);
+            assertThat(store.counts().failures()).isZero();
         }
     }
 
@@ -352,7 +428,7 @@ class RedisStoreTest {
         return 0;
     }
 
-    /** One connection per I/O thread of the client, so that no single event loop paces every caller. */
+    /** One connection per core (at least two), so that no single connection paces every caller. */
     @Test
     void callersAreSpreadOverSeveralConnections() throws Exception {
         try (RedisServer fresh = RedisServer.start(); RedisStore own = SharedRedis.exacting(fresh.uri());

@@ -202,9 +202,13 @@ class ScriptConnectionTest {
             assertThat(connection.command("DEL", "plain:é").get(10, TimeUnit.SECONDS)).isEqualTo("1");
             assertThat(connection.command("DEL", "plain:é").get(10, TimeUnit.SECONDS)).isEqualTo("0");
             assertThat(connection.command("GET", "plain:é").get(10, TimeUnit.SECONDS)).isNull();
-            assertThatThrownBy(() -> connection.command("NOSUCHCOMMAND", "NOSCRIPT").get(10, TimeUnit.SECONDS))
+            assertThatThrownBy(() -> connection.command("NOSUCHCOMMAND").get(10, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class).cause()
                     .isInstanceOf(RedisCommandExecutionException.class).hasMessageContaining("NOSUCHCOMMAND");
+            assertThatThrownBy(() -> connection.command("EVALSHA", "0".repeat(40), "0").get(10, TimeUnit.SECONDS))
+                    .as("a NOSCRIPT answered to a command of the caller's own: not a script to send again")
+                    .isInstanceOf(ExecutionException.class).cause()
+                    .isInstanceOf(RedisCommandExecutionException.class).hasMessageStartingWith("NOSCRIPT");
             assertThatThrownBy(() -> connection.command("TIME").get(10, TimeUnit.SECONDS)).as("an array")
                     .isInstanceOf(ExecutionException.class).cause()
                     .isInstanceOf(RedisCommandExecutionException.class)
@@ -261,10 +265,14 @@ class ScriptConnectionTest {
             }
             assertThat(System.nanoTime() - start).as("64 calls of a megabyte sent (or failed) while Redis sleeps 4 s")
                     .isLessThan(TimeUnit.SECONDS.toNanos(2));
+            List<String> failures = new ArrayList<>();
             for (CompletableFuture<String> call : calls) {
                 assertThatThrownBy(() -> call.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
-                        .hasCauseInstanceOf(RedisConnectionException.class);
+                        .hasCauseInstanceOf(RedisConnectionException.class)
+                        .satisfies(failure -> failures.add(failure.getCause().getMessage()));
             }
+            assertThat(failures).as("the calls in line say why").anyMatch(message -> message.matches(
+                    "connection to 127\\.0\\.0\\.1:\\d+ lost: a write blocked for \\d+ ms \\(Redis is not reading\\)"));
             assertThat(sleeping.get(10, TimeUnit.SECONDS)).isEqualTo("OK");
             assertThat(eventually(connection, "awake")).isEqualTo("awake:k");
         }
