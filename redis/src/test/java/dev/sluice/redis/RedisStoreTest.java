@@ -510,6 +510,48 @@ class RedisStoreTest {
     }
 
     /**
+     * Decisions at a time passed in and at the server's clock, handed over at once from one thread, so that calls
+     * of gcra.lua carry both kinds (each with its one argument: {@code cost}, or {@code "cost ms ns"}): each
+     * decided at its own time, as a call of its own would, and each key's TTL its own kind's (a time passed in keeps
+     * a key an hour more).
+     */
+    @Test
+    void oneCallDecidesAtTimesPassedInAndAtTheServersClockTogether() throws Exception {
+        try (RedisServer fresh = RedisServer.start();
+             RedisStore own = RedisStore.builder(fresh.uri()).timeout(Duration.ofSeconds(10)).raiseFailures(true)
+                     .rememberRejections(false).build();
+             Resp resp = fresh.connect()) {
+            Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1m"))); // T = 6 s
+            own.decide(rule, "warm", 1, Store.STORE_CLOCK);
+            resp.call("CONFIG", "RESETSTAT");
+            long at = 1_000L * S + 123_456_789L; // a time passed in: 1,000.123456789 s after the epoch
+            List<CompletableFuture<Decision>> passed = new ArrayList<>();
+            List<CompletableFuture<Decision>> server = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                passed.add(own.decideAsync(rule, "passed", 2, at + i * 500_000_000L).toCompletableFuture());
+                server.add(own.decideAsync(rule, "server-" + i, 3, Store.STORE_CLOCK).toCompletableFuture());
+            }
+            // in memory, one key at 0.5 s steps, 2 at a time: 5 admitted (burst 10), then one every 12 s
+            dev.sluice.store.InMemoryStore memory = new dev.sluice.store.InMemoryStore();
+            for (int i = 0; i < 20; i++) {
+                Decision expected = memory.decide(rule, "passed", 2, at + i * 500_000_000L);
+                Decision got = passed.get(i).get(10, TimeUnit.SECONDS);
+                assertThat(got.allowed()).as("decision %d", i).isEqualTo(expected.allowed());
+                assertThat(got.remaining()).as("decision %d", i).isEqualTo(expected.remaining());
+                assertThat(got.retryAfterNanos()).as("decision %d", i).isEqualTo(expected.retryAfterNanos());
+                assertThat(got.resetAfterNanos()).as("decision %d", i).isEqualTo(expected.resetAfterNanos());
+                Decision fresh3 = server.get(i).get(10, TimeUnit.SECONDS);
+                assertThat(fresh3.allowed()).isTrue();
+                assertThat(fresh3.remaining()).isEqualTo(7);
+                assertThat(fresh3.resetAfterNanos()).isEqualTo(18 * S);
+            }
+            assertThat(calls(resp, "evalsha")).as("40 decisions in fewer calls").isLessThan(40L);
+            assertThat((Long) resp.call("PTTL", "sluice:{passed}")).as("an hour more").isGreaterThan(3_600_000L);
+            assertThat((Long) resp.call("PTTL", "sluice:{server-7}")).isBetween(1L, 18_000L);
+        }
+    }
+
+    /**
      * {@code batch(1)} sends each decision alone: one call each, as a pipeline (no rejection remembered, for the
      * reason the test above gives).
      */
