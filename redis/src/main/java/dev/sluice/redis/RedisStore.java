@@ -62,11 +62,12 @@ import java.util.regex.Pattern;
  * <h2>One script per decision</h2>
  * Every decision is one {@code EVALSHA} of {@code decide.lua}, or of {@code gcra.lua} for a rule of one gcra
  * limit (gcra, greedy token-bucket, leaky-bucket: the same decisions with less work for Redis); a script is
- * sent whole with {@code EVAL} when a server answers {@code NOSCRIPT}, after a restart or a failover. The script reads the key's state
- * ({@code GET}), the server's clock ({@code TIME}) unless the caller passes a time, decides every limit of the
- * key at once exactly as {@link Rule#decide} does, and, only when it admits, writes the new state with
- * {@code SET ... PX reset_after} ({@code PSETEX} in gcra.lua): at most three commands, no lock, no retry, and hosts whose clocks disagree
- * still agree on every decision. An idle key expires by itself when it is back to untouched.
+ * sent whole with {@code EVAL} when a server answers {@code NOSCRIPT}, after a restart or a failover. The script
+ * reads the key's state ({@code GET}), the server's clock ({@code TIME}) unless the caller passes a time, decides
+ * every limit of the key at once exactly as {@link Rule#decide} does, and, only when it admits, writes the new
+ * state with {@code SET ... PX reset_after} ({@code PSETEX} in gcra.lua): at most three commands, no lock, no
+ * retry, and hosts whose clocks disagree still agree on every decision. An idle key expires by itself when it is
+ * back to untouched.
  *
  * <p>On a standalone Redis, the gcra decisions of one rule that wait on one connection go as one call of
  * {@code gcra.lua} that decides their keys one after the other ({@link Batcher}): a decision never waits for a
