@@ -5,6 +5,7 @@ import dev.sluice.Decision;
 import dev.sluice.Limit;
 import dev.sluice.RateLimiter;
 import dev.sluice.algorithm.Rule;
+import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
@@ -16,8 +17,11 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -80,7 +84,7 @@ class RedisStoreTest {
             for (String uri : List.of("redis://:s3cret@127.0.0.1:" + guarded.port() + "/3",
                     "redis://default:s3cret@127.0.0.1:" + guarded.port() + "/4")) {
                 String database = uri.substring(uri.lastIndexOf('/') + 1);
-                try (RedisStore own = RedisStore.builder(uri).timeout(java.time.Duration.ofSeconds(2)).build()) {
+                try (RedisStore own = RedisStore.builder(uri).timeout(Duration.ofSeconds(2)).build()) {
                     RateLimiter gcra = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1m").store(own).build();
                     RateLimiter window = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("10/1m")
                             .store(own).build();
@@ -115,9 +119,9 @@ class RedisStoreTest {
     void aStandaloneStoreOpensOnlyItsOwnConnections() throws Exception {
         try (RedisServer own = RedisServer.start(); Resp resp = own.connect()) {
             int before = clients(resp).size();
-            java.util.Set<Thread> threads = Thread.getAllStackTraces().keySet();
+            Set<Thread> threads = Thread.getAllStackTraces().keySet();
             try (RedisStore store = RedisStore.builder("redis://127.0.0.1:" + own.port() + "?clientName=sluice-own")
-                    .timeout(java.time.Duration.ofSeconds(2)).build()) {
+                    .timeout(Duration.ofSeconds(2)).build()) {
                 RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("10/1m")
                         .store(store).build();
                 assertThat(limiter.tryAcquire("k", 4).remaining()).isEqualTo(6);
@@ -152,10 +156,10 @@ class RedisStoreTest {
         Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1m")));
         RedisStore own = null;
         for (int attempt = 0; own == null && attempt < 32; attempt++) {
-            RedisStore made = RedisStore.builder(redis.uri()).timeout(java.time.Duration.ofSeconds(2))
+            RedisStore made = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(2))
                     .raiseFailures(true).build();
             List<ScriptConnection> connections = made.connections();
-            if (java.util.stream.IntStream.range(0, connections.size())
+            if (IntStream.range(0, connections.size())
                     .anyMatch(i -> connections.get(i).reader().getId() % connections.size() == i)) {
                 own = made;
             } else {
@@ -181,7 +185,7 @@ class RedisStoreTest {
                     try {
                         connection.execute(reset);
                         break;
-                    } catch (java.util.concurrent.RejectedExecutionException busy) {
+                    } catch (RejectedExecutionException busy) {
                         assertThat(System.nanoTime()).as("the reading thread idle within 10 s").isLessThan(deadline);
                         Thread.sleep(1);
                     }
@@ -266,7 +270,7 @@ class RedisStoreTest {
             });
             sleeper.start();
             Thread.sleep(50);
-            try (RedisStore store = RedisStore.builder(slow.uri()).timeout(java.time.Duration.ofMillis(50)).build()) {
+            try (RedisStore store = RedisStore.builder(slow.uri()).timeout(Duration.ofMillis(50)).build()) {
                 assertThat(store.healthy()).isTrue();
             }
             sleeper.join();
@@ -532,7 +536,7 @@ class RedisStoreTest {
                 server.add(own.decideAsync(rule, "server-" + i, 3, Store.STORE_CLOCK).toCompletableFuture());
             }
             // in memory, one key at 0.5 s steps, 2 at a time: 5 admitted (burst 10), then one every 12 s
-            dev.sluice.store.InMemoryStore memory = new dev.sluice.store.InMemoryStore();
+            InMemoryStore memory = new InMemoryStore();
             for (int i = 0; i < 20; i++) {
                 Decision expected = memory.decide(rule, "passed", 2, at + i * 500_000_000L);
                 Decision got = passed.get(i).get(10, TimeUnit.SECONDS);
