@@ -41,7 +41,9 @@ import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -196,7 +198,8 @@ public final class RedisStore implements Store, AutoCloseable {
      * In a Cluster, each master's breaker, by node id, made as the node is first asked: a master that hangs opens
      * its own, and the others keep deciding (a bug pinned in RedisClusterFailoverTest: one breaker for every node
      * never opened while the others answered, and once open it decided every node's keys by the policy). A
-     * failover moves the slots to another id, whose breaker starts closed. Null for a standalone Redis.
+     * failover moves the slots to another id, whose breaker starts closed; the old id's breaker goes as the new
+     * id is first asked. Null for a standalone Redis.
      */
     private final ConcurrentHashMap<String, CircuitBreaker> nodeBreakers;
     /** The Cluster's slots and their masters, as the client last refreshed them; null for a standalone Redis. */
@@ -284,10 +287,38 @@ public final class RedisStore implements Store, AutoCloseable {
      * and is not being asked.
      */
     public boolean healthy() {
-        if (breaker.isOpen()) {
-            return false;
+        if (nodeBreakers == null) {
+            return !breaker.isOpen();
         }
-        return nodeBreakers == null || nodeBreakers.values().stream().noneMatch(CircuitBreaker::isOpen);
+        Set<String> masters = masterIds();
+        if (masters.isEmpty()) {
+            return !breaker.isOpen(); // the topology is not known yet: the breaker standing in for every node
+        }
+        // only the masters serving slots now: a master that failed over opened its breaker as it died, and no call
+        // goes to its id again to close it (a past bug: /healthz answered "unhealthy" forever after a failover)
+        for (String id : masters) {
+            CircuitBreaker own = nodeBreakers.get(id);
+            if (own != null && own.isOpen()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The node ids that have a breaker (for tests). */
+    Set<String> breakerNodeIds() {
+        return nodeBreakers == null ? Set.of() : Set.copyOf(nodeBreakers.keySet());
+    }
+
+    /** The ids of the Cluster's masters that serve slots, as the client last refreshed the topology. */
+    private Set<String> masterIds() {
+        Set<String> ids = new HashSet<>();
+        for (RedisClusterNode node : partitions.get()) {
+            if (node.getNodeId() != null && node.is(RedisClusterNode.NodeFlag.UPSTREAM) && !node.getSlots().isEmpty()) {
+                ids.add(node.getNodeId());
+            }
+        }
+        return ids;
     }
 
     /** The breaker that watches the Redis holding {@code redisKey}: in a Cluster, its slot's master's. */
@@ -300,7 +331,13 @@ public final class RedisStore implements Store, AutoCloseable {
             return breaker; // the topology is not known yet
         }
         CircuitBreaker own = nodeBreakers.get(master.getNodeId());
-        return own != null ? own : nodeBreakers.computeIfAbsent(master.getNodeId(),
+        if (own != null) {
+            return own;
+        }
+        // a master not seen before: the topology changed, so the breakers of ids that serve no slot now go (else
+        // each failover would leave one behind for the life of the store)
+        nodeBreakers.keySet().retainAll(masterIds());
+        return nodeBreakers.computeIfAbsent(master.getNodeId(),
                 id -> new CircuitBreaker(breaker.threshold(), breaker.openNanos()));
     }
 

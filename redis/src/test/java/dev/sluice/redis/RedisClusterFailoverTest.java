@@ -46,6 +46,10 @@ class RedisClusterFailoverTest {
                 }
             }
             awaitReplicated(cluster, master, "sluice:{" + key + "}");
+            String deadId;
+            try (Resp resp = master.connect()) {
+                deadId = String.valueOf(resp.call("CLUSTER", "MYID"));
+            }
             master.kill();
             // decisions go on meanwhile (failing open), and come from the promoted replica once it serves the slots
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -68,6 +72,12 @@ class RedisClusterFailoverTest {
                     + " within 60 s; the store counted " + store.counts() + "; the cluster:" + cluster.describe())
                     .isTrue();
             assertThat(cluster.masterOf("sluice:{" + key + "}")).isNotSameAs(master);
+            // a past bug: the dead master's breaker, opened as it died, stayed open (nothing asks its id again),
+            // and the store called itself unhealthy for good
+            assertThat(store.counts().breakerOpenings()).as("the dead master's breaker opened").isPositive();
+            assertThat(store.healthy()).as("healthy once the replica decides: %s", store.counts()).isTrue();
+            assertThat(store.breakerNodeIds()).as("the dead master's breaker went with it").doesNotContain(deadId)
+                    .isNotEmpty();
             // the replica had the key's state: the limit still holds after the failover (read through a store
             // that never fails open: the first run of this test on a loaded machine had the limiter's 200 ms
             // call time out right after the failover and answer as for an untouched key)
