@@ -81,8 +81,8 @@ import java.util.regex.Pattern;
  * key is in one slot (in one string, in fact) and the script touches one slot.
  *
  * <h2>Connections</h2>
- * On a standalone Redis the store has connections of its own, one per core and at least two
- * ({@link ScriptConnection}): a plain socket written by the caller and read by one thread, with fewer hand-overs
+ * On a standalone Redis the store has connections of its own, one per core and at least two unless
+ * {@link Builder#connections} says otherwise ({@link ScriptConnection}): a plain socket written by the caller and read by one thread, with fewer hand-overs
  * between threads than Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64
  * half again; bench/README.md). Each calling thread always uses the same one. They carry every decision's call
  * and every reset; a standalone store starts no Lettuce client, event loop or connection.
@@ -264,7 +264,7 @@ public final class RedisStore implements Store, AutoCloseable {
         List<ScriptConnection> made = new ArrayList<>();
         if (own != null) {
             try {
-                for (int i = Math.max(2, Runtime.getRuntime().availableProcessors()); i > 0; i--) {
+                for (int i = settings.connections; i > 0; i--) {
                     made.add(new ScriptConnection(own, (int) HANDSHAKE.toMillis(), timeoutNanos, timer,
                             scriptReloads::increment));
                 }
@@ -1109,6 +1109,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private boolean rememberRejections = true;
         private boolean raiseFailures;
         private int batchKeys = 64;
+        private int connections = Math.max(2, Runtime.getRuntime().availableProcessors());
 
         private Builder(String uri) {
             this.uri = uri;
@@ -1171,6 +1172,21 @@ public final class RedisStore implements Store, AutoCloseable {
                 throw new IllegalArgumentException("a batch holds at least 1 decision, got " + maxKeys);
             }
             this.batchKeys = maxKeys;
+            return this;
+        }
+
+        /**
+         * How many connections a store makes to a standalone Redis (default one per core, and at least two; a
+         * Cluster's follow Lettuce's event loops). Each has a thread that reads it, and the callers spread over
+         * them by thread; measured on two cores, one connection or two decided as fast, four or eight slower
+         * (bench/README.md). At least two, so that a caller's continuation, which runs on the thread reading one
+         * connection, always has another to send on; at most 256.
+         */
+        public Builder connections(int count) {
+            if (count < 2 || count > 256) {
+                throw new IllegalArgumentException("a store makes 2 to 256 connections to Redis, got " + count);
+            }
+            this.connections = count;
             return this;
         }
 

@@ -143,6 +143,26 @@ class RedisStoreTest {
         }
     }
 
+    /** The connections a standalone store makes can be chosen, within bounds that name the value refused. */
+    @Test
+    void aStandaloneStoreMakesTheConnectionsItIsToldTo() throws Exception {
+        try (RedisServer own = RedisServer.start(); Resp resp = own.connect()) {
+            int before = clients(resp).size();
+            try (RedisStore store = RedisStore.builder("redis://127.0.0.1:" + own.port()).connections(5)
+                    .timeout(Duration.ofSeconds(2)).build()) {
+                assertThat(store.connections()).hasSize(5);
+                assertThat(clients(resp)).hasSize(before + 5);
+                RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1m").store(store).build();
+                assertThat(limiter.tryAcquire("k", 4).remaining()).isEqualTo(6);
+            }
+        }
+        for (int refused : new int[] {1, 0, -3, 257}) {
+            assertThatThrownBy(() -> RedisStore.builder("redis://127.0.0.1:1").connections(refused))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("a store makes 2 to 256 connections to Redis, got " + refused);
+        }
+    }
+
     /**
      * A bug a review found: a caller's continuation runs on the reading thread of one of the store's connections,
      * and a reset (or a decision waited for) made there went on that very connection when the thread's lane was
