@@ -82,10 +82,11 @@ import java.util.regex.Pattern;
  *
  * <h2>Connections</h2>
  * On a standalone Redis the store has connections of its own, one per core and at least two unless
- * {@link Builder#connections} says otherwise ({@link ScriptConnection}): a plain socket written by the caller and read by one thread, with fewer hand-overs
- * between threads than Lettuce's event loop (measured: 16 callers a fifth to a third more decisions a second, 64
- * half again; bench/README.md). Each calling thread always uses the same one. They carry every decision's call
- * and every reset; a standalone store starts no Lettuce client, event loop or connection.
+ * {@link Builder#connections} says otherwise ({@link ScriptConnection}): a plain socket written by the caller and
+ * read by one thread, with fewer hand-overs between threads than Lettuce's event loop (measured: 16 callers a
+ * fifth to a third more decisions a second, 64 half again; bench/README.md). Each calling thread always uses the
+ * same one. They carry every decision's call and every reset; a standalone store starts no Lettuce client, event
+ * loop or connection.
  *
  * <p>In a Cluster the store uses Lettuce, which follows the slots and the failovers: one connection per I/O thread
  * of the client (as many as the machine has cores, at least two), each flushing the commands of its callers
