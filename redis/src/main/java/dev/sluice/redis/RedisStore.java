@@ -49,6 +49,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
@@ -229,6 +230,8 @@ public final class RedisStore implements Store, AutoCloseable {
     /** The most decisions in one call of gcra.lua: 1 in a Cluster, where the keys of one call must share a slot. */
     private final int batchKeys;
     private final ConcurrentHashMap<Rule, ConcurrentHashMap<String, Rejection>> rejections = new ConcurrentHashMap<>();
+    /** Counts up as each reset begins and as it ends: a call that saw it move remembers no rejection. */
+    private final AtomicLong resets = new AtomicLong();
     private static final int MAX_REMEMBERED = 100_000;
     /**
      * The most rules whose calls and remembered rejections are kept. A server reloading its configuration makes
@@ -620,13 +623,14 @@ public final class RedisStore implements Store, AutoCloseable {
         if (local != null) {
             return local;
         }
+        long resetsBefore = resets.get();
         String answer;
         try {
             answer = send(call, redisKey, cost, nowNanos).join();
         } catch (CompletionException e) {
             return failed(e.getCause(), rule, cost, nowNanos, watching);
         }
-        return answered(rule, key, cost, nowNanos, answer, watching);
+        return answered(rule, key, cost, nowNanos, answer, watching, resetsBefore);
     }
 
     @Override
@@ -650,8 +654,10 @@ public final class RedisStore implements Store, AutoCloseable {
         if (local != null) {
             return CompletableFuture.completedFuture(local);
         }
+        long resetsBefore = resets.get();
         return send(call, redisKey, cost, nowNanos).handle((answer, failure) -> failure == null
-                ? answered(rule, key, cost, nowNanos, answer, watching) : failed(failure, rule, cost, nowNanos, watching));
+                ? answered(rule, key, cost, nowNanos, answer, watching, resetsBefore)
+                : failed(failure, rule, cost, nowNanos, watching));
     }
 
     /** The decision this process makes without Redis (a rejection remembered, the breaker open), or null. */
@@ -715,7 +721,8 @@ public final class RedisStore implements Store, AutoCloseable {
      * prefix, say) is a failure of the store, decided by the failure policy like any other: it never reaches
      * the caller as an exception of the parser.
      */
-    private Decision answered(Rule rule, String key, long cost, long nowNanos, String answer, CircuitBreaker breaker) {
+    private Decision answered(Rule rule, String key, long cost, long nowNanos, String answer, CircuitBreaker breaker,
+                              long resetsBefore) {
         Decision decision;
         try {
             decision = decision(rule, answer);
@@ -724,7 +731,7 @@ public final class RedisStore implements Store, AutoCloseable {
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos, breaker);
         }
         breaker.succeeded();
-        return remember(rule, key, cost, nowNanos, decision);
+        return remember(rule, key, cost, nowNanos, decision, resetsBefore);
     }
 
     /** {@code answer} with each char outside printable ASCII as {@code \xNN}, for a message. */
@@ -790,8 +797,13 @@ public final class RedisStore implements Store, AutoCloseable {
                 0, first.limit(), Math.max(0, first.limitResetAfterNanos() - elapsed));
     }
 
-    private Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision) {
-        if (decision.allowed() || decision.never() || !remembers(rule, cost, nowNanos)) {
+    /**
+     * Remembers a rejection Redis answered to a call sent when {@link #resets} was {@code resetsBefore}. None is
+     * remembered from a call that a reset overlapped: Redis may have run it before the reset's {@code DEL}, and
+     * its rejection would then outlive the reset (a bug a review found: a reset undone for up to an hour).
+     */
+    private Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision, long resetsBefore) {
+        if (decision.allowed() || decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
             return decision;
         }
         ConcurrentHashMap<String, Rejection> byKey = rejections.get(rule);
@@ -803,7 +815,11 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         if (byKey.size() < MAX_REMEMBERED) {
             long now = System.nanoTime();
-            byKey.put(key, new Rejection(cost, now + decision.retryAfterNanos(), now, decision));
+            Rejection rejection = new Rejection(cost, now + decision.retryAfterNanos(), now, decision);
+            byKey.put(key, rejection);
+            if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
+                byKey.remove(key, rejection);
+            }
         }
         return decision;
     }
@@ -1056,12 +1072,10 @@ public final class RedisStore implements Store, AutoCloseable {
 
     @Override
     public void reset(Rule rule, String key) {
-        // under every rule: a limiter's acquire remembers rejections under its delaying rules too (one key, one
-        // state, whatever rule read it), and a reset must forget them all
-        for (ConcurrentHashMap<String, Rejection> byKey : rejections.values()) {
-            byKey.remove(key);
-        }
         String redisKey = redisKey(check(key));
+        // counted before and after the DEL: a call sent before the DEL's answer remembers no rejection (remember)
+        resets.incrementAndGet();
+        forget(key);
         try {
             if (lanes.isEmpty()) {
                 timed(scriptConnections.get(lane()).command("DEL", redisKey)).join();
@@ -1075,6 +1089,19 @@ public final class RedisStore implements Store, AutoCloseable {
         } catch (RuntimeException e) { // a timeout, a connection lost: counted as any call Redis did not answer
             counted(e, breakerOf(redisKey));
             throw new StoreUnavailableException("Redis did not answer: " + e.getMessage(), e);
+        } finally {
+            resets.incrementAndGet();
+            forget(key); // what a call answered between the two counts remembered
+        }
+    }
+
+    /**
+     * Forgets the rejections of {@code key} under every rule: a limiter's acquire remembers rejections under its
+     * delaying rules too (one key, one state, whatever rule read it), and a reset must forget them all.
+     */
+    private void forget(String key) {
+        for (ConcurrentHashMap<String, Rejection> byKey : rejections.values()) {
+            byKey.remove(key);
         }
     }
 

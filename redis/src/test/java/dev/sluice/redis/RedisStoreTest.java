@@ -427,6 +427,31 @@ class RedisStoreTest {
         assertThat(limiter.acquire(key, Duration.ofMillis(100)).allowed()).as("asked again, and untouched").isTrue();
     }
 
+    /**
+     * A bug a review found: a decision Redis rejected just before a reset's {@code DEL}, and answered after the
+     * reset had forgotten the key's rejections, remembered its rejection again; the process then went on
+     * rejecting the reset key (here for an hour) without asking Redis.
+     */
+    @Test
+    void aRejectionAnsweredAcrossAResetIsNotRemembered() throws Exception {
+        try (RedisServer fresh = RedisServer.start(); Resp resp = fresh.connect();
+             RedisStore own = RedisStore.builder(fresh.uri()).timeout(Duration.ofSeconds(2)).build()) {
+            Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1h")));
+            assertThat(own.decide(rule, "k", 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+            // Redis holds every command a while, so the reset below surely begins before the decision's answer
+            resp.call("CLIENT", "PAUSE", "300", "ALL");
+            CompletableFuture<Decision> rejected = own.decideAsync(rule, "k", 1, RedisStore.STORE_CLOCK)
+                    .toCompletableFuture();
+            own.reset(rule, "k"); // the same thread, so the same connection: Redis runs the decision, then the DEL
+            assertThat(rejected).isDone();
+            assertThat(rejected.get().allowed()).isFalse();
+            long before = own.counts().localRejections();
+            assertThat(own.decide(rule, "k", 1, RedisStore.STORE_CLOCK).allowed()).as("asked Redis, reset there")
+                    .isTrue();
+            assertThat(own.counts().localRejections()).isEqualTo(before);
+        }
+    }
+
     @Test
     void badSettingsAreRefusedBeforeAnythingStarts() {
         RedisStore.Builder builder = RedisStore.builder("redis://127.0.0.1:1");
