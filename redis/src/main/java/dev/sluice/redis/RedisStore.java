@@ -43,6 +43,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -114,6 +115,7 @@ import java.util.regex.Pattern;
  * On by default for fixed-window, gcra and token-bucket; such an answer carries the remembered
  * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock.
  * Decisions with a time passed in are never answered from memory, so {@code simulate} sees every decision.
+ * At most {@link #MAX_REMEMBERED} keys a rule are remembered; a full memory is swept of what has expired.
  *
  * <h2>Bounds</h2>
  * Lua's numbers are doubles, exact only up to 2^53, so the store refuses (with an error naming the limit)
@@ -229,10 +231,12 @@ public final class RedisStore implements Store, AutoCloseable {
     private final boolean raiseFailures;
     /** The most decisions in one call of gcra.lua: 1 in a Cluster, where the keys of one call must share a slot. */
     private final int batchKeys;
-    private final ConcurrentHashMap<Rule, ConcurrentHashMap<String, Rejection>> rejections = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Rule, Memory> rejections = new ConcurrentHashMap<>();
     /** Counts up as each reset begins and as it ends: a call that saw it move remembers no rejection. */
     private final AtomicLong resets = new AtomicLong();
-    private static final int MAX_REMEMBERED = 100_000;
+    /** The most rejections remembered under one rule. */
+    static final int MAX_REMEMBERED = 100_000;
+    private final int mostRemembered;
     /**
      * The most rules whose calls and remembered rejections are kept. A server reloading its configuration makes
      * new rules and never uses the old ones again; past this many, what is kept is dropped and made again as the
@@ -243,6 +247,41 @@ public final class RedisStore implements Store, AutoCloseable {
     /** A rejection remembered: of {@code cost} or more, until {@code until} on {@link System#nanoTime()}. */
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
+
+    /**
+     * The rejections remembered under one rule, by key. An expired one is dropped when its key asks again, or by
+     * a sweep of the memory once it is full: keys that come and go (an address per request, say) filled it with
+     * expired ones, and it stopped remembering for good (a bug a review found).
+     */
+    private record Memory(ConcurrentHashMap<String, Rejection> byKey, AtomicLong nextSweep) {
+        Memory() {
+            this(new ConcurrentHashMap<>(), new AtomicLong(System.nanoTime()));
+        }
+
+        /**
+         * Drops the expired rejections, if one may have expired since the last sweep: a sweep reads every entry,
+         * so it waits for the earliest expiry it left, and comes at most ten times a second.
+         */
+        void sweep(long now) {
+            long due = nextSweep.get();
+            if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_NANOS)) {
+                return;
+            }
+            long earliest = Long.MAX_VALUE;
+            for (Map.Entry<String, Rejection> entry : byKey.entrySet()) {
+                Rejection rejection = entry.getValue();
+                if (now - rejection.until >= 0) {
+                    byKey.remove(entry.getKey(), rejection);
+                } else if (rejection.until - now < earliest) {
+                    earliest = rejection.until - now;
+                }
+            }
+            nextSweep.set(now + Math.max(SWEEP_NANOS, earliest == Long.MAX_VALUE ? 0 : earliest));
+        }
+    }
+
+    /** The least time between two sweeps of one rule's rejections. */
+    private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
     /**
      * @param lanes    a Cluster's Lettuce connections, or none
@@ -262,6 +301,7 @@ public final class RedisStore implements Store, AutoCloseable {
         this.timeoutNanos = settings.timeout.toNanos();
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
         this.rememberRejections = settings.rememberRejections;
+        this.mostRemembered = settings.mostRemembered;
         this.raiseFailures = settings.raiseFailures;
         // made here, so that they are part of the store as any thread sees it (a review found them added after the
         // constructor, to a list another thread could see empty)
@@ -776,7 +816,8 @@ public final class RedisStore implements Store, AutoCloseable {
         if (!remembers(rule, cost, nowNanos)) {
             return null;
         }
-        ConcurrentHashMap<String, Rejection> byKey = rejections.get(rule);
+        Memory memory = rejections.get(rule);
+        ConcurrentHashMap<String, Rejection> byKey = memory == null ? null : memory.byKey();
         Rejection rejection = byKey == null ? null : byKey.get(key);
         if (rejection == null) {
             return null;
@@ -806,15 +847,19 @@ public final class RedisStore implements Store, AutoCloseable {
         if (decision.allowed() || decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
             return decision;
         }
-        ConcurrentHashMap<String, Rejection> byKey = rejections.get(rule);
-        if (byKey == null) {
+        Memory memory = rejections.get(rule);
+        if (memory == null) {
             if (rejections.size() >= MAX_RULES) {
                 rejections.clear();
             }
-            byKey = rejections.computeIfAbsent(rule, r -> new ConcurrentHashMap<>());
+            memory = rejections.computeIfAbsent(rule, r -> new Memory());
         }
-        if (byKey.size() < MAX_REMEMBERED) {
-            long now = System.nanoTime();
+        ConcurrentHashMap<String, Rejection> byKey = memory.byKey();
+        long now = System.nanoTime();
+        if (byKey.size() >= mostRemembered) {
+            memory.sweep(now);
+        }
+        if (byKey.size() < mostRemembered) {
             Rejection rejection = new Rejection(cost, now + decision.retryAfterNanos(), now, decision);
             byKey.put(key, rejection);
             if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
@@ -1100,8 +1145,8 @@ public final class RedisStore implements Store, AutoCloseable {
      * delaying rules too (one key, one state, whatever rule read it), and a reset must forget them all.
      */
     private void forget(String key) {
-        for (ConcurrentHashMap<String, Rejection> byKey : rejections.values()) {
-            byKey.remove(key);
+        for (Memory memory : rejections.values()) {
+            memory.byKey().remove(key);
         }
     }
 
@@ -1135,6 +1180,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private int breakerFailures = 3;
         private Duration breakerOpenFor = Duration.ofSeconds(1);
         private boolean rememberRejections = true;
+        private int mostRemembered = MAX_REMEMBERED;
         private boolean raiseFailures;
         private int batchKeys = 64;
         private int connections = Math.max(2, Runtime.getRuntime().availableProcessors());
@@ -1177,6 +1223,12 @@ public final class RedisStore implements Store, AutoCloseable {
         /** Whether rejections are remembered until their {@code retry_after} (default on; see the class comment). */
         public Builder rememberRejections(boolean remember) {
             this.rememberRejections = remember;
+            return this;
+        }
+
+        /** The most rejections remembered under one rule (default {@link #MAX_REMEMBERED}; tests make it small). */
+        Builder rememberAtMost(int rejections) {
+            this.mostRemembered = rejections;
             return this;
         }
 

@@ -452,6 +452,39 @@ class RedisStoreTest {
         }
     }
 
+    /**
+     * A bug a review found: an expired rejection was dropped only when its key asked again, so keys that come and
+     * go filled a rule's memory with expired ones, and it remembered nothing more for good. A full memory is now
+     * swept of them; one full of rejections still running stays at its bound.
+     */
+    @Test
+    void aMemoryFullOfExpiredRejectionsIsSweptAndRemembersAgain() throws Exception {
+        try (RedisStore own = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(2)).rememberAtMost(10)
+                .build()) {
+            Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/300ms")));
+            String prefix = "swept-" + System.nanoTime() + "-";
+            for (int i = 0; i < 10; i++) {
+                assertThat(own.decide(rule, prefix + i, 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+                assertThat(own.decide(rule, prefix + i, 1, RedisStore.STORE_CLOCK).allowed()).isFalse();
+            }
+            assertThat(localRejection(own, rule, prefix + 0)).as("the tenth is remembered").isTrue();
+            assertThat(own.decide(rule, prefix + "full", 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+            assertThat(own.decide(rule, prefix + "full", 1, RedisStore.STORE_CLOCK).allowed()).isFalse();
+            assertThat(localRejection(own, rule, prefix + "full")).as("an eleventh is not: the memory is full").isFalse();
+            Thread.sleep(400); // every rejection above has expired
+            assertThat(own.decide(rule, prefix + "fresh", 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+            assertThat(own.decide(rule, prefix + "fresh", 1, RedisStore.STORE_CLOCK).allowed()).isFalse();
+            assertThat(localRejection(own, rule, prefix + "fresh")).as("remembered after the sweep").isTrue();
+        }
+    }
+
+    /** Whether a decision of {@code key} is a rejection answered from the store's memory, not by Redis. */
+    private static boolean localRejection(RedisStore store, Rule rule, String key) {
+        long before = store.counts().localRejections();
+        Decision decision = store.decide(rule, key, 1, RedisStore.STORE_CLOCK);
+        return !decision.allowed() && store.counts().localRejections() == before + 1;
+    }
+
     @Test
     void badSettingsAreRefusedBeforeAnythingStarts() {
         RedisStore.Builder builder = RedisStore.builder("redis://127.0.0.1:1");
