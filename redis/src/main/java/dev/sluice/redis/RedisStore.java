@@ -137,7 +137,8 @@ public final class RedisStore implements Store, AutoCloseable {
     private final int laneCount;
 
     /** One Lettuce connection to a Redis Cluster and its commands. */
-    private record Lane(AutoCloseable connection, RedisScriptingAsyncCommands<String, String> scriptingAsync,
+    private record Lane(StatefulRedisClusterConnection<String, String> connection,
+                        RedisScriptingAsyncCommands<String, String> scriptingAsync,
                         RedisKeyCommands<String, String> keys) {
         static Lane of(StatefulRedisClusterConnection<String, String> connection) {
             return new Lane(connection, connection.async(), connection.sync());
@@ -328,25 +329,53 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * False while a circuit breaker is open: Redis (in a Cluster, one of its masters) failed several calls in a row
-     * and is not being asked.
+     * and is not being asked. Never waits: a breaker due for a retry is probed with a {@code PING} of its own,
+     * whose answer a later call sees, so health comes back with Redis even when no decision asks (a bug a review
+     * found: only a decision closed a breaker, and a quiet store called itself unhealthy long after Redis was back).
      */
     public boolean healthy() {
         if (nodeBreakers == null) {
+            probe(breaker, () -> scriptConnections.get(lane()).command("PING"));
             return !breaker.isOpen();
         }
         Set<String> masters = masterIds();
-        if (masters.isEmpty()) {
-            return !breaker.isOpen(); // the topology is not known yet: the breaker standing in for every node
+        if (masters.isEmpty()) { // the topology is not known yet: the breaker standing in for every node
+            probe(breaker, () -> lanes.get(lane()).connection().async().ping().toCompletableFuture());
+            return !breaker.isOpen();
         }
         // only the masters serving slots now: a master that failed over opened its breaker as it died, and no call
         // goes to its id again to close it (a past bug: /healthz answered "unhealthy" forever after a failover)
+        boolean healthy = true;
         for (String id : masters) {
             CircuitBreaker own = nodeBreakers.get(id);
             if (own != null && own.isOpen()) {
-                return false;
+                probe(own, () -> lanes.get(lane()).connection().getConnectionAsync(id)
+                        .thenCompose(node -> node.async().ping()).toCompletableFuture());
+                healthy = false;
             }
         }
-        return true;
+        return healthy;
+    }
+
+    /** Sends {@code ping} as the probe of an open breaker due for a retry; its answer closes or reopens it. */
+    private void probe(CircuitBreaker open, Supplier<CompletableFuture<String>> ping) {
+        if (!open.isOpen() || !open.allows()) {
+            return;
+        }
+        CompletableFuture<String> answer;
+        try {
+            answer = timed(ping.get());
+        } catch (RuntimeException e) {
+            answer = CompletableFuture.failedFuture(e);
+        }
+        answer.whenComplete((pong, failure) -> {
+            if (failure == null) {
+                open.succeeded();
+            } else {
+                counted(failure instanceof CompletionException && failure.getCause() != null
+                        ? failure.getCause() : failure, open);
+            }
+        });
     }
 
     /** The node ids that have a breaker (for tests). */

@@ -200,6 +200,49 @@ class RedisFailureTest {
     }
 
     /**
+     * A bug a review found: only a decision's probe closed an open breaker, so a store that no decision asked
+     * after an outage called itself unhealthy long after Redis was back. {@code healthy()} now probes a breaker
+     * due for a retry with a PING of its own, without waiting for it: a failed one keeps the breaker open, an
+     * answered one closes it. No decision is made meanwhile.
+     */
+    @Test
+    void healthComesBackWithRedisWhenNoDecisionAsks() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).breaker(3, Duration.ofMillis(300))
+                     .build()) {
+            RateLimiter limiter = oneAnHour(store);
+            awaitRedisDeciding(limiter);
+            redis.kill();
+            for (int i = 0; i < 3; i++) {
+                assertThat(limiter.tryAcquire("k").allowed()).as("failed open").isTrue();
+            }
+            assertThat(store.counts().breakerOpenings()).isEqualTo(1);
+            assertThat(store.healthy()).isFalse();
+            long failures = store.counts().failures();
+            Thread.sleep(400); // the breaker is due for a retry; Redis is still down
+            assertThat(store.healthy()).isFalse();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (store.counts().failures() == failures) {
+                assertThat(System.nanoTime()).as("the health probe failed within 5 s").isLessThan(deadline);
+                Thread.sleep(10);
+            }
+            assertThat(store.healthy()).as("a failed probe keeps the breaker open").isFalse();
+            redis.restart();
+            RedisStore.Counts before = store.counts();
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!store.healthy()) {
+                assertThat(System.nanoTime()).as("healthy within 10 s of Redis's return, with no decision made")
+                        .isLessThan(deadline);
+                Thread.sleep(20);
+            }
+            assertThat(store.counts().failedOpen()).as("no decision was made").isEqualTo(before.failedOpen());
+            assertThat(store.counts().shortCircuited()).isEqualTo(before.shortCircuited());
+            assertThat(limiter.tryAcquire("after").allowed()).isTrue();
+            assertThat(limiter.tryAcquire("after").allowed()).as("decided by Redis at once, not by the policy").isFalse();
+        }
+    }
+
+    /**
      * A decision that waits behind a call in flight (to be sent with others when it is answered) waits for
      * Redis no longer than the timeout in all: its deadline runs from its arrival, not from its sending.
      */
