@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -62,7 +63,8 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>A Redis that holds the connection open but does not answer: the calls stay in line (their answers come
  *       in order once it answers again); the batchers time their decisions out, not this connection. But once
  *       it has not read for so long that a write blocks (its buffers and the socket's full), a write blocked for
- *       the store's timeout ends the connection as a lost one ({@link #watchWriting}).</li>
+ *       the store's timeout ends the connection as a lost one ({@link #watchWriting}); and so does a silence
+ *       of four timeouts (at least 2 s) while calls wait ({@link #silentLimitMs}).</li>
  * </ul>
  */
 final class ScriptConnection implements AutoCloseable, Executor {
@@ -71,6 +73,12 @@ final class ScriptConnection implements AutoCloseable, Executor {
     /** How often an idle connection is looked at, so that one Redis closed meanwhile is made again before a call. */
     private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final String[] NO_WORDS = {};
+    /**
+     * A connection on which calls wait and nothing has come for this many of the store's timeouts, and at least
+     * {@link #SILENT_LIMIT_LEAST_MS}, is taken for lost ({@link #silentLimitMs}).
+     */
+    private static final int SILENT_LIMIT_TIMEOUTS = 4;
+    private static final int SILENT_LIMIT_LEAST_MS = 2_000;
     /** How long after a write is found blocked past its timeout it is looked at again ({@link #lookAtWriting}). */
     private static final long SECOND_LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
@@ -113,6 +121,16 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private boolean idle;
     /** How long a write may block before the connection is taken for lost ({@link #watchWriting}). */
     private final long writeTimeoutNanos;
+    /**
+     * How long the reading thread waits for an answer's next bytes before it takes the connection for lost: a
+     * Redis whose host vanished without closing it (a machine gone, a firewall or NAT that dropped the flow) sends
+     * nothing, not even a reset, and the kernel gives up on it only after about 15 minutes; meanwhile every call in
+     * line, probes of the breaker included, timed out, and the store never recovered (a bug a review found).
+     * Four of the store's timeouts and at least 2 s, as Jedis's read timeout: no call of the store's waits that
+     * long for its answer, and a Redis hung so long (a script of another client, a stalled fork) only costs a
+     * connection made again once it answers.
+     */
+    private final int silentLimitMs;
     /** Where the watch on writes is set. */
     private final Timer timer;
     /**
@@ -156,6 +174,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
         this.address = address;
         this.connectTimeoutMs = connectTimeoutMs;
         this.writeTimeoutNanos = writeTimeoutNanos;
+        this.silentLimitMs = (int) Math.min(Integer.MAX_VALUE,
+                Math.max(SILENT_LIMIT_LEAST_MS, SILENT_LIMIT_TIMEOUTS * TimeUnit.NANOSECONDS.toMillis(writeTimeoutNanos)));
         this.timer = timer;
         this.onReload = onReload;
         try {
@@ -187,7 +207,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
             }
             // a server that accepts and then refuses (maxclients, protected mode) answers this with its error
             introduce(opened, new String[] {"PING"});
-            socket.setSoTimeout(0); // the reading thread waits for answers as long as calls are in line
+            socket.setSoTimeout(silentLimitMs); // see silentLimitMs
             return opened;
         } catch (IOException | RuntimeException e) {
             socket.close();
@@ -375,7 +395,13 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     if (task != null) {
                         runHanded(task);
                     } else if (idleUntilWoken(current)) {
-                        Object answer = current.in.read();
+                        Object answer;
+                        try {
+                            answer = current.in.read();
+                        } catch (SocketTimeoutException silent) {
+                            throw new IOException("no answer for " + silentLimitMs + " ms while calls waited (Redis gone"
+                                    + " without closing the connection, or hung)", silent);
+                        }
                         Pending call;
                         synchronized (lock) {
                             call = line.poll();
@@ -425,7 +451,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 }
                 idle = false;
             }
-            boolean buffered = current.in.poll(current.socket);
+            boolean buffered = current.in.poll(current.socket, silentLimitMs);
             synchronized (lock) {
                 if (buffered && line.isEmpty()) {
                     throw new IOException("bytes no call asked for");
@@ -694,7 +720,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
          *
          * @throws IOException if Redis closed the connection
          */
-        boolean poll(Socket socket) throws IOException {
+        boolean poll(Socket socket, int readTimeoutMs) throws IOException {
             if (at < end) {
                 return true;
             }
@@ -705,7 +731,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
             } catch (java.net.SocketTimeoutException nothing) {
                 return false;
             } finally {
-                socket.setSoTimeout(0);
+                socket.setSoTimeout(readTimeoutMs);
             }
         }
 

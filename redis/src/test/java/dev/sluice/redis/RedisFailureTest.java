@@ -243,6 +243,32 @@ class RedisFailureTest {
     }
 
     /**
+     * A bug a review found: a Redis whose host vanishes without closing the connection (here a proxy that falls
+     * silent, as a machine gone or a firewall that dropped the flow) left every call in line unanswered, the
+     * breaker's probes too, and the store never made its connections again (the kernel gives up after about 15
+     * minutes). A connection on which calls wait and nothing comes for four timeouts (at least 2 s) is now taken
+     * for lost, and made again.
+     */
+    @Test
+    void aConnectionGoneSilentIsMadeAgain() throws Exception {
+        try (RedisServer redis = RedisServer.start(); SilencingProxy proxy = new SilencingProxy(redis.port());
+             RedisStore store = RedisStore.builder(proxy.uri()).timeout(Duration.ofMillis(100))
+                     .breaker(3, Duration.ofMillis(200)).build()) {
+            RateLimiter limiter = oneAnHour(store);
+            awaitRedisDeciding(limiter);
+            proxy.silence();
+            long silenced = System.nanoTime();
+            for (int i = 0; i < 3; i++) {
+                assertThat(limiter.tryAcquire("k").allowed()).as("failed open").isTrue();
+            }
+            assertThat(store.counts().timeouts()).isEqualTo(3);
+            awaitRedisDeciding(limiter);
+            assertThat(System.nanoTime() - silenced).as("the 2 s of silence, and a connection made again")
+                    .isLessThan(TimeUnit.SECONDS.toNanos(6));
+        }
+    }
+
+    /**
      * A decision that waits behind a call in flight (to be sent with others when it is answered) waits for
      * Redis no longer than the timeout in all: its deadline runs from its arrival, not from its sending.
      */
