@@ -12,6 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -217,6 +218,32 @@ class CheckApiTest {
         // nothing was charged for it
         assertThat(JSON.readTree(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":0}").body())
                 .get("remaining").asLong()).isEqualTo(3);
+    }
+
+    /**
+     * A bug found by trying the API: Jackson reads an overlong form ({@code C0 AF} for {@code /}), an encoded
+     * surrogate and a code point past U+10FFFF as characters, so the key {@code x\xC0\xAFy} was counted as
+     * {@code x/y}. Every such body is refused, naming its first bad byte, and nothing is charged.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"an overlong slash, C0AF", "an overlong slash in three bytes, E080AF", "an encoded surrogate, EDA080",
+            "past U+10FFFF, F4908080", "a lone continuation byte, 80", "a byte UTF-8 never has, FF"})
+    void refusesABodyThatIsNotUtf8NamingItsFirstBadByte(String problem, String hex) throws Exception {
+        byte[] prefix = "{\"policy\":\"per-user\",\"key\":\"x".getBytes(StandardCharsets.UTF_8);
+        byte[] bad = java.util.HexFormat.of().parseHex(hex);
+        byte[] suffix = "y\"}".getBytes(StandardCharsets.UTF_8);
+        byte[] body = new byte[prefix.length + bad.length + suffix.length];
+        System.arraycopy(prefix, 0, body, 0, prefix.length);
+        System.arraycopy(bad, 0, body, prefix.length, bad.length);
+        System.arraycopy(suffix, 0, body, prefix.length + bad.length, suffix.length);
+        HttpResponse<String> response = CLIENT.send(HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + server.port() + "/v1/check"))
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(response.body()).get("error").asText())
+                .isEqualTo("the body is not valid UTF-8 (byte " + (prefix.length + 1) + ")");
+        assertThat(JSON.readTree(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"x/y\",\"cost\":0}").body())
+                .get("remaining").asLong()).as("nothing charged to x/y").isEqualTo(3);
     }
 
     @Test

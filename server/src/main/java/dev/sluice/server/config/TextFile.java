@@ -48,22 +48,30 @@ public final class TextFile {
 
     /** {@code bytes} as UTF-8, or the line of the first byte that is not. */
     static String decoded(String name, byte[] bytes) throws ConfigException {
-        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
-        ByteBuffer in = ByteBuffer.wrap(bytes);
-        CharBuffer out = CharBuffer.allocate(bytes.length);
-        CoderResult result = decoder.decode(in, out, true);
-        if (result.isError()) {
+        int bad = notUtf8At(bytes);
+        if (bad >= 0) {
             int line = 1;
-            for (int i = 0; i < in.position(); i++) {
+            for (int i = 0; i < bad; i++) {
                 if (bytes[i] == '\n') {
                     line++;
                 }
             }
-            throw new ConfigException(name + ":" + line + ": not valid UTF-8 (byte " + (in.position() + 1) + ")");
+            throw new ConfigException(name + ":" + line + ": not valid UTF-8 (byte " + (bad + 1) + ")");
         }
-        decoder.flush(out);
-        return out.flip().toString();
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Where {@code bytes} stop being UTF-8 (the index of the first byte that is not), or -1. Strict, as the JDK's
+     * decoder is and a lenient one is not: an overlong form ({@code C0 AF} for {@code /}), an encoded surrogate or
+     * a code point past U+10FFFF is not UTF-8 (Jackson reads each as a character: a bug found by trying the API).
+     */
+    public static int notUtf8At(byte[] bytes) {
+        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(bytes);
+        CoderResult result = decoder.decode(in, CharBuffer.allocate(bytes.length), true);
+        return result.isError() ? in.position() : -1;
     }
 
     /** An I/O failure's reason, never empty: {@code AccessDeniedException} carries only the path, say. */

@@ -10,6 +10,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
 import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.config.TextFile;
 import dev.sluice.server.request.BadRequest;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -188,9 +189,15 @@ public final class ApiServer implements AutoCloseable {
             error(response, 413, "the body is larger than " + MAX_BODY + " bytes");
             return null;
         }
+        byte[] bytes = body.getBytes();
+        int notUtf8 = TextFile.notUtf8At(bytes);
+        if (notUtf8 >= 0) { // else "x\xC0\xAFy" would be the key "x/y", read by Jackson as it reads an overlong '/'
+            error(response, 400, "the body is not valid UTF-8 (byte " + (notUtf8 + 1) + ")");
+            return null;
+        }
         JsonNode json;
         try {
-            json = BODIES.readTree(body.getBytes());
+            json = BODIES.readTree(bytes);
         } catch (com.fasterxml.jackson.databind.exc.MismatchedInputException e) { // trailing tokens
             error(response, 400, "the body holds more than one JSON value: one object is expected, such as " + example);
             return null;
