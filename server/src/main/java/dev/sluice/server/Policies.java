@@ -225,7 +225,7 @@ public final class Policies {
                     || request instanceof Descriptor && !policy.match().descriptor().equals(decides)) {
                 continue;
             }
-            String key = KeyPart.keyOf(policy.key(), request, policy.skipIfMissing());
+            String key = KeyPart.keyOf(policy.key(), request, policy.skipIfMissing(), policy.name());
             if (key != null) {
                 charges.add(new Charge(policy, key, cost(policy, request)));
             }

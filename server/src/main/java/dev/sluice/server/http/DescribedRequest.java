@@ -19,7 +19,7 @@ import java.util.Set;
  * {@link BadRequest} that names it.
  */
 record DescribedRequest(String method, String path, String host, String ip, Map<String, String> headers,
-                        Map<String, String> queries) implements ClientRequest {
+                        QueryString queries) implements ClientRequest {
     private static final Set<String> FIELDS = Set.of("method", "path", "host", "ip", "headers");
 
     static DescribedRequest of(JsonNode body) {
@@ -39,7 +39,7 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
         }
         int question = target.indexOf('?');
         String path = ClientRequest.servedPath(question < 0 ? target : target.substring(0, question));
-        Map<String, String> queries = QueryString.parse(question < 0 ? null : target.substring(question + 1));
+        QueryString queries = QueryString.parse(question < 0 ? null : target.substring(question + 1));
         Map<String, String> headers = new HashMap<>();
         JsonNode headerNode = body.get("headers");
         if (headerNode != null && !headerNode.isNull()) {
@@ -97,6 +97,11 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
 
     @Override
     public String query(String name) {
-        return queries.get(name);
+        return queries.value(name);
+    }
+
+    @Override
+    public int queryCount(String name) {
+        return queries.count(name);
     }
 }

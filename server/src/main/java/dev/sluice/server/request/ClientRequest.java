@@ -20,13 +20,18 @@ public interface ClientRequest {
     /** The first value of a header (names compare ignoring case), or null. */
     String header(String name);
 
-    /** How many times a header is given: a value that decides (a cost) must be given once, or it is ambiguous. */
+    /** How many times a header is given: a value that decides (a cost, a key) must be given once, or it is ambiguous. */
     default int headerCount(String name) {
         return header(name) == null ? 0 : 1;
     }
 
     /** The first value of a query parameter, or null. */
     String query(String name);
+
+    /** How many times a query parameter is given: a value that decides (a key) must be given once. */
+    default int queryCount(String name) {
+        return query(name) == null ? 0 : 1;
+    }
 
     /**
      * The path as a server that serves it reads it, which is what policies match and {@code route} keys: escapes

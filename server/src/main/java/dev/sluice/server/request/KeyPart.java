@@ -15,6 +15,11 @@ public sealed interface KeyPart {
     /** This part's value for {@code request}, or null when the request does not carry it. */
     String valueOf(ClientRequest request);
 
+    /** How many times {@code request} gives this part: once at most, but for a header or query parameter. */
+    default int timesGiven(ClientRequest request) {
+        return 1;
+    }
+
     /** The client's address. */
     record Ip() implements KeyPart {
         public String valueOf(ClientRequest request) {
@@ -32,6 +37,10 @@ public sealed interface KeyPart {
             return request.header(name);
         }
 
+        public int timesGiven(ClientRequest request) {
+            return request.headerCount(name);
+        }
+
         public String toString() {
             return "header:" + name;
         }
@@ -41,6 +50,10 @@ public sealed interface KeyPart {
     record Query(String name) implements KeyPart {
         public String valueOf(ClientRequest request) {
             return request.query(name);
+        }
+
+        public int timesGiven(ClientRequest request) {
+            return request.queryCount(name);
         }
 
         public String toString() {
@@ -146,18 +159,27 @@ public sealed interface KeyPart {
     }
 
     /**
-     * The key of {@code request} under {@code parts}: a missing part counts as the empty value, unless
-     * {@code skipIfMissing}, when the answer is null (the policy does not apply).
+     * The key of {@code request} under {@code parts}, those of {@code policy}: a missing part counts as the empty
+     * value, unless {@code skipIfMissing}, when the answer is null (the policy does not apply). A header or query
+     * parameter given more than once is a {@link BadRequest}: the upstream may read another of its values than
+     * the first, and a client that sent {@code X-User: r1} and {@code X-User: victim} would be counted as
+     * {@code r1} and served as {@code victim} (a bug found by trying the gateway), as a cost header given twice
+     * already was.
      */
-    static String keyOf(List<KeyPart> parts, ClientRequest request, boolean skipIfMissing) {
+    static String keyOf(List<KeyPart> parts, ClientRequest request, boolean skipIfMissing, String policy) {
         StringBuilder key = new StringBuilder();
         for (int i = 0; i < parts.size(); i++) {
-            String value = parts.get(i).valueOf(request);
+            KeyPart part = parts.get(i);
+            String value = part.valueOf(request);
             if (value == null) {
                 if (skipIfMissing) {
                     return null;
                 }
                 value = "";
+            } else if (part.timesGiven(request) > 1) {
+                throw new BadRequest((part instanceof Header header ? "header " + header.name()
+                        : "query parameter " + ((Query) part).name()) + " (the key of policy " + policy + "): given "
+                        + part.timesGiven(request) + " times; a key is given once");
             }
             if (i > 0) {
                 key.append('|');

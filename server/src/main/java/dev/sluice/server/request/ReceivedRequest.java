@@ -1,7 +1,6 @@
 package dev.sluice.server.request;
 
 import java.util.List;
-import java.util.Map;
 
 /**
  * An HTTP request received on a connection, by the gateway or by the servlet filter, read the same way whatever the
@@ -12,7 +11,7 @@ import java.util.Map;
 public abstract class ReceivedRequest implements ClientRequest {
     private final TrustedProxies proxies;
     private String ip;
-    private Map<String, String> queries;
+    private QueryString queries;
 
     protected ReceivedRequest(TrustedProxies proxies) {
         this.proxies = proxies;
@@ -43,9 +42,18 @@ public abstract class ReceivedRequest implements ClientRequest {
 
     @Override
     public final String query(String name) {
+        return queries().value(name);
+    }
+
+    @Override
+    public final int queryCount(String name) {
+        return queries().count(name);
+    }
+
+    private QueryString queries() {
         if (queries == null) {
             queries = QueryString.parse(rawQuery());
         }
-        return queries.get(name);
+        return queries;
     }
 }

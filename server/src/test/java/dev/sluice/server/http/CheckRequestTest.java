@@ -227,6 +227,7 @@ class CheckRequestTest {
             "a numeric header|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"X-Cost\":3}}|headers.X-Cost: expected a string, got 3",
             "a header without a name|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"\":\"x\"}}|headers: a header name must not be empty",
             "a header given twice|{\"method\":\"GET\",\"path\":\"/search\",\"headers\":{\"X-Cost\":\"1\",\"x-cost\":\"9\"}}|headers.x-cost: the header is given twice (header names are case-insensitive)",
+            "a key's query parameter given twice|{\"method\":\"GET\",\"path\":\"/search?user=r1&user=victim\"}|query parameter user (the key of policy weighted): given 2 times; a key is given once",
             "an unknown field|{\"method\":\"GET\",\"path\":\"/a\",\"body\":\"\"}|unknown field \"body\": expected method, path, host, ip and headers",
             "not an object|\"GET /a\"|the body must be a JSON object such as {\"method\": \"GET\", \"path\": \"/api/items\", \"ip\": \"10.0.0.7\"}",
     })
