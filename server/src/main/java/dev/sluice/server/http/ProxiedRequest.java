@@ -49,7 +49,7 @@ final class ProxiedRequest extends ReceivedRequest {
     /**
      * Refuses, before anything is decided, a request whose meaning a server could read otherwise than the policies
      * would, as nginx refuses it with a 400: one Host header exactly (none only before HTTP/1.1), a target from the
-     * root ({@code OPTIONS *} aside), and escapes of two hex digits. Charged as {@code api/x} or {@code /%zz}, such
+     * root ({@code OPTIONS *} aside), in ASCII, and escapes of two hex digits. Charged as {@code api/x} or {@code /%zz}, such
      * a request could be served as something else.
      */
     static void checkWellFormed(HttpServerRequest request) throws BadRequest {
@@ -67,6 +67,28 @@ final class ProxiedRequest extends ReceivedRequest {
         if (path != null && !ClientRequest.escapesWellFormed(path)) {
             throw new BadRequest("request target \"" + request.uri() + "\": a % that is not followed by two hex digits");
         }
+        String target = request.uri();
+        for (int i = 0; i < target.length(); i++) {
+            char c = target.charAt(i);
+            if (c >= 0x7F) {
+                // a target is ASCII (RFC 9112 3.2); the decoder reads each byte as a char, and the encoder towards
+                // the upstream writes chars as UTF-8: /caf\xE9 reached the upstream as /caf\xC3\xA9 (a bug found
+                // by trying the gateway)
+                throw new BadRequest("request target \"" + escapedBeyondAscii(target) + "\": byte "
+                        + String.format("0x%02X", (int) c) + " is not ASCII; a target sends it escaped, as "
+                        + String.format("%%%02X", (int) c));
+            }
+        }
+    }
+
+    /** {@code target} with each char past ASCII written {@code \xNN}, so that a message shows the bytes sent. */
+    private static String escapedBeyondAscii(String target) {
+        StringBuilder shown = new StringBuilder(target.length() + 8);
+        for (int i = 0; i < target.length(); i++) {
+            char c = target.charAt(i);
+            shown.append(c < 0x7F ? String.valueOf(c) : String.format("\\x%02X", (int) c));
+        }
+        return shown.toString();
     }
 
     @Override

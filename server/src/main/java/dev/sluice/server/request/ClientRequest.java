@@ -41,7 +41,8 @@ public interface ClientRequest {
      * {@code /public/..;/api/items} and {@code /%61pi/items} would each escape a policy for {@code /api/**}, or make
      * a {@code route} key of their own, and still reach {@code /api/items} on an upstream that normalises. It may
      * match more than the upstream serves (a {@code ;} it reads literally), never less. A malformed escape is kept
-     * as written. The gateway forwards the request as the client wrote it.
+     * as written; escapes that stand for bytes that are not UTF-8 are a {@link BadRequest}. The gateway forwards
+     * the request as the client wrote it.
      */
     static String servedPath(String raw) {
         if (raw.startsWith("/") && raw.indexOf('%') < 0 && raw.indexOf(';') < 0 && !raw.contains("//")
@@ -72,22 +73,40 @@ public interface ClientRequest {
     }
 
     private static String percentDecoded(String raw) {
-        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(raw.length());
-        for (int i = 0; i < raw.length(); i++) {
-            char c = raw.charAt(i);
-            int high = c == '%' && i + 2 < raw.length() ? hexDigit(raw.charAt(i + 1)) : -1;
-            int low = high < 0 ? -1 : hexDigit(raw.charAt(i + 2));
+        String decoded = percentDecoded(raw, false);
+        if (decoded == null) {
+            throw new BadRequest("path \"" + raw + "\": its escapes stand for bytes that are not UTF-8");
+        }
+        return decoded;
+    }
+
+    /**
+     * {@code text} with its escapes ({@code %C3%A9}) decoded, and with {@code plusIsSpace} (a query) each {@code +}
+     * a space; a {@code %} not followed by two hex digits is kept as written. Null when the bytes the escapes stand
+     * for are not UTF-8: a lenient decoding made each such byte U+FFFD, so {@code /api/%ff} and {@code /api/%fe}, or
+     * {@code user=%ff} and {@code user=%fe}, were one key (a bug found by trying the gateway).
+     */
+    static String percentDecoded(String text, boolean plusIsSpace) {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            int high = c == '%' && i + 2 < text.length() ? hexDigit(text.charAt(i + 1)) : -1;
+            int low = high < 0 ? -1 : hexDigit(text.charAt(i + 2));
             if (low >= 0) {
                 bytes.write(high * 16 + low);
                 i += 2;
+            } else if (c == '+' && plusIsSpace) {
+                bytes.write(' ');
             } else {
-                int codePoint = raw.codePointAt(i);
+                int codePoint = text.codePointAt(i);
                 byte[] written = new String(Character.toChars(codePoint)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
                 bytes.write(written, 0, written.length);
                 i += Character.charCount(codePoint) - 1;
             }
         }
-        return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] decoded = bytes.toByteArray();
+        return dev.sluice.server.config.TextFile.notUtf8At(decoded) >= 0 ? null
+                : new String(decoded, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /**

@@ -1,7 +1,5 @@
 package dev.sluice.server.request;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -44,10 +42,13 @@ public record QueryString(Map<String, String> firstValues, Map<String, Integer> 
     }
 
     private static String decoded(String text) {
-        try {
-            return URLDecoder.decode(text, StandardCharsets.UTF_8);
-        } catch (IllegalArgumentException e) {
+        if (!ClientRequest.escapesWellFormed(text)) {
             throw new BadRequest("the query: bad percent-encoding in \"" + text + "\"");
         }
+        String decoded = ClientRequest.percentDecoded(text, true);
+        if (decoded == null) {
+            throw new BadRequest("the query: the escapes of \"" + text + "\" stand for bytes that are not UTF-8");
+        }
+        return decoded;
     }
 }

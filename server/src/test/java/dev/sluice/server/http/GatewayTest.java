@@ -569,6 +569,33 @@ class GatewayTest {
                 .isEqualTo(200);
     }
 
+    /**
+     * Bugs found by trying the gateway: escapes that are not UTF-8 ({@code %ff}, {@code %fe}) were each read as
+     * U+FFFD, one route key and one query key for them all; and a target sent with raw bytes past ASCII reached the
+     * upstream changed ({@code /caf\xE9} as {@code /caf\xC3\xA9}), as the decoder reads a byte a char and the
+     * encoder writes chars as UTF-8. Each is a 400 that names it, and nothing is forwarded.
+     */
+    @Test
+    void aTargetThatIsNotAsciiOrWhoseEscapesAreNotUtf8IsRefused() throws Exception {
+        String latin = raw("GET /caf\u00e9 HTTP/1.1\r\nHost: x");
+        assertThat(latin).startsWith("HTTP/1.1 400 ");
+        assertThat(latin).endsWith("{\"error\":\"request target \\\"/caf\\\\xE9\\\": byte 0xE9 is not ASCII; a target"
+                + " sends it escaped, as %E9\"}");
+        String utf8 = raw("GET /api/\u00c3\u00a9 HTTP/1.1\r\nHost: x\r\nX-User: u");
+        assertThat(utf8).startsWith("HTTP/1.1 400 ");
+        assertThat(utf8).contains("byte 0xC3 is not ASCII");
+        String path = raw("GET /api/%ff HTTP/1.1\r\nHost: x\r\nX-User: u");
+        assertThat(path).startsWith("HTTP/1.1 400 ");
+        assertThat(path).endsWith("{\"error\":\"path \\\"/api/%ff\\\": its escapes stand for bytes that are not UTF-8\"}");
+        String query = raw("GET /q?user=%fe HTTP/1.1\r\nHost: x");
+        assertThat(query).startsWith("HTTP/1.1 400 ");
+        assertThat(query).endsWith("{\"error\":\"the query: the escapes of \\\"%fe\\\" stand for bytes that are not"
+                + " UTF-8\"}");
+        assertThat(upstream.requests.get()).as("none forwarded").isZero();
+        assertThat(send(request("/api/caf%C3%A9").header("X-User", "u")).statusCode()).as("escaped UTF-8").isEqualTo(200);
+        assertThat(upstream.seen.get(0).get(":path")).isEqualTo("/api/caf%C3%A9");
+    }
+
     @Test
     void aClientThatLeavesWhileHeldIsNeverForwarded() throws Exception {
         assertThat(send(request("/slow/b").header("X-User", "gina")).statusCode()).isEqualTo(200);

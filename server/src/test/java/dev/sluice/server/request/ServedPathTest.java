@@ -4,6 +4,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** {@link ClientRequest#servedPath}: the path policies match, as nginx's {@code $uri} would be. */
 class ServedPathTest {
@@ -38,6 +39,23 @@ class ServedPathTest {
     })
     void isWhatAServerServes(String raw, String served) {
         assertThat(ClientRequest.servedPath(raw)).isEqualTo(served);
+    }
+
+    /**
+     * A bug found by trying the gateway: escapes that stand for bytes that are not UTF-8 were each decoded as
+     * U+FFFD, so {@code /api/%ff}, {@code /api/%fe} and {@code /api/%EF%BF%BD} were one path, one route key. They
+     * are refused, in a path and in a query; U+FFFD itself, escaped, is still a path.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"/api/%ff", "/api/%fe", "/api/%C0%AF", "/api/%ED%A0%80", "/api/%C3", "/api/%F4%90%80%80"})
+    void refusesEscapesThatAreNotUtf8(String raw) {
+        assertThatThrownBy(() -> ClientRequest.servedPath(raw)).isInstanceOf(BadRequest.class)
+                .hasMessage("path \"" + raw + "\": its escapes stand for bytes that are not UTF-8");
+        String query = "user=" + raw.substring("/api/".length());
+        assertThatThrownBy(() -> QueryString.parse(query)).isInstanceOf(BadRequest.class)
+                .hasMessage("the query: the escapes of \"" + query.substring(5) + "\" stand for bytes that are not UTF-8");
+        assertThat(ClientRequest.servedPath("/api/%EF%BF%BD")).isEqualTo("/api/\uFFFD");
+        assertThat(QueryString.parse("user=a+b%20c%C3%A9").value("user")).isEqualTo("a b c\u00e9");
     }
 
     /** {@link ClientRequest#asSent}: what a decoder read one char per byte, as the client meant it. */
