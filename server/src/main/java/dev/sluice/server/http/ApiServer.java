@@ -54,14 +54,28 @@ public final class ApiServer implements AutoCloseable {
         vertx.setPeriodic(SECOND_MS, tick -> held.dropExpired(System.nanoTime()));
     }
 
+    /**
+     * How long a connection may stay silent, neither a byte read nor written, before it is closed (nginx's
+     * {@code client_body_timeout} and {@code keepalive_timeout} are 60 s and 75 s): a client that stopped halfway
+     * through a request's head or body held its connection, and its buffer, for good (found by trying the API).
+     * Every request of the API is answered within the store's timeout, so only a silent client meets it.
+     */
+    static final long IDLE_TIMEOUT_MS = 60_000;
+
     /** Starts listening on {@code host:port} (port 0: any free port). */
     public static ApiServer start(LiveConfig live, String host, int port) throws Exception {
+        return start(live, host, port, IDLE_TIMEOUT_MS);
+    }
+
+    /** Starts listening, closing a connection silent for {@code idleTimeoutMs} (tests make it short). */
+    static ApiServer start(LiveConfig live, String host, int port, long idleTimeoutMs) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         try {
             ApiServer api = new ApiServer(vertx, live);
             // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
             api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(
-                    new HttpServerOptions().setHttp2ClearTextEnabled(false)).invalidRequestHandler(ApiServer::malformed)
+                    new HttpServerOptions().setHttp2ClearTextEnabled(false).setIdleTimeout((int) idleTimeoutMs)
+                            .setIdleTimeoutUnit(TimeUnit.MILLISECONDS)).invalidRequestHandler(ApiServer::malformed)
                     .requestHandler(CloseOption.honoured(api::answer))).actualPort();
             return api;
         } catch (Exception e) {

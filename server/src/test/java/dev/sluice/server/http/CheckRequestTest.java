@@ -100,6 +100,24 @@ class CheckRequestTest {
         return names;
     }
 
+    /**
+     * Found by trying the API: a client that stopped sending halfway through a body held its connection open for
+     * good (400 s and counting). A connection silent for the idle timeout is now closed.
+     */
+    @Test
+    void aClientSilentHalfwayThroughARequestHasItsConnectionClosed() throws Exception {
+        try (ApiServer quick = ApiServer.start(live, "127.0.0.1", 0, 300);
+             java.net.Socket socket = new java.net.Socket("127.0.0.1", quick.port())) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write(("POST /v1/check-request HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+                    + "{\"method\":").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            long start = System.nanoTime();
+            assertThat(socket.getInputStream().read()).as("closed, nothing answered").isEqualTo(-1);
+            assertThat(System.nanoTime() - start).as("at the idle timeout, not the socket's 10 s")
+                    .isLessThan(java.util.concurrent.TimeUnit.SECONDS.toNanos(5));
+        }
+    }
+
     @Test
     void everyMatchingPolicyDecidesInFileOrder() throws Exception {
         HttpResponse<String> first = post(api("GET", "/api/items?page=2", "API.example.com:443", "10.0.0.7", "k1"));
