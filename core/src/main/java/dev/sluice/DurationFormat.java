@@ -41,7 +41,7 @@ public final class DurationFormat {
             }
         }
         throw new IllegalArgumentException("bad duration \"" + text
-                + "\": expected a whole number and a unit (ms, s, m, h, d) such as 10s");
+                + "\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s");
     }
 
     private static long parseCount(String text, String digits) {

@@ -20,7 +20,7 @@ class DurationFormatTest {
     void refusesWhatIsNotAWholeNumberAndAUnit() {
         for (String bad : new String[] {"", "10", "1.5s", "-1s", "10 s", "10sec", "s10"}) {
             assertThatThrownBy(() -> DurationFormat.parseNanos(bad))
-                    .hasMessage("bad duration \"" + bad + "\": expected a whole number and a unit (ms, s, m, h, d) such as 10s");
+                    .hasMessage("bad duration \"" + bad + "\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s");
         }
     }
 

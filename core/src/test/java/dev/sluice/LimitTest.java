@@ -38,7 +38,7 @@ class LimitTest {
             "/1m; bad limit \"/1m\": expected L/P such as 600/1m",
             "-1/1m; bad limit \"-1/1m\": amount must be a whole number >= 1, got \"-1\"",
             "1.5/1m; bad limit \"1.5/1m\": amount must be a whole number >= 1, got \"1.5\"",
-            "10/1w; bad limit \"10/1w\": bad duration \"1w\": expected a whole number and a unit (ms, s, m, h, d) such as 10s",
+            "10/1w; bad limit \"10/1w\": bad duration \"1w\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
             "99999999999999999999/1m; bad limit \"99999999999999999999/1m\": amount must be between 1 and 1099511627776, got 99999999999999999999",
             "10/99999d; bad limit \"10/99999d\": duration \"99999d\" is too long (at most 3335d)",
             "10/1m burst=0; bad limit \"10/1m burst=0\": burst must be between 1 and 1099511627776, got 0",
@@ -47,7 +47,7 @@ class LimitTest {
             "10/1m burst=5 burst=7; bad limit \"10/1m burst=5 burst=7\": burst is given twice",
             "10/1m refill=greedy refill=interval; bad limit \"10/1m refill=greedy refill=interval\": refill is given twice",
             "\u0665/1s; bad limit \"\u0665/1s\": amount must be a whole number >= 1, got \"\u0665\"",
-            "10/\uFF11s; bad limit \"10/\uFF11s\": bad duration \"\uFF11s\": expected a whole number and a unit (ms, s, m, h, d) such as 10s",
+            "10/\uFF11s; bad limit \"10/\uFF11s\": bad duration \"\uFF11s\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
     })
     void refusesBadTextNamingIt(String text, String message) {
         assertThatThrownBy(() -> Limit.parse(text)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);

@@ -573,16 +573,30 @@ public final class RedisStore implements Store, AutoCloseable {
      * {@code /} or {@code ?}; an IPv6 host is in brackets.
      */
     private static String portOf(String node) {
+        String authority = authorityOf(node);
+        int colon = authority.startsWith("[") ? authority.indexOf(':', Math.max(authority.indexOf(']'), 0))
+                : authority.lastIndexOf(':');
+        return colon < 0 ? null : authority.substring(colon + 1);
+    }
+
+    /** The host and port of {@code redis://[credentials@]host:port[/db][?options]}, as written. */
+    private static String authorityOf(String node) {
         String rest = node.substring("redis://".length());
         String authority = rest.substring(rest.lastIndexOf('@') + 1);
         int end = 0;
         while (end < authority.length() && authority.charAt(end) != '/' && authority.charAt(end) != '?') {
             end++;
         }
-        authority = authority.substring(0, end);
-        int colon = authority.startsWith("[") ? authority.indexOf(':', Math.max(authority.indexOf(']'), 0))
-                : authority.lastIndexOf(':');
-        return colon < 0 ? null : authority.substring(colon + 1);
+        return authority.substring(0, end);
+    }
+
+    /** The database of {@code redis://[credentials@]host:port[/db][?options]} as written, or null. */
+    private static String databaseOf(String node) {
+        String rest = node.substring("redis://".length());
+        String path = rest.substring(rest.lastIndexOf('@') + 1 + authorityOf(node).length());
+        int query = path.indexOf('?');
+        path = query < 0 ? path : path.substring(0, query);
+        return path.isEmpty() || path.equals("/") ? null : path.substring(1);
     }
 
     /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
@@ -639,6 +653,17 @@ public final class RedisStore implements Store, AutoCloseable {
                 && (!written.matches("[0-9]{1,5}") || Integer.parseInt(written) < 1 || Integer.parseInt(written) > 65535)) {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": port \"" + written
                     + "\" of " + shown(node).substring("redis://".length()) + ": expected 1 to 65535");
+        }
+        // Lettuce's own words for these are a JDK parser's: "Expected authority at index 8", "For input string"
+        String authority = authorityOf(node);
+        if (authority.isEmpty() || authority.startsWith(":")) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": no host; expected"
+                    + " redis://host:port[/db]");
+        }
+        String database = databaseOf(node);
+        if (database != null && (!database.matches("[0-9]{1,10}") || Long.parseLong(database) > Integer.MAX_VALUE)) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": database \"" + database
+                    + "\": expected a number from 0 to " + Integer.MAX_VALUE);
         }
         try {
             RedisURI address = RedisURI.create(node);

@@ -192,7 +192,11 @@ final class ScriptConnection implements AutoCloseable, Executor {
         Socket socket = new Socket();
         try {
             socket.setTcpNoDelay(true);
-            socket.connect(new InetSocketAddress(address.host(), address.port()), connectTimeoutMs);
+            try {
+                socket.connect(new InetSocketAddress(address.host(), address.port()), connectTimeoutMs);
+            } catch (java.net.UnknownHostException e) { // whose message is the host alone
+                throw new java.net.UnknownHostException("unknown host " + address.host());
+            }
             socket.setSoTimeout(connectTimeoutMs); // for the introduction only
             Link opened = new Link(socket);
             if (address.password() != null) {

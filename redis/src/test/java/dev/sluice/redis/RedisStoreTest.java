@@ -376,6 +376,12 @@ class RedisStoreTest {
             "redis://127.0.0.1:|bad Redis address \"redis://127.0.0.1:\": port \"\" of 127.0.0.1:: expected 1 to 65535",
             "redis://127.0.0.1:abc|bad Redis address \"redis://127.0.0.1:abc\": port \"abc\" of 127.0.0.1:abc: expected 1 to 65535",
             "redis://127.0.0.1:-5|bad Redis address \"redis://127.0.0.1:-5\": port \"-5\" of 127.0.0.1:-5: expected 1 to 65535",
+            "redis://|bad Redis address \"redis://\": no host; expected redis://host:port[/db]",
+            "redis://:6379|bad Redis address \"redis://:6379\": no host; expected redis://host:port[/db]",
+            "redis://:s3cret@/0|bad Redis address \"redis://:****@/0\": no host; expected redis://host:port[/db]",
+            "redis://h:6379/99999999999|bad Redis address \"redis://h:6379/99999999999\": database \"99999999999\": expected a number from 0 to 2147483647",
+            "redis://h:6379/-1|bad Redis address \"redis://h:6379/-1\": database \"-1\": expected a number from 0 to 2147483647",
+            "redis://h:6379/x?timeout=1s|bad Redis address \"redis://h:6379/x?timeout=1s\": database \"x\": expected a number from 0 to 2147483647",
             "redis://:s3cret@[::1]:0/2|bad Redis address \"redis://:****@[::1]:0/2\": port \"0\" of :****@[::1]:0/2: expected 1 to 65535",
             "redis-cluster://127.0.0.1:7000,|bad Redis address \"redis-cluster://127.0.0.1:7000,\": a node is missing between commas; expected redis-cluster://host:port,host:port",
             "redis-cluster://127.0.0.1:7000/3|bad Redis address \"redis-cluster://127.0.0.1:7000/3\": a Cluster has only database 0, got /3",
@@ -483,6 +489,13 @@ class RedisStoreTest {
         long before = store.counts().localRejections();
         Decision decision = store.decide(rule, key, 1, RedisStore.STORE_CLOCK);
         return !decision.allowed() && store.counts().localRejections() == before + 1;
+    }
+
+    /** Found by trying the CLI: a host that does not resolve was named alone ("cannot connect: h.invalid"). */
+    @Test
+    void aHostThatDoesNotResolveIsSaidToBeUnknown() {
+        assertThatThrownBy(() -> RedisStore.connect("redis://no-such-host.invalid:6379"))
+                .hasMessageContaining("unknown host no-such-host.invalid");
     }
 
     @Test

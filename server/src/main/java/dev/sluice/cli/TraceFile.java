@@ -68,6 +68,9 @@ final class TraceFile {
     }
 
     private void header(String line) throws BadInput {
+        if (line.startsWith("\uFEFF")) { // the byte-order mark a spreadsheet writes: it made "\uFEFFt_ms" unknown
+            line = line.substring(1);
+        }
         List<String> names;
         try {
             names = Csv.split(line);

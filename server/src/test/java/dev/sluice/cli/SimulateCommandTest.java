@@ -72,6 +72,15 @@ class SimulateCommandTest {
                 """);
     }
 
+    /** Found by trying the CLI: a trace saved by a spreadsheet starts with a byte-order mark, and was refused. */
+    @Test
+    void aTraceThatStartsWithAByteOrderMarkIsRead() {
+        Run run = simulate("\uFEFFt_ms,key,cost\n0,user_1,1\n",
+                "--algorithm", "token-bucket", "--limit", "3/1m", "--trace", "-");
+        assertThat(run.status()).isZero();
+        assertThat(run.out()).endsWith("0,user_1,1,true,2,0,20000,0\n");
+    }
+
     @Test
     void gcraTenPerMinuteLetsTenThroughThenOneEverySixSeconds() {
         StringBuilder trace = new StringBuilder("t_ms,key\n");
@@ -165,7 +174,7 @@ class SimulateCommandTest {
             "--algorithm token-bucket --limit 10/1s --refill sometimes|--refill: unknown refill \"sometimes\": expected greedy or interval",
             "--algorithm gcra --limit 10/1s --mode delay|--mode delay needs --max-delay",
             "--algorithm gcra --limit 10/1s --max-delay 1s|--max-delay is for --mode delay",
-            "--algorithm gcra --limit 10/1s --mode delay --max-delay 1.5s|--max-delay: bad duration \"1.5s\": expected a whole number and a unit (ms, s, m, h, d) such as 10s",
+            "--algorithm gcra --limit 10/1s --mode delay --max-delay 1.5s|--max-delay: bad duration \"1.5s\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
             "--algorithm sliding-log --limit 10/1s --mode delay --max-delay 1s|--mode delay: delay mode is for token-bucket and gcra, not sliding-log",
             "--algorithm gcra --limit 10/1s --mode shaping|--mode shaping: shaping mode is for leaky-bucket, not gcra",
             "--algorithm gcra --limit 10/1s --mode sometimes|--mode: unknown mode \"sometimes\": expected reject, delay or shaping",

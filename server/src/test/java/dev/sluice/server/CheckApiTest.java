@@ -204,6 +204,7 @@ class CheckApiTest {
             "an unknown policy|{\"policy\":\"nope\",\"key\":\"a\"}|404|policy: no policy named \"nope\"",
             "a field given twice|{\"policy\":\"trial\",\"key\":\"a\",\"policy\":\"per-user\"}|400|the body is not JSON: Duplicate field 'policy'",
             "a second object|{\"policy\":\"per-user\",\"key\":\"a\"}{}|400|the body holds more than one JSON value: one object is expected, such as {\"policy\": \"api\", \"key\": \"user-42\"}",
+            "a NaN cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":NaN}|400|the body is not JSON: Non-standard token 'NaN'",
             "trailing text|{\"policy\":\"per-user\",\"key\":\"a\"} trailing|400|the body is not JSON: ",
     })
     void refusesBadRequestsNamingTheField(String problem, String body, int status, String message) throws Exception {

@@ -64,7 +64,7 @@ class ConfigLoaderTest {
             "a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /api/**x\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/api/**x\": ** must be a whole segment, as in /api/**",
             "a glob not from the root|policies:\\n  - name: p\\n    match:\\n      path: api/*\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"api/*\": a path starts with /",
             "a duplicate name|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:6: policies[1].name: duplicate policy name \"p\" (first at line 2)",
-            "an unknown algorithm|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: bucket\\n    limits: [1/1s]|t.yaml:4: policies[0].algorithm: unknown algorithm \"bucket\": expected one of fixed-window, sliding-log, sliding-window, token-bucket, gcra, leaky-bucket",
+            "an unknown algorithm|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: bucket\\n    limits: [1/1s]|t.yaml:4: policies[0].algorithm: unknown algorithm \"bucket\": expected one of fixed-window, sliding-log, sliding-window, token-bucket, gcra, leaky-bucket, concurrency",
             "a burst where there is none|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: fixed-window\\n    limits: [1/1s]\\n    burst: 5|t.yaml:6: policies[0].burst: burst is for token-bucket, gcra and leaky-bucket, not fixed-window",
             "a refill where there is none|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    refill: interval\\n    limits: [1/1s]|t.yaml:5: policies[0].refill: refill is for token-bucket, not gcra",
             "a window that delays|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: sliding-window\\n    limits: [1/1s]\\n    mode: delay\\n    max_delay: 1s|t.yaml:6: policies[0].mode: delay mode is for token-bucket and gcra (and leaky-bucket, as a queue), not sliding-window",
@@ -159,6 +159,8 @@ class ConfigLoaderTest {
         assertThatThrownBy(() -> ConfigLoader.load(Path.of("/dev/zero")))
                 .hasMessage("/dev/zero: not a regular file");
         assertThatThrownBy(() -> ConfigLoader.load(dir)).hasMessage(dir + ": not a regular file (a directory)");
+        // found by trying the CLI: an empty path was read as the working directory (": not a regular file")
+        assertThatThrownBy(() -> ConfigLoader.load(Path.of(""))).hasMessage("the path is empty: name a file");
         Path large = java.nio.file.Files.write(dir.resolve("large.yaml"), new byte[dev.sluice.server.config.TextFile.MAX_BYTES + 1]);
         assertThatThrownBy(() -> ConfigLoader.load(large)).hasMessage(large + ": larger than 16 MiB, too large for a configuration");
         Path latin1 = java.nio.file.Files.write(dir.resolve("latin1.yaml"),

@@ -250,7 +250,13 @@ public final class ConfigLoader {
         if (algorithmName.equals("concurrency")) {
             return concurrencyPolicy(node, fields, field, name, match, List.copyOf(key));
         }
-        Algorithm algorithm = parsed(algorithmNode, field + ".algorithm", () -> Algorithm.parse(algorithmName));
+        Algorithm algorithm = parsed(algorithmNode, field + ".algorithm", () -> {
+            try {
+                return Algorithm.parse(algorithmName);
+            } catch (IllegalArgumentException e) { // a policy takes one more than the core's algorithms
+                throw new IllegalArgumentException(e.getMessage() + ", concurrency");
+            }
+        });
         // what only some algorithms take is refused at its own line (Rule.of would name the policy only)
         if (fields.containsKey("burst") && !algorithm.hasBurst()) {
             throw error(fields.get("burst"), field + ".burst", "burst is for token-bucket, gcra and leaky-bucket, not "

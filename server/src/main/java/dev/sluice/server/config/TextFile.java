@@ -26,6 +26,9 @@ public final class TextFile {
 
     /** The text of {@code path}, decoded as UTF-8. */
     public static String read(Path path) throws ConfigException {
+        if (path.toString().isEmpty()) { // else read as the working directory: ": not a regular file (a directory)"
+            throw new ConfigException("the path is empty: name a file");
+        }
         if (!Files.exists(path)) {
             throw new ConfigException(path + ": no such file");
         }

@@ -216,7 +216,9 @@ public final class ApiServer implements AutoCloseable {
             error(response, 400, "the body holds more than one JSON value: one object is expected, such as " + example);
             return null;
         } catch (JsonProcessingException e) {
-            error(response, 400, "the body is not JSON: " + e.getOriginalMessage());
+            // without the parser's advice to its programmer ("enable JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS")
+            error(response, 400, "the body is not JSON: " + e.getOriginalMessage()
+                    .replaceAll(":? *\\(?enable `?JsonReadFeature\\.[A-Z_]+`? to allow\\)?", ""));
             return null;
         } catch (java.io.IOException e) {
             error(response, 400, "the body is not JSON");
