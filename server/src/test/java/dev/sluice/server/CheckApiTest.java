@@ -265,6 +265,13 @@ class CheckApiTest {
         assertThat(list.get(1).get("mode").asText()).isEqualTo("delay");
         assertThat(list.get(2).get("mode").asText()).isEqualTo("shadow");
         assertThat(get("/healthz").statusCode()).isEqualTo(200);
+        // found by trying the API: a HEAD was a 405; it is a GET without the body
+        HttpResponse<String> head = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                + "/v1/policies")).method("HEAD", HttpRequest.BodyPublishers.noBody()).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(head.statusCode()).isEqualTo(200);
+        assertThat(head.body()).isEmpty();
+        assertThat(header(head, "Content-Type")).isEqualTo(header(policies, "Content-Type")).startsWith("application/json");
         assertThat(get("/v1/check").statusCode()).isEqualTo(405);
         assertThat(get("/nowhere").statusCode()).isEqualTo(404);
     }

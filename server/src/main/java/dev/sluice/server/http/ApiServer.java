@@ -136,8 +136,9 @@ public final class ApiServer implements AutoCloseable {
         }
     }
 
+    /** A GET, or a HEAD, answered with the same head and no body (as nginx answers one; Vert.x leaves it out). */
     private static void get(HttpServerRequest request, Runnable answer) {
-        if (request.method() != HttpMethod.GET) {
+        if (request.method() != HttpMethod.GET && request.method() != HttpMethod.HEAD) {
             error(request.response(), 405, "use GET for " + request.path());
             return;
         }
