@@ -382,8 +382,9 @@ final class ScriptConnection implements AutoCloseable, Executor {
                             retryNanos = FIRST_RETRY_NANOS;
                         }
                     }
-                } catch (IOException | RuntimeException e) {
-                    // still down: the next attempt after a longer wait
+                } catch (Throwable e) {
+                    // still down: the next attempt after a longer wait (an Error too, as below: a reading thread that
+                    // died here would leave the connection lost for good, every call on it refused)
                 }
                 continue;
             }
