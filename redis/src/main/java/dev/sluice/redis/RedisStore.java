@@ -115,6 +115,9 @@ import java.util.regex.Pattern;
  * On by default for fixed-window, gcra and token-bucket; such an answer carries the remembered
  * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock.
  * Decisions with a time passed in are never answered from memory, so {@code simulate} sees every decision.
+ * A key that this process gets admitted (at another cost) forgets its rejections: it was charged, so what they
+ * said of it is no longer true. Another process charging it makes a remembered {@code retry_after} too short,
+ * which the next rejection after it corrects.
  * At most {@link #MAX_REMEMBERED} keys a rule are remembered; a full memory is swept of what has expired.
  *
  * <h2>Bounds</h2>
@@ -898,7 +901,19 @@ public final class RedisStore implements Store, AutoCloseable {
      * its rejection would then outlive the reset (a bug a review found: a reset undone for up to an hour).
      */
     private Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision, long resetsBefore) {
-        if (decision.allowed() || decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
+        if (decision.allowed()) {
+            if (cost > 0 && !rejections.isEmpty()) {
+                // the key was charged: a rejection remembered for another cost now says too much remaining and too
+                // short a retry_after (a bug found by trying serve on Redis: obeying its Retry-After met another 429)
+                for (Memory memory : rejections.values()) {
+                    if (memory.byKey().containsKey(key)) { // a lookup, not remove's lock of the bin
+                        memory.byKey().remove(key);
+                    }
+                }
+            }
+            return decision;
+        }
+        if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
             return decision;
         }
         Memory memory = rejections.get(rule);

@@ -484,6 +484,37 @@ class RedisStoreTest {
         }
     }
 
+    /**
+     * A bug found by trying serve on Redis: a rejection remembered at one cost outlived an admission at another,
+     * so the key, charged since, was answered from memory with the remaining and retry_after of before (obeying
+     * its Retry-After met another 429). An admission forgets the key's rejections; the next is Redis's, and it is
+     * the in-memory store's.
+     */
+    @Test
+    void anAdmissionForgetsTheKeysRememberedRejections() throws Exception {
+        Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("5/1m burst=3")));
+        String key = "charged-" + System.nanoTime();
+        InMemoryStore memory = new InMemoryStore();
+        long t = 1_000 * S;
+        for (long cost : new long[] {1, 1, 2, 1}) {
+            memory.decide(rule, key, cost, t);
+        }
+        Decision expected = memory.decide(rule, key, 2, t);
+        assertThat(store.decide(rule, key, 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+        assertThat(store.decide(rule, key, 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
+        Decision first = store.decide(rule, key, 2, RedisStore.STORE_CLOCK);
+        assertThat(first.allowed()).isFalse();
+        assertThat(first.remaining()).isEqualTo(1);
+        assertThat(store.decide(rule, key, 1, RedisStore.STORE_CLOCK).allowed()).as("another cost fits").isTrue();
+        long before = store.counts().localRejections();
+        Decision after = store.decide(rule, key, 2, RedisStore.STORE_CLOCK);
+        assertThat(store.counts().localRejections()).as("asked Redis, not the memory").isEqualTo(before);
+        assertThat(after.allowed()).isFalse();
+        assertThat(after.remaining()).isEqualTo(expected.remaining()).isZero();
+        // the server's clock moved on a little between the calls: within a second of the in-memory answer
+        assertThat(after.retryAfterNanos()).isBetween(expected.retryAfterNanos() - S, expected.retryAfterNanos());
+    }
+
     /** Whether a decision of {@code key} is a rejection answered from the store's memory, not by Redis. */
     private static boolean localRejection(RedisStore store, Rule rule, String key) {
         long before = store.counts().localRejections();
