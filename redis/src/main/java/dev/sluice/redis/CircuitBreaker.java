@@ -5,6 +5,7 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Stops calling a store that keeps failing, so that while it is down each decision costs microseconds, not a
@@ -20,6 +21,9 @@ final class CircuitBreaker {
     private final AtomicBoolean probing = new AtomicBoolean();
     private volatile boolean open;
     private volatile long openUntil;
+    /** When the store's health may next be checked with a call of its own ({@link #healthCheckDue}). */
+    private final AtomicLong nextHealthCheck = new AtomicLong(System.nanoTime());
+    private static final long HEALTH_CHECK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
     /** The failures counted, by identity (a Throwable's equals), while anything still holds them. */
     private final Set<Throwable> counted = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
@@ -69,6 +73,16 @@ final class CircuitBreaker {
             return !probe;
         }
         return false;
+    }
+
+    /**
+     * Whether the caller is to check the store's health now, with a call that counts as a decision's: true at most
+     * once a second, to one caller.
+     */
+    boolean healthCheckDue() {
+        long now = System.nanoTime();
+        long due = nextHealthCheck.get();
+        return now - due >= 0 && nextHealthCheck.compareAndSet(due, now + HEALTH_CHECK_NANOS);
     }
 
     boolean isOpen() {

@@ -332,37 +332,43 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * False while a circuit breaker is open: Redis (in a Cluster, one of its masters) failed several calls in a row
-     * and is not being asked. Never waits: a breaker due for a retry is probed with a {@code PING} of its own,
-     * whose answer a later call sees, so health comes back with Redis even when no decision asks (a bug a review
-     * found: only a decision closed a breaker, and a quiet store called itself unhealthy long after Redis was back).
+     * and is not being asked. Never waits, and never stale for long when no decision asks: each call may send a
+     * {@code PING} of its own (at most one a second to each Redis while its breaker is closed, and as the probe of
+     * one open and due for a retry), whose answer counts as a decision's would and a later call sees. Two bugs
+     * found so: only a decision closed a breaker, so a quiet store called itself unhealthy long after Redis was
+     * back; and only decisions opened one, so a quiet store called a dead Redis healthy.
      */
     public boolean healthy() {
         if (nodeBreakers == null) {
-            probe(breaker, () -> scriptConnections.get(lane()).command("PING"));
+            ping(breaker, () -> scriptConnections.get(lane()).command("PING"));
             return !breaker.isOpen();
         }
         Set<String> masters = masterIds();
         if (masters.isEmpty()) { // the topology is not known yet: the breaker standing in for every node
-            probe(breaker, () -> lanes.get(lane()).connection().async().ping().toCompletableFuture());
+            ping(breaker, () -> lanes.get(lane()).connection().async().ping().toCompletableFuture());
             return !breaker.isOpen();
         }
         // only the masters serving slots now: a master that failed over opened its breaker as it died, and no call
         // goes to its id again to close it (a past bug: /healthz answered "unhealthy" forever after a failover)
+        nodeBreakers.keySet().retainAll(masters);
         boolean healthy = true;
         for (String id : masters) {
-            CircuitBreaker own = nodeBreakers.get(id);
-            if (own != null && own.isOpen()) {
-                probe(own, () -> lanes.get(lane()).connection().getConnectionAsync(id)
-                        .thenCompose(node -> node.async().ping()).toCompletableFuture());
-                healthy = false;
-            }
+            CircuitBreaker own = nodeBreakers.computeIfAbsent(id,
+                    made -> new CircuitBreaker(breaker.threshold(), breaker.openNanos()));
+            ping(own, () -> lanes.get(lane()).connection().getConnectionAsync(id)
+                    .thenCompose(node -> node.async().ping()).toCompletableFuture());
+            healthy &= !own.isOpen();
         }
         return healthy;
     }
 
-    /** Sends {@code ping} as the probe of an open breaker due for a retry; its answer closes or reopens it. */
-    private void probe(CircuitBreaker open, Supplier<CompletableFuture<String>> ping) {
-        if (!open.isOpen() || !open.allows()) {
+    /**
+     * Sends {@code ping} for {@code watched}, if it is due: as the probe of an open breaker due for a retry, or as
+     * the health check of a closed one not checked for a second. Its answer counts as a decision's: a success
+     * closes the breaker, a failure is counted and may open it.
+     */
+    private void ping(CircuitBreaker watched, Supplier<CompletableFuture<String>> ping) {
+        if (watched.isOpen() ? !watched.allows() : !watched.healthCheckDue()) {
             return;
         }
         CompletableFuture<String> answer;
@@ -373,10 +379,10 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         answer.whenComplete((pong, failure) -> {
             if (failure == null) {
-                open.succeeded();
+                watched.succeeded();
             } else {
                 counted(failure instanceof CompletionException && failure.getCause() != null
-                        ? failure.getCause() : failure, open);
+                        ? failure.getCause() : failure, watched);
             }
         });
     }

@@ -243,6 +243,32 @@ class RedisFailureTest {
     }
 
     /**
+     * Found by trying serve on Redis: only decisions opened a breaker, so a store that no decision asked called a
+     * dead Redis healthy for as long as it stayed quiet. {@code healthy()} checks Redis itself, at most once a
+     * second, and its failures count as decisions' do: the breaker opens after three, and no decision is made.
+     */
+    @Test
+    void aQuietStoreFindsADeadRedisUnhealthy() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).breaker(3, Duration.ofSeconds(30))
+                     .build()) {
+            awaitRedisDeciding(oneAnHour(store));
+            assertThat(store.healthy()).isTrue();
+            RedisStore.Counts before = store.counts();
+            redis.kill();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (store.healthy()) {
+                assertThat(System.nanoTime()).as("unhealthy within 10 s, with no decision asking").isLessThan(deadline);
+                Thread.sleep(100);
+            }
+            RedisStore.Counts after = store.counts();
+            assertThat(after.breakerOpenings() - before.breakerOpenings()).isEqualTo(1);
+            assertThat(after.failures() - before.failures()).as("three checks, a second apart").isEqualTo(3);
+            assertThat(after.failedOpen()).as("no decision was made").isEqualTo(before.failedOpen());
+        }
+    }
+
+    /**
      * A bug a review found: a Redis whose host vanishes without closing the connection (here a proxy that falls
      * silent, as a machine gone or a firewall that dropped the flow) left every call in line unanswered, the
      * breaker's probes too, and the store never made its connections again (the kernel gives up after about 15
