@@ -199,7 +199,8 @@ public final class RedisStore implements Store, AutoCloseable {
     /** The common case, for less work in Redis: one gcra limit (gcra, greedy token-bucket, leaky-bucket). */
     private static final Script GCRA = Script.load("gcra.lua");
     private final ConcurrentHashMap<Rule, Call> calls = new ConcurrentHashMap<>();
-    private final FailurePolicy onFailure;
+    /** Changed while deciding by {@link #onFailure(FailurePolicy)}. */
+    private volatile FailurePolicy onFailure;
     /** The breaker of a standalone Redis; in a Cluster, of a node whose place is not known yet. */
     private final CircuitBreaker breaker;
     /**
@@ -421,6 +422,18 @@ public final class RedisStore implements Store, AutoCloseable {
         nodeBreakers.keySet().retainAll(masterIds());
         return nodeBreakers.computeIfAbsent(master.getNodeId(),
                 id -> new CircuitBreaker(breaker.threshold(), breaker.openNanos()));
+    }
+
+    /**
+     * Decides by {@code policy} from now on what Redis does not answer. A server changes it without a new store,
+     * so that it can change it while Redis is down, which is when it matters (a new store must reach Redis: a
+     * server failing closed through an outage could not be switched to open, found by trying it).
+     */
+    public void onFailure(FailurePolicy policy) {
+        if (policy == null) {
+            throw new IllegalArgumentException("a failure policy is required: OPEN or CLOSED");
+        }
+        this.onFailure = policy;
     }
 
     public Counts counts() {

@@ -181,9 +181,12 @@ public final class LiveConfig implements AutoCloseable {
 
     private void apply(ServerConfig config) throws ConfigException {
         // the in-memory store has no timeout and never fails: changing those settings must not lose its counters
-        String settings = config.store().equals("memory") ? "memory"
-                : config.store() + " " + config.onStoreFailure() + " " + config.storeTimeoutNanos();
+        // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
+        String settings = config.store().equals("memory") ? "memory" : config.store() + " " + config.storeTimeoutNanos();
         Store old = store;
+        if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
+            redis.onFailure(config.onStoreFailure());
+        }
         if (!settings.equals(storeSettings)) {
             Store opened = open(config);
             metrics.watch(opened, config.store().equals("memory") ? "memory" : "redis");

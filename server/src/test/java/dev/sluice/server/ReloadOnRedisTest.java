@@ -76,6 +76,33 @@ class ReloadOnRedisTest {
             }
         }
     }
+    /**
+     * Found by trying serve: a change of on_store_failure opened a new store, which must reach Redis, so a server
+     * failing closed through an outage could not be switched to open until Redis came back. The policy is now
+     * changed on the store in use, at once, Redis down or not.
+     */
+    @Test
+    void theFailurePolicyChangesWhileRedisIsDown() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            Path file = dir.resolve("sluice.yaml");
+            Files.writeString(file, "store: " + redis.uri() + "\non_store_failure: closed\n" + POLICIES);
+            try (LiveConfig live = LiveConfig.load(file, new ServerMetrics())) {
+                Store store = live.store();
+                assertThat(remaining(live, "kept", "10.0.0.3")).isEqualTo(2);
+                redis.kill();
+                Policies closed = live.policies();
+                assertThat(closed.check(closed.policy("kept"), "10.0.0.3", 1).toCompletableFuture().get().decision()
+                        .allowed()).as("failing closed").isFalse();
+                Files.writeString(file, "store: " + redis.uri() + "\non_store_failure: open\n" + POLICIES);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).as("the same store, its policy changed").isSameAs(store);
+                Policies open = live.policies();
+                assertThat(open.check(open.policy("kept"), "10.0.0.3", 1).toCompletableFuture().get().decision()
+                        .allowed()).as("failing open").isTrue();
+            }
+        }
+    }
+
     /** An edit to a Redis that is not up yet is reported once, tried again at each look, and applied when it is. */
     @Test
     void anEditToARedisNotUpYetIsAppliedWhenItIs() throws Exception {
