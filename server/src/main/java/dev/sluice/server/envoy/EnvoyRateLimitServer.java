@@ -10,6 +10,8 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * The gRPC server that answers Envoy's rate limit calls ({@link RateLimitService}) on the configuration in force:
@@ -26,6 +28,20 @@ import java.util.concurrent.TimeUnit;
  * store.
  */
 public final class EnvoyRateLimitServer implements AutoCloseable {
+    /**
+     * gRPC's log of connections that fail, at WARNING and above only: every connection that does not speak gRPC
+     * (an HTTP health check sent to this port, a port scanner, a TLS hello) logged 25 lines of stack trace at INFO,
+     * found by trying it; Envoy's own rate limit service logs nothing of them at its default level. Such a client
+     * is answered with an HTTP/2 GOAWAY either way. Held here, since java.util.logging keeps loggers weakly.
+     */
+    private static final Logger CONNECTIONS = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections");
+
+    private static Logger quieted(String name) {
+        Logger logger = Logger.getLogger(name);
+        logger.setLevel(Level.WARNING);
+        return logger;
+    }
+
     private final Server server;
     private final HealthStatusManager health;
 

@@ -144,6 +144,46 @@ class RateLimitServiceTest {
      * Of a policy of two limits, the status reports the one closest to rejecting, with its own reset: the second's
      * half-second emission interval, not the 36 s after which the whole key, hour limit and all, is untouched.
      */
+    /**
+     * Found by trying it: each connection that did not speak gRPC (an HTTP/1.1 request here) logged 25 lines of
+     * stack trace; a misdirected health check or a port scanner flooded the log. It is answered, and logged no more;
+     * the service goes on answering.
+     */
+    @Test
+    void aClientThatDoesNotSpeakGrpcFillsNoLog() throws Exception {
+        List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                logged.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.logging.Logger grpc = java.util.logging.Logger.getLogger("io.grpc");
+        grpc.addHandler(handler);
+        try {
+            for (int i = 0; i < 3; i++) {
+                try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
+                    socket.setSoTimeout(10_000);
+                    socket.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                            .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                    assertThat(socket.getInputStream().readAllBytes()).as("answered (a GOAWAY), then closed").isNotEmpty();
+                }
+            }
+            assertThat(ask("edge", descriptor("client", "quiet")).getOverallCode()).isEqualTo(RateLimitResponse.Code.OK);
+            assertThat(logged).as("nothing logged of those connections").isEmpty();
+        } finally {
+            grpc.removeHandler(handler);
+        }
+    }
+
     @Test
     void theStatusReportsTheResetOfItsLimitNotOfTheKey() {
         RateLimitResponse answer = ask("edge", descriptor("client", "c-1"));
