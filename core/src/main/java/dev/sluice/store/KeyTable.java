@@ -459,7 +459,9 @@ final class KeyTable {
      */
     boolean makeRoom(long now) {
         if (now < firstExpiry.get()) {
-            return false; // nothing can be dropped yet
+            // nothing can be dropped yet; but another thread's sweep may have made room since this thread found the
+            // table full (a bug found by trying the library: a store with room rejected new keys as full)
+            return size.get() < maxKeys;
         }
         cleanUp(now);
         return size.get() < maxKeys;

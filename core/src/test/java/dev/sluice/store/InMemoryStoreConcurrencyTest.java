@@ -73,4 +73,45 @@ class InMemoryStoreConcurrencyTest {
                 : (elapsed / limit.periodNanos() + 2) * limit.amount();
         assertThat(admitted).isPositive().isLessThanOrEqualTo(allowed);
     }
+
+    /**
+     * A bug found by trying the library: a new key that found the store full asked for room, and was refused it
+     * whenever no stored key could expire yet, without looking whether another thread had meanwhile swept the
+     * store (and made the room). Here thread y finds the store full and waits while x sweeps the two expired keys
+     * and takes one place: y then finds the other, as a store with room must give it.
+     */
+    @org.junit.jupiter.api.Test
+    void aNewKeyTakesTheRoomAnotherThreadsSweepMade() throws Exception {
+        ManualClock manual = new ManualClock(0);
+        CountDownLatch yFoundItFull = new CountDownLatch(1);
+        CountDownLatch xDone = new CountDownLatch(1);
+        ThreadLocal<int[]> reads = ThreadLocal.withInitial(() -> new int[1]);
+        Clock clock = () -> {
+            // y's second reading comes after it found the store full: it waits there for x
+            if (Thread.currentThread().getName().equals("y") && ++reads.get()[0] == 2) {
+                yFoundItFull.countDown();
+                try {
+                    xDone.await();
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            return manual.nanos();
+        };
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).build();
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1s").store(store).clock(clock)
+                .build();
+        limiter.tryAcquire("a");
+        limiter.tryAcquire("b");
+        manual.set(2_000_000_000L); // a and b are untouched again: the store is full of keys it may drop
+        Decision[] y = new Decision[1];
+        Thread thread = new Thread(() -> y[0] = limiter.tryAcquire("y"), "y");
+        thread.start();
+        assertThat(yFoundItFull.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(limiter.tryAcquire("x").allowed()).as("x swept a and b").isTrue();
+        xDone.countDown();
+        thread.join(10_000);
+        assertThat(y[0].allowed()).as("y took the place left, with %d of 2 keys stored", store.size()).isTrue();
+        assertThat(store.size()).isEqualTo(2);
+    }
 }
