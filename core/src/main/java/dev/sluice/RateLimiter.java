@@ -140,8 +140,8 @@ public final class RateLimiter {
      * <p>Token-bucket and gcra reserve the cost at once (delay mode with {@code max_delay = maxWait}, or the
      * rule's own max delay if shorter) and then sleep the delay: one decision, and the request keeps its place in
      * line. A {@code maxWait} of 0 never waits, whatever the rule's own delay mode. The other algorithms cannot
-     * reserve; they sleep each rejection's {@code retry_after} and ask again while the total stays within
-     * {@code maxWait}. In shaping mode (leaky-bucket) the delay of an admitted request is its place in the queue,
+     * reserve; they sleep each rejection's {@code retry_after} and ask again while it ends within {@code maxWait}
+     * of the call, on the limiter's clock (a last try after a sleep that ended late may be admitted that late). In shaping mode (leaky-bucket) the delay of an admitted request is its place in the queue,
      * taken as it is admitted: it is slept whatever {@code maxWait} (a queue of {@code burst} never holds a
      * request longer than it takes to drain {@code burst}).
      *
@@ -169,6 +169,10 @@ public final class RateLimiter {
             }
             return decision;
         }
+        // the budget is what is left of maxWait on the clock, not maxWait less the waits asked for: a sleep ends
+        // late, and the lateness added up (a bug found by trying the library: 242 ms of a 200 ms maxWait)
+        Clock waiting = clock != null ? clock : Clock.system();
+        long deadline = waiting.nanos() + budget; // a time of at most 2^62 and a budget of at most 2^58
         while (true) {
             Decision decision = decide(budget == 0 ? rejecting : rule, key, cost);
             if (decision.allowed()) {
@@ -183,7 +187,7 @@ public final class RateLimiter {
                         decision.limitResetAfterNanos());
             }
             sleeper.sleep(decision.retryAfterNanos());
-            budget -= decision.retryAfterNanos();
+            budget = Math.max(0, deadline - waiting.nanos());
         }
     }
 

@@ -51,6 +51,27 @@ class RateLimiterFacesTest {
         assertThat(limiter.tryAcquire("k", 0).resetAfterNanos()).isEqualTo(S);
     }
 
+    /**
+     * A bug found by trying the library: acquire took each retry_after it slept from its budget, not the time that
+     * passed, so sleeps that ended late added up past maxWait (242 ms of 200 ms here: each sleep ends 2 ms late,
+     * and another caller takes each unit that leaks). It now counts on the clock, and gives up within maxWait.
+     */
+    @Test
+    void acquireGivesUpWithinMaxWaitWhenItsSleepsEndLate() throws InterruptedException {
+        RateLimiter[] limiter = new RateLimiter[1];
+        Sleeper late = nanos -> {
+            clock.advanceNanos(nanos + 2 * MS);
+            limiter[0].tryAcquire("k");
+        };
+        limiter[0] = limiter(Algorithm.LEAKY_BUCKET, "100/1s").sleeper(late).build();
+        limiter[0].tryAcquire("k", 100);
+        long start = clock.nanos();
+        Decision gaveUp = limiter[0].acquire("k", 1, Duration.ofMillis(200));
+        assertThat(gaveUp.allowed()).isFalse();
+        // the last sleep, which ends at maxWait, ends 2 ms late like the others: no more than that
+        assertThat(clock.nanos() - start).as("waited within maxWait and one late wake").isLessThanOrEqualTo(202 * MS);
+    }
+
     @Test
     void acquireWaitsForTheNextWindowWhenItCannotReserve() throws InterruptedException {
         RateLimiter limiter = limiter(Algorithm.FIXED_WINDOW, "2/1s").build();
