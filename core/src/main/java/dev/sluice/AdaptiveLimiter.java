@@ -262,11 +262,17 @@ public final class AdaptiveLimiter {
         }
 
         public Builder period(Duration period) {
+            if (period == null) {
+                throw new IllegalArgumentException("period must not be null");
+            }
             this.period = DurationFormat.saturatedNanos(period);
             return this;
         }
 
         public Builder interval(Duration interval) {
+            if (interval == null) {
+                throw new IllegalArgumentException("interval must not be null");
+            }
             this.interval = DurationFormat.saturatedNanos(interval);
             return this;
         }

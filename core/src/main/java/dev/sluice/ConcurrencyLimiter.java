@@ -1,5 +1,7 @@
 package dev.sluice;
 
+import dev.sluice.algorithm.Rule;
+
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
@@ -113,6 +115,8 @@ public final class ConcurrencyLimiter {
         Decision[] answer = new Decision[1];
         keys.compute(key, (k, held) -> {
             long now = clock.nanos(); // read under the key's lock, so expiries stay in order
+            // within the time a rule decides at: past it, now + the lease overflowed, and every lease expired at once
+            Rule.checkTime(now);
             Leases live = held == null ? Leases.NONE : held.withoutExpired(now);
             long inFlight = live.inFlight();
             if (cost == 0) {
@@ -152,6 +156,7 @@ public final class ConcurrencyLimiter {
 
     void release(String key, long lease) {
         long now = clock.nanos();
+        Rule.checkTime(now);
         keys.computeIfPresent(key, (k, held) -> {
             Leases live = held.without(lease).withoutExpired(now);
             return live.size() == 0 ? null : live;
@@ -160,8 +165,13 @@ public final class ConcurrencyLimiter {
 
     /** Units of cost in flight on {@code key} now. */
     public long inFlight(String key) {
+        if (key == null) {
+            throw new IllegalArgumentException("key must not be null");
+        }
         Leases held = keys.get(key);
-        return held == null ? 0 : held.withoutExpired(clock.nanos()).inFlight();
+        long now = clock.nanos();
+        Rule.checkTime(now);
+        return held == null ? 0 : held.withoutExpired(now).inFlight();
     }
 
     /** How many keys hold a lease (expired leases are dropped as their keys are touched). */

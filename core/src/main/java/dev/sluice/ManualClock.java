@@ -34,6 +34,9 @@ public final class ManualClock implements Clock {
     }
 
     public void advance(Duration duration) {
+        if (duration == null) {
+            throw new IllegalArgumentException("duration must not be null");
+        }
         advanceNanos(DurationFormat.saturatedNanos(duration));
     }
 

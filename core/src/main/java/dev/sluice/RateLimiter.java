@@ -216,6 +216,9 @@ public final class RateLimiter {
 
     /** Forgets everything about {@code key}. */
     public void reset(String key) {
+        if (key == null || key.isEmpty()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
         store.reset(rule, key);
     }
 
@@ -279,6 +282,9 @@ public final class RateLimiter {
 
         /** The algorithm, limits and mode of {@code rule}, replacing any chosen before. */
         public Builder rule(Rule rule) {
+            if (rule == null) {
+                throw new IllegalArgumentException("rule must not be null");
+            }
             this.algorithm = rule.algorithm();
             this.limits.clear();
             this.limits.addAll(rule.limits());

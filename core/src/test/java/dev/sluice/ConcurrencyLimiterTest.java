@@ -26,6 +26,24 @@ class ConcurrencyLimiterTest {
         return ConcurrencyLimiter.builder().limit(limit).leaseTimeout(Duration.ofSeconds(30)).clock(clock).build();
     }
 
+    /**
+     * Found by trying the library: a clock past the times a rule decides at made now + the lease overflow, every
+     * lease expired at once, and ten permits of a limit of two were granted. A time outside [0, 2^62] is refused,
+     * naming it, as the rate limiter refuses it; so is a null key.
+     */
+    @Test
+    void refusesATimeOutsideWhatARuleDecidesAtAndANullKey() {
+        for (long bad : new long[] {Long.MAX_VALUE - 1000, -1}) {
+            ConcurrencyLimiter far = ConcurrencyLimiter.builder().limit(2).clock(() -> bad).build();
+            assertThatThrownBy(() -> far.tryAcquire("k")).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("time must be between 0 and 4611686018427387904ns since the epoch, got " + bad + "ns");
+            assertThatThrownBy(() -> far.inFlight("k")).hasMessageStartingWith("time must be between 0 and");
+            assertThat(far.keyCount()).isZero();
+        }
+        assertThatThrownBy(() -> limiter(2).inFlight(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("key must not be null");
+    }
+
     @Test
     void grantsUpToTheLimitAndTakesCapacityBackOnClose() {
         ConcurrencyLimiter limiter = limiter(3);

@@ -51,6 +51,24 @@ class RateLimiterFacesTest {
         assertThat(limiter.tryAcquire("k", 0).resetAfterNanos()).isEqualTo(S);
     }
 
+    /** Found by trying the library: a null here reached the caller as the JDK's NullPointerException. */
+    @Test
+    void nullArgumentsAreRefusedNamingWhatIsMissing() {
+        RateLimiter limiter = limiter(Algorithm.GCRA, "1/1s").build();
+        assertThatThrownBy(() -> limiter.reset(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("key must not be empty");
+        assertThatThrownBy(() -> RateLimiter.builder().rule(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("rule must not be null");
+        assertThatThrownBy(() -> dev.sluice.store.InMemoryStore.builder().outOfOrder(null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("out-of-order skew must not be null");
+        assertThatThrownBy(() -> clock.advance(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("duration must not be null");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().period(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("period must not be null");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().interval(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("interval must not be null");
+    }
+
     /**
      * A bug found by trying the library: acquire took each retry_after it slept from its budget, not the time that
      * passed, so sleeps that ended late added up past maxWait (242 ms of 200 ms here: each sleep ends 2 ms late,

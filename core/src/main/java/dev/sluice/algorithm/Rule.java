@@ -180,14 +180,19 @@ public final class Rule {
      * @throws IllegalArgumentException if the cost is negative or the time is outside
      *                                  {@code [0, MAX_TIME_NANOS]}; no decision is made
      */
-    public Outcome decide(KeyState state, long now, long cost) {
-        if (cost < 0) {
-            throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
-        }
+    /** @throws IllegalArgumentException naming {@code now} if it is outside {@code [0, MAX_TIME_NANOS]} */
+    public static void checkTime(long now) {
         if (now < 0 || now > MAX_TIME_NANOS) {
             throw new IllegalArgumentException("time must be between 0 and " + MAX_TIME_NANOS
                     + "ns since the epoch, got " + now + "ns");
         }
+    }
+
+    public Outcome decide(KeyState state, long now, long cost) {
+        if (cost < 0) {
+            throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
+        }
+        checkTime(now);
         if (state != null && (state instanceof KeyState.Stack) != (transitions.length > 1)) {
             throw new IllegalStateException("the key's state was made by another rule than " + this);
         }

@@ -174,6 +174,9 @@ public final class InMemoryStore implements Store {
          * still finds the state that counts at its time (default zero: times only go forward).
          */
         public Builder outOfOrder(Duration skew) {
+            if (skew == null) {
+                throw new IllegalArgumentException("out-of-order skew must not be null");
+            }
             if (skew.isNegative() || DurationFormat.saturatedNanos(skew) > DurationFormat.MAX_NANOS) {
                 throw new IllegalArgumentException("out-of-order skew must be >= 0 and at most "
                         + DurationFormat.format(DurationFormat.MAX_NANOS / 86_400_000_000_000L * 86_400_000_000_000L)
