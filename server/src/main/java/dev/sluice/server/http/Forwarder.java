@@ -83,7 +83,7 @@ final class Forwarder {
             head = head(incoming, body);
         } catch (IllegalArgumentException e) { // a header Netty will not send (Vert.x read it)
             dropRest(incoming);
-            answer(incoming, 400, "Bad Request", e.getMessage());
+            answer(incoming, 400, "Bad Request", e.getMessage(), added);
             return;
         }
         Exchange exchange = new Exchange(incoming, added, head, body);
@@ -243,7 +243,7 @@ final class Forwarder {
         public void failed(Throwable cause) {
             if (!over) {
                 over = true;
-                badGateway(incoming, cause);
+                badGateway(incoming, cause, added);
             }
         }
 
@@ -391,7 +391,8 @@ final class Forwarder {
                     if (response.headWritten()) {
                         incoming.connection().close();
                     } else { // the connection, halfway through a request, is closed once the answer is out
-                        answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming")
+                        answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming",
+                                added)
                                 .onComplete(sent -> incoming.connection().close());
                     }
                 }
@@ -425,7 +426,7 @@ final class Forwarder {
             }
             over = true;
             detach(false);
-            badGateway(incoming, cause);
+            badGateway(incoming, cause, added);
         }
 
         /** The client is gone: the connection, in the middle of an exchange nobody will read, is closed. */
@@ -517,8 +518,11 @@ final class Forwarder {
         }
     }
 
-    /** 504 when the upstream stayed silent too long, else 502; the upstream's headers, if copied, are dropped. */
-    private static void badGateway(HttpServerRequest incoming, Throwable cause) {
+    /**
+     * 504 when the upstream stayed silent too long, else 502; the upstream's headers, if copied, are dropped, and
+     * the rate limit's {@code added} kept.
+     */
+    private static void badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added) {
         HttpServerResponse response = incoming.response();
         if (response.ended() || response.headWritten()) {
             incoming.connection().close();
@@ -526,17 +530,23 @@ final class Forwarder {
         }
         dropRest(incoming);
         if (cause instanceof TimeoutException) {
-            answer(incoming, 504, "Gateway Timeout", "gateway timeout: " + cause.getMessage());
+            answer(incoming, 504, "Gateway Timeout", "gateway timeout: " + cause.getMessage(), added);
         } else {
             answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
-                    + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()));
+                    + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()), added);
         }
     }
 
-    /** Answers here, in place of whatever the upstream's head had set: {@code status} and {@code {"error": message}}. */
-    private static Future<Void> answer(HttpServerRequest incoming, int status, String reason, String message) {
+    /**
+     * Answers here, in place of whatever the upstream's head had set: {@code status} and {@code {"error": message}},
+     * with the rate limit's {@code added} headers: the request was admitted and charged, and a client retrying a 502
+     * must see its quota shrink before the 429 (found by trying the gateway: they were left out).
+     */
+    private static Future<Void> answer(HttpServerRequest incoming, int status, String reason, String message,
+                                       Map<String, String> added) {
         HttpServerResponse response = incoming.response();
         response.headers().clear();
+        added.forEach(response::putHeader);
         return response.setChunked(false).setStatusCode(status).setStatusMessage(reason)
                 .putHeader("Content-Type", "application/json")
                 .end(VerdictAnswer.JSON.createObjectNode().put("error", message).toString());

@@ -85,8 +85,8 @@ public final class Gateway implements AutoCloseable {
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
                 // Expect: 100-continue is answered here (the client goes on sending), never forwarded
-                return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false)
-                        .setHandle100ContinueAutomatically(true)).invalidRequestHandler(ApiServer::malformed)
+                return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
+                        .invalidRequestHandler(ApiServer::malformed)
                         .requestHandler(CloseOption.honoured(limiting::handle));
             }));
         } catch (Exception e) {
@@ -135,7 +135,7 @@ public final class Gateway implements AutoCloseable {
                 }
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
                 if (delayMs > 0) {
-                    long timer = eventLoop.owner().setTimer(delayMs, fired -> forwarder.forward(incoming, answer.headers()));
+                    long timer = eventLoop.owner().setTimer(delayMs, fired -> forward(incoming, answer.headers()));
                     // a client that leaves while held is not forwarded at all
                     incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> {
                         eventLoop.owner().cancelTimer(timer);
@@ -144,9 +144,27 @@ public final class Gateway implements AutoCloseable {
                 } else {
                     // in flight until its answer is over, however it ends
                     incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> verdict.release());
-                    forwarder.forward(incoming, answer.headers());
+                    forward(incoming, answer.headers());
                 }
             }));
+        }
+
+        /**
+         * Forwards an admitted request. A client that sent {@code Expect: 100-continue} is told to send its body
+         * only now, once admitted (and held for its turn): a request the limit refuses is answered before its body
+         * is sent, as RFC 9110 §10.1.1 asks and nginx does (found by trying the gateway: the 100 went out at once,
+         * and a refused upload was sent all the same). The upstream never sees the Expect.
+         */
+        private void forward(HttpServerRequest incoming, Map<String, String> headers) {
+            if (expectsContinue(incoming) && !incoming.response().closed()) {
+                incoming.response().writeContinue();
+            }
+            forwarder.forward(incoming, headers);
+        }
+
+        private static boolean expectsContinue(HttpServerRequest incoming) {
+            return incoming.version() == io.vertx.core.http.HttpVersion.HTTP_1_1
+                    && "100-continue".equalsIgnoreCase(incoming.getHeader("Expect"));
         }
 
         /** Runs {@code task} at once when on {@code eventLoop} already (the in-memory store decides there), else queued to it. */
@@ -160,13 +178,23 @@ public final class Gateway implements AutoCloseable {
 
         /**
          * A local answer (429, 400): the body the client is sending is read and dropped, as nginx does, so the
-         * connection is ready for the client's next request.
+         * connection is ready for the client's next request. But a client that waits for a 100 before it sends
+         * its body may never send it, or send it later, where the next request would be read: its connection is
+         * closed after the answer (RFC 9110 §10.1.1: the server says whether it reads on or closes).
          */
         private static void local(HttpServerRequest incoming, int status, Map<String, String> headers, String json) {
+            boolean unsentBody = expectsContinue(incoming) && !incoming.isEnded();
             Forwarder.dropRest(incoming);
             HttpServerResponse response = incoming.response().setStatusCode(status);
             headers.forEach(response::putHeader);
-            response.putHeader("Content-Type", "application/json").end(json);
+            if (unsentBody) {
+                response.putHeader("Connection", "close");
+            }
+            response.putHeader("Content-Type", "application/json").end(json).onComplete(sent -> {
+                if (unsentBody) { // Vert.x closes after the answer only once the request is over, which may be never
+                    incoming.connection().close();
+                }
+            });
         }
     }
 
