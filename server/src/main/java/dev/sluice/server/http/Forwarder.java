@@ -320,7 +320,7 @@ final class Forwarder {
             HttpHeaders from = answer.headers();
             copy(from, from.contains(HttpHeaderNames.CONNECTION) ? from.getAll(HttpHeaderNames.CONNECTION) : List.of(),
                     response.headers()::add);
-            added.forEach(response::putHeader);
+            RateLimitHeaders.addTo(response.headers(), added);
             // no body, whatever Content-Length says (for HEAD it is the length a GET would get, and stays)
             bodiless = incoming.method() == HttpMethod.HEAD || status == 204 || status == 304;
             long length = contentLength(answer.headers().get(HttpHeaderNames.CONTENT_LENGTH));

@@ -53,6 +53,35 @@ public final class RateLimitHeaders {
     }
 
     /**
+     * Puts {@code added} on an upstream's answer whose {@code headers} may carry rate limit headers of their own (a
+     * limiter behind the gateway), telling the client the truth of both (found by trying the gateway: the
+     * upstream's were replaced, and its 429 with {@code r=0} reached the client as {@code r=99999}). The IETF
+     * fields are lists: the gateway's items follow the upstream's. The legacy fields describe one limit: that of
+     * the two with the fewer remaining, as the gateway reports its own closest policy. Any other header is set.
+     */
+    public static void addTo(io.vertx.core.MultiMap headers, Map<String, String> added) {
+        boolean upstreamCloser = false;
+        String theirs = headers.get("X-RateLimit-Remaining");
+        String ours = added.get("X-RateLimit-Remaining");
+        if (theirs != null && ours != null) {
+            try {
+                upstreamCloser = Long.parseLong(theirs.trim()) < Long.parseLong(ours);
+            } catch (NumberFormatException e) {
+                // not a count: the gateway's is the one to trust
+            }
+        }
+        for (Map.Entry<String, String> header : added.entrySet()) {
+            String name = header.getKey();
+            List<String> before = headers.getAll(name);
+            if ((name.equals("RateLimit") || name.equals("RateLimit-Policy")) && !before.isEmpty()) {
+                headers.set(name, String.join(", ", before) + ", " + header.getValue());
+            } else if (!(upstreamCloser && name.startsWith("X-RateLimit-"))) {
+                headers.set(name, header.getValue());
+            }
+        }
+    }
+
+    /**
      * One item per limit of every enforced policy that decided, in one builder: a JFR allocation profile of the gateway at
      * half load found this header, made with a stream and a string per item, making a tenth of Sluice's garbage.
      */

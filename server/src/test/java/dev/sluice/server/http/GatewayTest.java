@@ -687,6 +687,28 @@ class GatewayTest {
         assertThat(send(request("/hold?ms=1")).statusCode()).as("its place was given back").isEqualTo(200);
     }
 
+    /**
+     * Found by trying the gateway: an upstream's own rate limit headers were replaced by the gateway's, and its 429
+     * with r=0 reached the client as if 1 were left. The IETF lists carry both; the legacy fields, which describe
+     * one limit, the one with fewer left.
+     */
+    @Test
+    void anUpstreamsOwnRateLimitHeadersAreKept() throws Exception {
+        HttpResponse<String> limited = send(request("/api/limited").header("X-User", "layered"));
+        assertThat(limited.statusCode()).as("the upstream's own answer").isEqualTo(429);
+        assertThat(limited.body()).isEqualTo("limited upstream");
+        // per-user is a fixed window of an hour: t is what is left of it
+        assertThat(header(limited, "RateLimit")).matches("\"up\";r=0;t=7, \"per-user\";r=1;t=\\d+");
+        assertThat(header(limited, "RateLimit-Policy")).isEqualTo("\"up\";q=5;w=60, \"per-user\";q=2;w=3600");
+        assertThat(header(limited, "X-RateLimit-Remaining")).isEqualTo("0");
+        assertThat(header(limited, "X-RateLimit-Limit")).isEqualTo("5");
+        assertThat(header(limited, "X-RateLimit-Reset")).isEqualTo("7");
+        assertThat(limited.headers().allValues("RateLimit")).hasSize(1);
+        HttpResponse<String> own = send(request("/api/items").header("X-User", "layered"));
+        assertThat(header(own, "X-RateLimit-Remaining")).as("an upstream without them: the gateway's").isEqualTo("0");
+        assertThat(header(own, "RateLimit")).matches("\"per-user\";r=0;t=\\d+");
+    }
+
     @Test
     void anUpstreamThatIsDownGives502Quickly() throws Exception {
         int closed;

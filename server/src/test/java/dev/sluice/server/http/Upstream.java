@@ -102,6 +102,13 @@ final class Upstream implements AutoCloseable {
                     }
                 }
                 send(exchange, 200, (HexFormat.of().formatHex(sha.digest()) + " " + length).getBytes());
+            } else if (path.endsWith("/limited")) { // a limiter of the upstream's own: 429, 3 left of its 5
+                exchange.getResponseHeaders().add("RateLimit-Policy", "\"up\";q=5;w=60");
+                exchange.getResponseHeaders().add("RateLimit", "\"up\";r=0;t=7");
+                exchange.getResponseHeaders().add("X-RateLimit-Limit", "5");
+                exchange.getResponseHeaders().add("X-RateLimit-Remaining", "0");
+                exchange.getResponseHeaders().add("X-RateLimit-Reset", "7");
+                send(exchange, 429, "limited upstream".getBytes());
             } else if (path.equals("/download")) {
                 long bytes = Long.parseLong(exchange.getRequestURI().getQuery().substring("bytes=".length()));
                 exchange.sendResponseHeaders(200, bytes);
