@@ -311,6 +311,13 @@ final class Forwarder {
          */
         private boolean begin(HttpResponse answer) {
             int status = answer.status().code();
+            if (status < 100 || status > 599) {
+                // a status is three digits (RFC 9110 §15); Netty reads more, and "2000" reached the client as it came
+                // (found by trying the gateway)
+                end(new java.net.ProtocolException("the upstream answered status " + status
+                        + ", which HTTP does not have"));
+                return false;
+            }
             if (status < 200) {
                 informational = true; // 100 Continue, 103 Early Hints: not the answer
                 sawInformational = true;

@@ -854,6 +854,23 @@ class GatewayTest {
         }
     }
 
+    /** Found by trying the gateway: a status of four digits, which HTTP does not have, reached the client as sent. */
+    @Test
+    void anUpstreamStatusThatHttpDoesNotHaveIsA502() throws Exception {
+        try (RawUpstream weird = new RawUpstream(connection -> {
+            try (connection) {
+                RawUpstream.readHead(RawUpstream.reader(connection), null);
+                RawUpstream.write(connection, "HTTP/1.1 2000 Weird\r\nContent-Length: 2\r\n\r\nok");
+            }
+        })) {
+            reopen(weird.uri(), Gateway.DEFAULT_UPSTREAM_TIMEOUT_MS);
+            HttpResponse<String> answer = send(request("/elsewhere"));
+            assertThat(answer.statusCode()).isEqualTo(502);
+            assertThat(JSON.readTree(answer.body()).get("error").asText())
+                    .isEqualTo("bad gateway: the upstream failed: the upstream answered status 2000, which HTTP does not have");
+        }
+    }
+
     /**
      * A HEAD answered with a 1xx first (103 Early Hints): Netty's decoder then forgets the request was a HEAD and waits
      * for a body; the gateway answers with the final head and does not wait out the timeout for it.
