@@ -8,9 +8,9 @@ import dev.sluice.server.config.PolicyConfig;
  * One policy's decision on one request; for a concurrency policy, with the {@link Permit} that holds the
  * request's place until it is {@linkplain #release() released} or its lease expires.
  */
-public record Checked(PolicyConfig policy, String key, Decision decision, Permit permit) {
-    public Checked(PolicyConfig policy, String key, Decision decision) {
-        this(policy, key, decision, null);
+public record Checked(PolicyConfig policy, String key, long cost, Decision decision, Permit permit) {
+    public Checked(PolicyConfig policy, String key, long cost, Decision decision) {
+        this(policy, key, cost, decision, null);
     }
 
     /** Gives back the in-flight capacity this decision took, if any (once; later calls do nothing). */
@@ -22,7 +22,9 @@ public record Checked(PolicyConfig policy, String key, Decision decision, Permit
 
     /** How a decision is counted ({@code sluice_decisions_total{outcome=...}}). */
     public enum Outcome {
-        ALLOWED("allowed"), DELAYED("delayed"), REJECTED("rejected"), SHADOW_REJECTED("shadow_rejected");
+        ALLOWED("allowed"), DELAYED("delayed"), REJECTED("rejected"), SHADOW_REJECTED("shadow_rejected"),
+        /** A cost of 0: what is left was asked, nothing taken (found by trying it: peeks were counted as allowed). */
+        PEEKED("peeked");
 
         private final String label;
 
@@ -41,6 +43,9 @@ public record Checked(PolicyConfig policy, String key, Decision decision, Permit
     }
 
     public Outcome outcome() {
+        if (cost == 0) {
+            return Outcome.PEEKED;
+        }
         if (!decision.allowed()) {
             return policy.shadow() ? Outcome.SHADOW_REJECTED : Outcome.REJECTED;
         }

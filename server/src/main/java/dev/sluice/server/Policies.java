@@ -141,11 +141,12 @@ public final class Policies {
             limiter = overriding.limiter();
             prefix = overriding.prefix();
         }
-        return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, decision, asked));
+        return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, cost, decision,
+                asked));
     }
 
-    private Checked counted(PolicyConfig policy, String key, Decision decision, long asked) {
-        return counted(new Checked(policy, key, decision), asked);
+    private Checked counted(PolicyConfig policy, String key, long cost, Decision decision, long asked) {
+        return counted(new Checked(policy, key, cost, decision), asked);
     }
 
     private Checked counted(Checked checked, long asked) {
@@ -157,9 +158,9 @@ public final class Policies {
         ConcurrencyLimiter limiter = inFlight.get(prefixes.get(policy.name()));
         Permit permit = limiter.tryAcquire(prefixes.get(policy.name()) + key, cost);
         if (cost == 0) { // a peek holds no place: no permit to hand out
-            return counted(new Checked(policy, key, permit.decision()), asked);
+            return counted(new Checked(policy, key, cost, permit.decision()), asked);
         }
-        return counted(new Checked(policy, key, permit.decision(), permit), asked);
+        return counted(new Checked(policy, key, cost, permit.decision(), permit), asked);
     }
 
     /**

@@ -153,10 +153,21 @@ class CheckApiTest {
         assertThat(header(first, "X-RateLimit-Reset")).isEqualTo("1");
     }
 
+    /** Counted apart: found by trying it, a monitor's peeks were counted as admitted requests. */
+    private static double counted(String outcome) {
+        java.util.regex.Matcher line = Pattern.compile("sluice_decisions_total\\{outcome=\"" + outcome
+                + "\",policy=\"per-user\"} ([0-9.]+)").matcher(live.metrics().scrape());
+        return line.find() ? Double.parseDouble(line.group(1)) : 0;
+    }
+
     @Test
     void aPeekTakesNothingAndKeysDoNotShare() throws Exception {
+        double allowed = counted("allowed");
+        double peeked = counted("peeked");
         HttpResponse<String> peek = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"peeker\",\"cost\":0}");
         assertThat(JSON.readTree(peek.body()).get("remaining").asLong()).isEqualTo(3);
+        assertThat(counted("peeked") - peeked).as("a peek is counted as one").isEqualTo(1);
+        assertThat(counted("allowed")).as("and not as admitted").isEqualTo(allowed);
         assertThat(JSON.readTree(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"peeker\",\"cost\":3}").body())
                 .get("remaining").asLong()).isZero();
         assertThat(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"other\"}").statusCode()).isEqualTo(200);
