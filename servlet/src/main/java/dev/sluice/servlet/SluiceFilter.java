@@ -27,6 +27,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -176,11 +177,15 @@ public final class SluiceFilter implements Filter {
      */
     private void hold(HttpServletRequest request, HttpServletResponse response, Verdict verdict, long delayMs) {
         AsyncContext context = request.startAsync(request, response);
+        long containers = context.getTimeout();
         context.setTimeout(0); // the turn ends the wait, not the container's timeout for asynchronous requests
-        context.addListener(new Releasing(verdict));
+        context.addListener(new Releasing(verdict, held));
         held.add(context);
         turns().schedule(() -> {
             if (held.remove(context)) { // else answered as the application stopped
+                // the container's own again, for an application that goes asynchronous itself: a container may keep
+                // the 0 for its startAsync, and such a request never timed out (found by trying it on Jetty 12)
+                context.setTimeout(containers);
                 context.dispatch();
             }
         }, delayMs, TimeUnit.MILLISECONDS);
@@ -208,10 +213,22 @@ public final class SluiceFilter implements Filter {
         response.getWriter().write(json);
     }
 
-    /** Gives a concurrency policy's place back when the application's asynchronous processing is over. */
-    private record Releasing(Verdict verdict) implements AsyncListener {
+    /**
+     * Gives a concurrency policy's place back when the application's asynchronous processing is over; and a request
+     * still {@code held} for its turn that the container fails (a server stopping closes its requests before its
+     * filters are destroyed) is answered 503, as {@link #destroy} answers it (found by trying it: the container's 500,
+     * and a destroy that threw on the completed request and never closed the configuration).
+     */
+    private record Releasing(Verdict verdict, Set<AsyncContext> held) implements AsyncListener {
+        Releasing(Verdict verdict) {
+            this(verdict, null);
+        }
+
         @Override
         public void onComplete(AsyncEvent event) {
+            if (held != null) {
+                held.remove(event.getAsyncContext());
+            }
             verdict.release();
         }
 
@@ -222,12 +239,30 @@ public final class SluiceFilter implements Filter {
 
         @Override
         public void onError(AsyncEvent event) {
+            if (held != null && held.remove(event.getAsyncContext())) {
+                stopping(event.getAsyncContext());
+            }
             verdict.release();
         }
 
         @Override
         public void onStartAsync(AsyncEvent event) {
             event.getAsyncContext().addListener(this); // started again: listen to the new cycle too
+        }
+    }
+
+    /** Answers a request held for its turn 503, as the application is stopping, and completes it. */
+    private static void stopping(AsyncContext context) {
+        try {
+            answer((HttpServletResponse) context.getResponse(), 503, Map.of(),
+                    JSON.createObjectNode().put("error", "the application is stopping").toString());
+        } catch (IOException | RuntimeException e) {
+            // the client is gone, or the container has already answered
+        }
+        try {
+            context.complete();
+        } catch (IllegalStateException e) {
+            // completed by the container already
         }
     }
 
@@ -241,14 +276,7 @@ public final class SluiceFilter implements Filter {
         // the requests still waiting for their turn are answered, not stranded with their clients waiting
         for (AsyncContext context : held) {
             if (held.remove(context)) {
-                try {
-                    answer((HttpServletResponse) context.getResponse(), 503, Map.of(),
-                            JSON.createObjectNode().put("error", "the application is stopping").toString());
-                } catch (IOException | RuntimeException e) {
-                    // the client is gone
-                } finally {
-                    context.complete();
-                }
+                stopping(context);
             }
         }
         if (owned) {

@@ -70,6 +70,15 @@ class SluiceFilterTest {
                 burst: 1
                 mode: delay
                 max_delay: 2s
+              - name: paced-then-async
+                match:
+                  path: /later/**
+                key: [const:all]
+                algorithm: gcra
+                limits: [1/1s]
+                burst: 1
+                mode: delay
+                max_delay: 5s
               - name: one-at-a-time
                 match:
                   path: /reports/**
@@ -109,6 +118,12 @@ class SluiceFilterTest {
                     Thread.currentThread().interrupt();
                 }
             }
+            if ("/later/async".equals(path)) { // goes asynchronous without a timeout of its own: the container's
+                AsyncContext own = request.startAsync();
+                timeouts.add(own.getTimeout());
+                own.complete();
+                return;
+            }
             if ("/reports/async".equals(path)) {
                 held = request.startAsync();
                 held.setTimeout(30_000);
@@ -119,6 +134,8 @@ class SluiceFilterTest {
             response.getWriter().write("ok");
         }
     };
+    /** The timeouts the application's own asynchronous requests had. */
+    private final java.util.List<Long> timeouts = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** How the application was reached, request by request. */
     private final java.util.List<DispatcherType> dispatches = new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -276,6 +293,52 @@ class SluiceFilterTest {
             Thread.sleep(5);
         }
         shop.stop();
+        java.util.List<Integer> statuses = new java.util.ArrayList<>();
+        for (CompletableFuture<HttpResponse<String>> one : sent) {
+            HttpResponse<String> answer = one.get(10, TimeUnit.SECONDS);
+            statuses.add(answer.statusCode());
+            if (answer.statusCode() == 503) {
+                assertThat(answer.body()).isEqualTo("{\"error\":\"the application is stopping\"}");
+            }
+        }
+        assertThat(statuses).containsExactlyInAnyOrder(200, 503, 503);
+    }
+
+    /**
+     * Found by trying it on Jetty 12: a request held for its turn had its asynchronous timeout set to 0 (its turn
+     * ends the wait), and the container kept the 0 for the application's own startAsync, so such a request never
+     * timed out and held its places until their leases ran out. It has the container's timeout again.
+     */
+    @Test
+    void anApplicationGoingAsynchronousAfterItsTurnHasTheContainersTimeout() throws Exception {
+        start();
+        assertThat(get("/later/async").statusCode()).isEqualTo(200);
+        long started = System.nanoTime();
+        assertThat(get("/later/async").statusCode()).isEqualTo(200);
+        assertThat(System.nanoTime() - started).as("held for its turn").isGreaterThan(TimeUnit.MILLISECONDS.toNanos(500));
+        assertThat(timeouts).hasSize(2);
+        assertThat(timeouts.get(0)).as("the container's own").isPositive();
+        assertThat(timeouts.get(1)).as("after its turn, the same").isEqualTo(timeouts.get(0));
+    }
+
+    /**
+     * Found by trying it: a whole server stopping (not the application alone) fails the held requests before it
+     * destroys the filter; they got the container's 500, and destroy threw on them and never closed the
+     * configuration. They are answered 503 as the application stops.
+     */
+    @Test
+    void requestsHeldWhenTheServerStopsAreAnswered() throws Exception {
+        start();
+        java.util.List<CompletableFuture<HttpResponse<String>>> sent = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            sent.add(inBackground("/slow"));
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!live.metrics().scrape().contains("sluice_decisions_total{outcome=\"delayed\",policy=\"paced\"} 2.0")) {
+            assertThat(System.nanoTime()).as("two requests held within 10 s").isLessThan(deadline);
+            Thread.sleep(5);
+        }
+        jetty.stop();
         java.util.List<Integer> statuses = new java.util.ArrayList<>();
         for (CompletableFuture<HttpResponse<String>> one : sent) {
             HttpResponse<String> answer = one.get(10, TimeUnit.SECONDS);
