@@ -69,6 +69,7 @@ public final class TrustedProxies {
      * nginx's {@code realip} declines it: the client is the connection's address, never a key made of junk.
      */
     public String client(String remote, List<String> forwardedFor) {
+        remote = canonical(remote);
         if (forwardedFor.isEmpty() || !trusts(remote)) {
             return remote;
         }
@@ -83,6 +84,7 @@ public final class TrustedProxies {
                 if (!isAddress(hop)) {
                     return remote;
                 }
+                hop = canonical(hop);
                 client = hop;
                 if (!trusts(hop)) {
                     return hop;
@@ -90,6 +92,28 @@ public final class TrustedProxies {
             }
         }
         return client;
+    }
+
+    /**
+     * {@code address} as every server writes it, so that one client is one {@code ip} key whoever received it: an
+     * IPv6 address in Java's full form ({@code 0:0:0:0:0:0:0:1}, as Netty and Tomcat give it; Jetty 12 gives it in
+     * brackets, and a proxy may write {@code ::1}: found by trying the servlet filter, one client counted under two
+     * keys), an IPv4-mapped one as IPv4; anything else as it is.
+     */
+    public static String canonical(String address) {
+        if (address == null || address.indexOf(':') < 0) {
+            return address; // IPv4, nearly always: nothing to do
+        }
+        String bare = address.startsWith("[") && address.endsWith("]") ? address.substring(1, address.length() - 1)
+                : address;
+        if (!isAddress(bare)) {
+            return address;
+        }
+        try {
+            return java.net.InetAddress.getByName(bare).getHostAddress(); // a literal: no name is looked up
+        } catch (java.net.UnknownHostException e) {
+            return address;
+        }
     }
 
     /** Whether {@code text} is an IP address: dotted IPv4, or an IPv6 literal (read without any name lookup). */

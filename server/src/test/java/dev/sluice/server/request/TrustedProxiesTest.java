@@ -32,6 +32,21 @@ class TrustedProxiesTest {
         assertThat(proxies.client("10.0.0.1", List.of(" , "))).isEqualTo("10.0.0.1");
     }
 
+    /**
+     * Found by trying the servlet filter: Jetty 12 gives an IPv6 client in brackets, the gateway in Java's full
+     * form, a proxy may write it short; one client was counted under two keys. Each is written one way.
+     */
+    @Test
+    void anIpv6ClientIsOneKeyHoweverItIsWritten() {
+        for (String written : List.of("[0:0:0:0:0:0:0:1]", "::1", "0:0:0:0:0:0:0:1", "[::1]")) {
+            assertThat(proxies.client(written, List.of())).as(written).isEqualTo("0:0:0:0:0:0:0:1");
+        }
+        assertThat(proxies.client("10.0.0.1", List.of("2001:db8::7"))).isEqualTo("2001:db8:0:0:0:0:0:7");
+        assertThat(proxies.client("::ffff:203.0.113.9", List.of())).as("IPv4-mapped").isEqualTo("203.0.113.9");
+        assertThat(proxies.client("203.0.113.9", List.of())).isEqualTo("203.0.113.9");
+        assertThat(TrustedProxies.canonical("fe80::1%eth0")).as("not a plain literal: as it is").isEqualTo("fe80::1%eth0");
+    }
+
     @Test
     void anEntryThatIsNotAnAddressMakesTheHeaderWorthless() {
         // as nginx's realip declines it: never a key made of junk
@@ -40,7 +55,7 @@ class TrustedProxiesTest {
         assertThat(proxies.client("10.0.0.1", List.of("1.2.3.4, junk"))).isEqualTo("10.0.0.1");
         assertThat(proxies.client("10.0.0.1", List.of("junk, 203.0.113.9"))).as("the client's own junk is never reached")
                 .isEqualTo("203.0.113.9");
-        assertThat(proxies.client("10.0.0.1", List.of("2001:db8::7"))).isEqualTo("2001:db8::7");
+        assertThat(proxies.client("10.0.0.1", List.of("2001:db8::7"))).as("an address, written in full").isEqualTo("2001:db8:0:0:0:0:0:7");
         assertThat(TrustedProxies.isAddress("::ffff:10.0.0.1")).isTrue();
         assertThat(TrustedProxies.isAddress("localhost")).isFalse();
         assertThat(TrustedProxies.isAddress("dead:beef:cafe")).isFalse();
