@@ -84,7 +84,7 @@ public final class Gateway implements AutoCloseable {
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
-                // Expect: 100-continue is answered here (the client goes on sending), never forwarded
+                // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
                 return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
                         .invalidRequestHandler(ApiServer::malformed)
                         .requestHandler(CloseOption.honoured(limiting::handle));
