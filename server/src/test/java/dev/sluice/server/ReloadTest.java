@@ -3,6 +3,7 @@ package dev.sluice.server;
 import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.http.ApiServer;
 import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -15,11 +16,6 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -66,30 +62,19 @@ class ReloadTest {
     Path dir;
     private Path file;
     private LiveConfig live;
-    private final List<String> logged = new CopyOnWriteArrayList<>();
-    private final Handler handler = new Handler() {
-        public void publish(LogRecord record) {
-            logged.add(new java.util.logging.SimpleFormatter().formatMessage(record));
-        }
-
-        public void flush() {
-        }
-
-        public void close() {
-        }
-    };
+    private LogCapture log;
 
     @BeforeEach
     void load() throws Exception {
         file = dir.resolve("sluice.yaml");
         Files.writeString(file, FIRST);
         live = LiveConfig.load(file, new ServerMetrics());
-        Logger.getLogger("sluice").addHandler(handler);
+        log = LogCapture.of("sluice");
     }
 
     @AfterEach
     void close() {
-        Logger.getLogger("sluice").removeHandler(handler);
+        log.close();
         live.close();
     }
 
@@ -125,7 +110,7 @@ class ReloadTest {
         assertThat(live.policies()).isSameAs(before);
         assertThat(remaining("changed", "10.0.0.2")).isZero();
         assertThat(live.metrics().reloads(false)).isEqualTo(1);
-        assertThat(logged).anySatisfy(line -> assertThat(line).isEqualTo(file
+        assertThat(log.messages()).anySatisfy(line -> assertThat(line).isEqualTo(file
                 + ":9: policies[1].limits[0]: bad limit \"2/0s\": period must be > 0, got \"0s\" (the last good configuration stays in force)"));
         assertThat(live.reload()).as("the same bad file is reported once").isEqualTo(LiveConfig.Reload.UNCHANGED);
         assertThat(live.metrics().reloads(false)).isEqualTo(1);

@@ -4,6 +4,7 @@ import com.google.protobuf.UInt64Value;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.testkit.LogCapture;
 import dev.sluice.testkit.redis.RedisServer;
 import dev.sluice.testkit.redis.Resp;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
@@ -151,24 +152,7 @@ class RateLimitServiceTest {
      */
     @Test
     void aClientThatDoesNotSpeakGrpcFillsNoLog() throws Exception {
-        List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Handler handler = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord record) {
-                logged.add(record);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        java.util.logging.Logger grpc = java.util.logging.Logger.getLogger("io.grpc");
-        grpc.addHandler(handler);
-        try {
+        try (LogCapture grpc = LogCapture.of("io.grpc")) {
             for (int i = 0; i < 3; i++) {
                 try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
                     socket.setSoTimeout(10_000);
@@ -178,9 +162,7 @@ class RateLimitServiceTest {
                 }
             }
             assertThat(ask("edge", descriptor("client", "quiet")).getOverallCode()).isEqualTo(RateLimitResponse.Code.OK);
-            assertThat(logged).as("nothing logged of those connections").isEmpty();
-        } finally {
-            grpc.removeHandler(handler);
+            assertThat(grpc.records()).as("nothing logged of those connections").isEmpty();
         }
     }
 
