@@ -283,6 +283,14 @@ public final class RedisStore implements Store, AutoCloseable {
             }
             nextSweep.set(now + Math.max(SWEEP_NANOS, earliest == Long.MAX_VALUE ? 0 : earliest));
         }
+
+        /**
+         * Brings the next sweep forward to {@code when} if it was later: a rejection remembered after a sweep may
+         * expire before those the sweep left (a review found a full memory waiting out the longest of them).
+         */
+        void dueBy(long when) {
+            nextSweep.accumulateAndGet(when, (due, earlier) -> earlier - due < 0 ? earlier : due);
+        }
     }
 
     /** The least time between two sweeps of one rule's rejections. */
@@ -950,6 +958,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (byKey.size() < mostRemembered) {
             Rejection rejection = new Rejection(cost, now + decision.retryAfterNanos(), now, decision);
             byKey.put(key, rejection);
+            memory.dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
             if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
                 byKey.remove(key, rejection);
             }
