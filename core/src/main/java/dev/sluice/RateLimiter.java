@@ -187,7 +187,9 @@ public final class RateLimiter {
                         decision.limitResetAfterNanos());
             }
             sleeper.sleep(decision.retryAfterNanos());
-            budget = Math.max(0, deadline - waiting.nanos());
+            // less the wait asked for too: a clock that the sleep does not move (a manual one, a test's) must not make
+            // the same rejection come back for ever (a review found it)
+            budget = Math.max(0, Math.min(budget - decision.retryAfterNanos(), deadline - waiting.nanos()));
         }
     }
 

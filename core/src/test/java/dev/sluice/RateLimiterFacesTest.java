@@ -51,6 +51,20 @@ class RateLimiterFacesTest {
         assertThat(limiter.tryAcquire("k", 0).resetAfterNanos()).isEqualTo(S);
     }
 
+    /**
+     * A review found: with the budget counted on the clock alone, a clock the sleep does not move (a manual one, a
+     * sleeper that does nothing) brought the same rejection back for ever. The waits asked for count too.
+     */
+    @Test
+    void acquireEndsWhenItsSleepsDoNotMoveTheClock() {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1s").clock(clock)
+                .sleeper(nanos -> { }).build();
+        limiter.tryAcquire("k");
+        Decision gaveUp = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(5),
+                () -> limiter.acquire("k", Duration.ofSeconds(3)));
+        assertThat(gaveUp.allowed()).isFalse();
+    }
+
     /** Found by trying the library: a null here reached the caller as the JDK's NullPointerException. */
     @Test
     void nullArgumentsAreRefusedNamingWhatIsMissing() {
