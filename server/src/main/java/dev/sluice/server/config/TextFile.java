@@ -70,6 +70,13 @@ public final class TextFile {
      * a code point past U+10FFFF is not UTF-8 (Jackson reads each as a character: a bug found by trying the API).
      */
     public static int notUtf8At(byte[] bytes) {
+        boolean ascii = true;
+        for (byte b : bytes) {
+            ascii &= b >= 0;
+        }
+        if (ascii) {
+            return -1; // nearly every body of the API: no decoder made
+        }
         CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
         ByteBuffer in = ByteBuffer.wrap(bytes);

@@ -72,6 +72,7 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
         if (ip != null && !TrustedProxies.isAddress(ip)) {
             throw new BadRequest("ip: expected an IP address such as 10.0.0.7, got \"" + ip + "\"");
         }
+        ip = TrustedProxies.canonical(ip); // the key the gateway and the servlet filter give the same client
         return new DescribedRequest(method.toUpperCase(Locale.ROOT), path, ClientRequest.hostWithoutPort(host),
                 ip, headers, queries);
     }

@@ -42,6 +42,9 @@ public record QueryString(Map<String, String> firstValues, Map<String, Integer> 
     }
 
     private static String decoded(String text) {
+        if (text.indexOf('%') < 0 && text.indexOf('+') < 0) {
+            return text; // nearly every name and value: nothing to decode, and no bytes to check
+        }
         if (!ClientRequest.escapesWellFormed(text)) {
             throw new BadRequest("the query: bad percent-encoding in \"" + text + "\"");
         }

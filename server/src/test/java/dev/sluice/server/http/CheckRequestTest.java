@@ -234,6 +234,16 @@ class CheckRequestTest {
         assertThat(JSON.readTree(post(peek).body()).get("remaining").asLong()).as("the bad one took nothing").isEqualTo(3);
     }
 
+    /** A review found: a described IPv6 client was keyed as written, not as the gateway and the filter key it. */
+    @Test
+    void anIpv6ClientIsTheGatewaysKeyHoweverItIsWritten() throws Exception {
+        long first = JSON.readTree(post(api("GET", "/api/v6", "api.example.com", "::1", "v6")).body())
+                .get("checked").get(1).get("remaining").asLong();
+        long second = JSON.readTree(post(api("GET", "/api/v6", "api.example.com", "0:0:0:0:0:0:0:1", "v6b")).body())
+                .get("checked").get(1).get("remaining").asLong();
+        assertThat(second).as("per-ip: the same client").isEqualTo(first - 1);
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "no method|{\"path\":\"/a\"}|method: missing",
