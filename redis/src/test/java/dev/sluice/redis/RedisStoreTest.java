@@ -470,16 +470,13 @@ class RedisStoreTest {
             Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/300ms")));
             String prefix = "swept-" + System.nanoTime() + "-";
             for (int i = 0; i < 10; i++) {
-                assertThat(own.decide(rule, prefix + i, 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
-                assertThat(own.decide(rule, prefix + i, 1, RedisStore.STORE_CLOCK).allowed()).isFalse();
+                admittedThenRejected(own, rule, prefix + i, 1, 1);
             }
             assertThat(localRejection(own, rule, prefix + 0)).as("the tenth is remembered").isTrue();
-            assertThat(own.decide(rule, prefix + "full", 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
-            assertThat(own.decide(rule, prefix + "full", 1, RedisStore.STORE_CLOCK).allowed()).isFalse();
+            admittedThenRejected(own, rule, prefix + "full", 1, 1);
             assertThat(localRejection(own, rule, prefix + "full")).as("an eleventh is not: the memory is full").isFalse();
             Thread.sleep(400); // every rejection above has expired
-            assertThat(own.decide(rule, prefix + "fresh", 1, RedisStore.STORE_CLOCK).allowed()).isTrue();
-            assertThat(own.decide(rule, prefix + "fresh", 1, RedisStore.STORE_CLOCK).allowed()).isFalse();
+            admittedThenRejected(own, rule, prefix + "fresh", 1, 1);
             assertThat(localRejection(own, rule, prefix + "fresh")).as("remembered after the sweep").isTrue();
         }
     }
@@ -495,10 +492,8 @@ class RedisStoreTest {
                 .build()) {
             Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/3s burst=10")));
             String prefix = "forward-" + System.nanoTime() + "-";
-            java.util.function.BiConsumer<String, Long> rejected = (key, cost) -> {
-                assertThat(own.decide(rule, prefix + key, 10, RedisStore.STORE_CLOCK).allowed()).isTrue();
-                assertThat(own.decide(rule, prefix + key, cost, RedisStore.STORE_CLOCK).allowed()).isFalse();
-            };
+            java.util.function.BiConsumer<String, Long> rejected = (key, cost) ->
+                    admittedThenRejected(own, rule, prefix + key, 10, cost);
             rejected.accept("long-1", 10L); // retry_after 3 s
             rejected.accept("long-2", 10L);
             rejected.accept("short-1", 1L); // retry_after 300 ms
@@ -541,6 +536,12 @@ class RedisStoreTest {
         assertThat(after.remaining()).isEqualTo(expected.remaining()).isZero();
         // the server's clock moved on a little between the calls: within a second of the in-memory answer
         assertThat(after.retryAfterNanos()).isBetween(expected.retryAfterNanos() - S, expected.retryAfterNanos());
+    }
+
+    /** Asserts that Redis admits {@code key} at {@code admitted}, then rejects it at {@code rejected}. */
+    private static void admittedThenRejected(RedisStore store, Rule rule, String key, long admitted, long rejected) {
+        assertThat(store.decide(rule, key, admitted, RedisStore.STORE_CLOCK).allowed()).as("%s admitted", key).isTrue();
+        assertThat(store.decide(rule, key, rejected, RedisStore.STORE_CLOCK).allowed()).as("%s rejected", key).isFalse();
     }
 
     /** Whether a decision of {@code key} is a rejection answered from the store's memory, not by Redis. */
