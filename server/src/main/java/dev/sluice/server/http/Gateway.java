@@ -37,6 +37,8 @@ import java.util.concurrent.TimeUnit;
  *       gives up after {@link #CONNECT_TIMEOUT_MS} ms.</li>
  *   <li>Bodies stream both ways ({@link Forwarder}); the incoming body stays paused while the request is decided
  *       or delayed.</li>
+ *   <li>A client's connection that carries no request for {@link #IDLE_CLIENT_TIMEOUT_MS} (kept alive and unused, or
+ *       sending a head that does not end) is closed ({@link IdleClients}); one whose request is being handled, never.</li>
  *   <li>The {@code ip} key is the connection's address, or the client named in {@code X-Forwarded-For} when the
  *       connection comes from a trusted proxy; the gateway appends the connection's address to
  *       {@code X-Forwarded-For} on the way to the upstream.</li>
@@ -46,6 +48,11 @@ public final class Gateway implements AutoCloseable {
     static final int CONNECT_TIMEOUT_MS = 5_000;
     /** How long the upstream may stay silent before the gateway answers 504, by default. */
     public static final long DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
+    /**
+     * How long a client's connection may carry no request, kept alive between requests or sending a head that does
+     * not end, before it is closed ({@link IdleClients}): nginx's {@code client_header_timeout}, 60 s.
+     */
+    static final long IDLE_CLIENT_TIMEOUT_MS = 60_000;
 
     private final Vertx vertx;
     private final HttpServer server;
@@ -72,6 +79,12 @@ public final class Gateway implements AutoCloseable {
      */
     static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs,
                          SslContext trusted) throws Exception {
+        return start(live, upstream, host, port, upstreamTimeoutMs, trusted, IDLE_CLIENT_TIMEOUT_MS);
+    }
+
+    /** As {@link #start(LiveConfig, URI, String, int, long, SslContext)}, an idle client let go after {@code idleClientMs}. */
+    static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs,
+                         SslContext trusted, long idleClientMs) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
         String upstreamHost = upstream.getHost();
@@ -84,10 +97,12 @@ public final class Gateway implements AutoCloseable {
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
+                IdleClients idle = new IdleClients(idleClientMs);
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
                 return vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
+                        .connectionHandler(idle::connected)
                         .invalidRequestHandler(ApiServer::malformed)
-                        .requestHandler(CloseOption.honoured(limiting::handle));
+                        .requestHandler(idle.watching(CloseOption.honoured(limiting::handle)));
             }));
         } catch (Exception e) {
             vertx.close();

@@ -117,10 +117,15 @@ class GatewayTest {
 
     /** The gateway of this test started again, in front of {@code to}, the upstream allowed {@code timeoutMs} of silence. */
     private void reopen(String to, long timeoutMs) throws Exception {
+        reopen(to, timeoutMs, Gateway.IDLE_CLIENT_TIMEOUT_MS);
+    }
+
+    /** As {@link #reopen(String, long)}, a client's connection that carries no request closed after {@code idleMs}. */
+    private void reopen(String to, long timeoutMs, long idleMs) throws Exception {
         gateway.close();
         live.close();
         live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), new ServerMetrics());
-        gateway = Gateway.start(live, URI.create(to), "127.0.0.1", 0, timeoutMs);
+        gateway = Gateway.start(live, URI.create(to), "127.0.0.1", 0, timeoutMs, null, idleMs);
     }
 
     @AfterEach
@@ -954,6 +959,55 @@ class GatewayTest {
             assertThat(JSON.readTree(answer.body()).get("error").asText())
                     .isEqualTo("gateway timeout: the upstream did not answer in time");
         }
+    }
+
+    /**
+     * A client's connection that carries no request is closed after the idle timeout, as nginx's
+     * {@code client_header_timeout} and {@code keepalive_timeout} close theirs: one whose head never ends, and one
+     * kept alive after its answer. Before, both were held for good. A request being handled is never cut, however
+     * long it waits (on a slow upstream, or held for its turn), and a connection used again within the timeout
+     * stays open.
+     */
+    @Test
+    void aConnectionThatCarriesNoRequestIsClosedAndOneBeingHandledNever() throws Exception {
+        long idleMs = 1_000;
+        reopen(upstream.uri(), Gateway.DEFAULT_UPSTREAM_TIMEOUT_MS, idleMs);
+        try (java.net.Socket client = rawClient()) {
+            long started = System.nanoTime();
+            client.getOutputStream().write("GET /elsewhere HTTP/1.1\r\nHost: x\r\nX-Us".getBytes(StandardCharsets.US_ASCII));
+            assertThat(client.getInputStream().read()).as("closed, nothing answered").isEqualTo(-1);
+            assertThat(Duration.ofNanos(System.nanoTime() - started)).isBetween(Duration.ofMillis(idleMs), Duration.ofSeconds(5));
+        }
+        try (java.net.Socket client = rawClient()) {
+            var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), StandardCharsets.ISO_8859_1));
+            for (int i = 0; i < 4; i++) { // 4 answers 300 ms apart: the connection outlives the timeout in use
+                client.getOutputStream().write("GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                assertThat(readAnswer(in)).startsWith("HTTP/1.1 200 OK\r\n").endsWith("\r\nhello");
+                Thread.sleep(300);
+            }
+            long answered = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(300);
+            assertThat(in.read()).as("closed once left idle").isEqualTo(-1);
+            assertThat(Duration.ofNanos(System.nanoTime() - answered)).isBetween(Duration.ofMillis(idleMs), Duration.ofSeconds(5));
+        }
+        assertThat(send(request("/slow/a").header("X-User", "erin")).statusCode()).isEqualTo(200);
+        assertThat(send(request("/slow/a").header("X-User", "erin")).statusCode()).isEqualTo(200);
+        try (java.net.Socket slow = rawClient(); java.net.Socket held = rawClient()) {
+            // an upstream silent for 2.5 s, and a turn 2 s away (2/4s, both taken): each longer than the timeout
+            slow.getOutputStream().write("GET /hold?ms=2500 HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            held.getOutputStream().write("GET /slow/a HTTP/1.1\r\nHost: x\r\nX-User: erin\r\n\r\n"
+                    .getBytes(StandardCharsets.US_ASCII));
+            assertThat(readAnswer(new java.io.BufferedReader(new java.io.InputStreamReader(slow.getInputStream(),
+                    StandardCharsets.ISO_8859_1)))).startsWith("HTTP/1.1 200 OK\r\n").endsWith("\r\nheld");
+            assertThat(readAnswer(new java.io.BufferedReader(new java.io.InputStreamReader(held.getInputStream(),
+                    StandardCharsets.ISO_8859_1)))).startsWith("HTTP/1.1 200 OK\r\n").endsWith("\r\nhello");
+        }
+        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"delayed\",policy=\"valve\"} 1.0");
+    }
+
+    private java.net.Socket rawClient() throws IOException {
+        java.net.Socket client = new java.net.Socket("127.0.0.1", gateway.port());
+        client.setSoTimeout(10_000);
+        return client;
     }
 
     /**

@@ -1,0 +1,90 @@
+package dev.sluice.server.http;
+
+import io.vertx.core.Handler;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.net.impl.ConnectionBase;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Closes a client's connection to the gateway that carries no request for {@code timeout}: one kept alive after its
+ * answer and never used again (nginx's {@code keepalive_timeout}), or one whose request head never ends (its
+ * {@code client_header_timeout}). Before, such a connection was held for good, and a client that opened many and
+ * sent nothing, or a head a byte at a time, held as many (found by trying the gateway).
+ *
+ * <p>A request being handled is never cut here, however long it takes: while it is decided, held for its turn,
+ * forwarded or answered, its own bounds apply (the store's timeout, {@code max_delay}, the upstream timeout, the 408
+ * of a body that stops coming). That is why this is not Vert.x's idle timeout, which counts the bytes moved: it
+ * would cut a request held for its turn, or one waiting on a slow upstream, neither of which moves a byte.
+ *
+ * <p>How: each server (one per event loop) keeps its connections here, touched on its loop only. A request marks its
+ * connection busy with it; a scan every {@link #SCANS} th of the timeout takes a connection whose last request is
+ * answered (or that never had one) as idle since the first scan that saw it so, or since it connected, and closes it
+ * once idle for the timeout. So a connection goes between the timeout and a {@link #SCANS} th more after its last
+ * answer, or after it was made when no head came whole. A request answered while its body still comes (a 429
+ * reading the rest to drop it) counts as answered. One timer a loop, not one a connection; a connection leaves
+ * when it closes.
+ */
+final class IdleClients {
+    /** Scans a timeout: a connection may stay idle up to 1/SCANS of the timeout beyond it. */
+    static final int SCANS = 4;
+
+    private final long timeoutNanos;
+    private final HashMap<HttpConnection, Client> clients = new HashMap<>();
+
+    /** One connection: its last request, and since when it has been seen idle (when {@code idle}). */
+    private static final class Client {
+        HttpServerRequest request;
+        boolean idle = true;
+        long idleSince = System.nanoTime();
+    }
+
+    /** Watches the connections of the server being made on the current event loop. */
+    IdleClients(long timeoutMs) {
+        this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        Vertx.currentContext().owner().setPeriodic(Math.max(1, timeoutMs / SCANS), scan -> scan());
+    }
+
+    /** The server's connection handler: a connection is idle from the moment it is made. */
+    void connected(HttpConnection connection) {
+        clients.put(connection, new Client());
+        ((ConnectionBase) connection).closeFuture().onComplete(closed -> clients.remove(connection));
+    }
+
+    /** {@code handler}, each request marking its connection busy until it is answered. */
+    Handler<HttpServerRequest> watching(Handler<HttpServerRequest> handler) {
+        return request -> {
+            Client client = clients.get(request.connection());
+            if (client != null) {
+                client.request = request;
+                client.idle = false;
+            }
+            handler.handle(request);
+        };
+    }
+
+    private void scan() {
+        long now = System.nanoTime();
+        ArrayList<HttpConnection> idle = new ArrayList<>();
+        clients.forEach((connection, client) -> {
+            HttpServerResponse answer = client.request == null ? null : client.request.response();
+            if (answer != null && !answer.ended() && !answer.closed()) {
+                client.idle = false; // being handled: its own bounds apply
+            } else if (!client.idle) {
+                client.idle = true;
+                client.idleSince = now;
+            } else if (now - client.idleSince >= timeoutNanos) {
+                idle.add(connection);
+            }
+        });
+        for (HttpConnection connection : idle) { // closed out of the loop: a close may tell closeFuture at once
+            clients.remove(connection);
+            connection.close();
+        }
+    }
+}
