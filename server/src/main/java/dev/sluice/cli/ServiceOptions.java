@@ -81,14 +81,6 @@ final class ServiceOptions {
         return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + root.getMessage());
     }
 
-    static String rootMessage(Throwable e) {
-        Throwable root = e;
-        while (root.getCause() != null) {
-            root = root.getCause();
-        }
-        return root.getMessage();
-    }
-
     /** Blocks until the process is asked to stop, then closes {@code running} in order. */
     static void runUntilStopped(List<AutoCloseable> running) throws InterruptedException {
         CountDownLatch stopped = new CountDownLatch(1);
