@@ -24,8 +24,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>How: each server (one per event loop) keeps its connections here, touched on its loop only. A request marks its
  * connection busy with it; a scan every {@link #SCANS} th of the timeout takes a connection whose last request is
- * answered (or that never had one) as idle since the first scan that saw it so, or since it connected, and closes it
- * once idle for the timeout. So a connection goes between the timeout and a {@link #SCANS} th more after its last
+ * answered (or that never had one) as idle since the first scan that saw it so, and closes it once idle for the
+ * timeout, cut off at once (a client that reads nothing would hold a graceful close open). So a connection goes between the timeout and a {@link #SCANS} th more after its last
  * answer, or after it was made when no head came whole. A request answered while its body still comes (a 429
  * reading the rest to drop it) counts as answered. One timer a loop, not one a connection; a connection leaves
  * when it closes.
@@ -35,19 +35,25 @@ final class IdleClients {
     static final int SCANS = 4;
 
     private final long timeoutNanos;
+    private final long periodNanos;
     private final HashMap<HttpConnection, Client> clients = new HashMap<>();
 
-    /** One connection: its last request, and since when it has been seen idle (when {@code idle}). */
+    /**
+     * One connection: its last request, how many scans in a row have seen it idle (answered, or no head whole yet),
+     * and when the first of them ran.
+     */
     private static final class Client {
         HttpServerRequest request;
-        boolean idle = true;
-        long idleSince = System.nanoTime();
+        int idleScans;
+        long idleSince;
     }
 
     /** Watches the connections of the server being made on the current event loop. */
     IdleClients(long timeoutMs) {
+        long periodMs = Math.max(1, timeoutMs / SCANS);
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        Vertx.currentContext().owner().setPeriodic(Math.max(1, timeoutMs / SCANS), scan -> scan());
+        this.periodNanos = TimeUnit.MILLISECONDS.toNanos(periodMs);
+        Vertx.currentContext().owner().setPeriodic(periodMs, scan -> scan());
     }
 
     /** The server's connection handler: a connection is idle from the moment it is made. */
@@ -62,29 +68,35 @@ final class IdleClients {
             Client client = clients.get(request.connection());
             if (client != null) {
                 client.request = request;
-                client.idle = false;
+                client.idleScans = 0;
             }
             handler.handle(request);
         };
     }
 
+    /**
+     * Closes what has been idle for the timeout: seen idle by {@link #SCANS} + 1 scans in a row, the first at or after
+     * its last answer (or its making), and the timeout passed since, give or take half a scan for the timer's
+     * jitter. Counted in scans, not by the clock alone: the scan due one timeout after the first runs a few
+     * microseconds early about half the time, and the close slipped a whole scan (a review found it). The time is
+     * checked too, for scans that run late and then catch up.
+     */
     private void scan() {
         long now = System.nanoTime();
         ArrayList<HttpConnection> idle = new ArrayList<>();
         clients.forEach((connection, client) -> {
             HttpServerResponse answer = client.request == null ? null : client.request.response();
             if (answer != null && !answer.ended() && !answer.closed()) {
-                client.idle = false; // being handled: its own bounds apply
-            } else if (!client.idle) {
-                client.idle = true;
+                client.idleScans = 0; // being handled: its own bounds apply
+            } else if (client.idleScans++ == 0) {
                 client.idleSince = now;
-            } else if (now - client.idleSince >= timeoutNanos) {
+            } else if (client.idleScans > SCANS && now - client.idleSince >= timeoutNanos - periodNanos / 2) {
                 idle.add(connection);
             }
         });
         for (HttpConnection connection : idle) { // closed out of the loop: a close may tell closeFuture at once
             clients.remove(connection);
-            connection.close();
+            Forwarder.cutOff(connection); // an answer the client never read must not hold it
         }
     }
 }
