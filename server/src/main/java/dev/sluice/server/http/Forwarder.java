@@ -398,7 +398,7 @@ final class Forwarder {
                     detach(false);
                     dropRest(incoming);
                     if (response.headWritten()) {
-                        incoming.connection().close();
+                        cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
                     } else { // the connection, halfway through a request, is closed once the answer is out
                         answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming",
                                 added)
@@ -545,8 +545,12 @@ final class Forwarder {
      */
     private static void badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added) {
         HttpServerResponse response = incoming.response();
-        if (response.ended() || response.headWritten()) {
-            incoming.connection().close();
+        if (response.ended()) {
+            incoming.connection().close(); // what is left of a whole answer goes out first
+            return;
+        }
+        if (response.headWritten()) {
+            cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
             return;
         }
         dropRest(incoming);
