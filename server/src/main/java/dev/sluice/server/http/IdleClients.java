@@ -25,10 +25,11 @@ import java.util.concurrent.TimeUnit;
  * <p>How: each server (one per event loop) keeps its connections here, touched on its loop only. A request marks its
  * connection busy with it; a scan every {@link #SCANS} th of the timeout takes a connection whose last request is
  * answered (or that never had one) as idle since the first scan that saw it so, and closes it once idle for the
- * timeout, cut off at once (a client that reads nothing would hold a graceful close open). So a connection goes between the timeout and a {@link #SCANS} th more after its last
- * answer, or after it was made when no head came whole. A request answered while its body still comes (a 429
- * reading the rest to drop it) counts as answered. One timer a loop, not one a connection; a connection leaves
- * when it closes.
+ * timeout, cut off at once (a client that reads nothing would hold a graceful close open). So a connection goes
+ * between the timeout and a {@link #SCANS} th more after its last answer, or after it was made when no head came
+ * whole. An answer is over once its last byte is handed to the connection, whether or not the client has read it,
+ * and a request answered while its body still comes (a 429 reading the rest to drop it) counts as answered. One
+ * timer a loop, not one a connection; a connection leaves when it closes.
  */
 final class IdleClients {
     /** Scans a timeout: a connection may stay idle up to 1/SCANS of the timeout beyond it. */
