@@ -521,8 +521,8 @@ final class Forwarder {
      * what waits and closes once that is written, which a client that reads nothing never lets happen: such a
      * connection stayed open for good, its buffers with it (a review found it; GatewayTest looks at the socket
      * table). Closing its Netty channel is no better: Vert.x's handler in the pipeline turns that close into the
-     * same {@code close()}. The close goes from that handler's place on, toward the socket, as Vert.x's own does
-     * once what waited is written.
+     * same {@code close()}. The close goes from that handler's place on, toward the socket, as Vert.x's own idle
+     * timeout closes a connection.
      */
     static void cutOff(HttpConnection connection) {
         ((ConnectionBase) connection).channelHandlerContext().close();
