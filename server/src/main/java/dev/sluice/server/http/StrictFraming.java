@@ -1,0 +1,70 @@
+package dev.sluice.server.http;
+
+import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpVersion;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.impl.VertxHttpRequestDecoder;
+import io.vertx.core.net.impl.ConnectionBase;
+
+import java.util.List;
+
+/**
+ * The gateway's requests framed one way only: a request whose body another server could delimit otherwise is
+ * refused with a 400 that names why, and nothing after it on its connection is read (RFC 9112 §6.1 and §6.3, as
+ * nginx refuses them). Netty's decoder, which Vert.x uses, is lenient, and a gateway that delimits a body otherwise
+ * than the server behind or in front of it lets a request be smuggled past its limits. Found by trying the gateway:
+ * <ul>
+ *   <li>{@code Transfer-Encoding: xchunked} (or {@code identity}, anything not {@code chunked}): Netty read no body,
+ *       so the body was read as the next request, and forwarded as one (the upstream got {@code GET /smuggled});</li>
+ *   <li>{@code Content-Length} with {@code Transfer-Encoding: chunked}: Netty dropped the length and kept the
+ *       connection, where the RFC has the server close it; a front server that went by the length sees other
+ *       requests than the gateway does;</li>
+ *   <li>{@code Transfer-Encoding: gzip, chunked}: forwarded as plain {@code chunked}, the gzip coding lost (nginx
+ *       answers 501 to a coding it does not know; here 400 with the others);</li>
+ *   <li>{@code Transfer-Encoding} in an HTTP/1.0 request, which has no such framing.</li>
+ * </ul>
+ * How: the connection's decoder is replaced, as the connection is made and before a byte is read, by one that
+ * checks a request's framing headers once they are read. A check that fails is the decoder's failure: the request
+ * goes to the server's handler of malformed requests (400, {@code Connection: close}), and the decoder discards
+ * the rest of the connection, so that a body mistaken for a request is never read as one.
+ */
+final class StrictFraming extends VertxHttpRequestDecoder {
+    /** The name Vert.x gives the decoder in a connection's pipeline. */
+    private static final String DECODER = "httpDecoder";
+
+    private StrictFraming(HttpServerOptions options) {
+        super(options);
+    }
+
+    /** Puts the strict decoder in place of Vert.x's on a connection just made (nothing read yet). */
+    static void install(HttpConnection connection, HttpServerOptions options) {
+        ChannelPipeline pipeline = ((ConnectionBase) connection).channel().pipeline();
+        if (pipeline.get(DECODER) instanceof VertxHttpRequestDecoder) {
+            pipeline.replace(DECODER, DECODER, new StrictFraming(options));
+        }
+    }
+
+    /** Netty asks this of every request once its headers are read, before it delimits the body: the hook to check. */
+    @Override
+    protected boolean isContentAlwaysEmpty(HttpMessage message) {
+        List<String> codings = message.headers().getAll(HttpHeaderNames.TRANSFER_ENCODING);
+        if (!codings.isEmpty()) {
+            if (message.protocolVersion() == HttpVersion.HTTP_1_0) {
+                throw new IllegalArgumentException("header Transfer-Encoding in an HTTP/1.0 request, which has no"
+                        + " such framing");
+            }
+            if (codings.size() != 1 || !codings.get(0).trim().equalsIgnoreCase("chunked")) {
+                throw new IllegalArgumentException("header Transfer-Encoding: \"" + String.join(", ", codings)
+                        + "\": the gateway takes chunked alone");
+            }
+            if (message.headers().contains(HttpHeaderNames.CONTENT_LENGTH)) {
+                throw new IllegalArgumentException("headers Content-Length and Transfer-Encoding together: a body"
+                        + " is delimited one way");
+            }
+        }
+        return super.isContentAlwaysEmpty(message);
+    }
+}
