@@ -1,9 +1,13 @@
 package dev.sluice.server.http;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.impl.VertxHttpRequestDecoder;
@@ -30,20 +34,65 @@ import java.util.List;
  * checks a request's framing headers once they are read. A check that fails is the decoder's failure: the request
  * goes to the server's handler of malformed requests (400, {@code Connection: close}), and the decoder discards
  * the rest of the connection, so that a body mistaken for a request is never read as one.
+ *
+ * <p>It also bounds the requests a client pipelines: a connection with more than {@link #MOST_WAITING} requests read
+ * and not yet handed to the gateway (each waits for the answer before it) is cut off. Vert.x reads on whatever waits,
+ * and puts each request read at the end of a list it walks from the start, so a client pipelining 200,000 requests
+ * in one stream (6.6 MB) kept an event loop busy for good and every other client of that loop waited seconds (found
+ * by trying the gateway). nginx reads one request at a time; browsers do not pipeline at all.
  */
 final class StrictFraming extends VertxHttpRequestDecoder {
     /** The name Vert.x gives the decoder in a connection's pipeline. */
     private static final String DECODER = "httpDecoder";
+    /** The most requests of one connection read and waiting for their turn to be handled. */
+    static final int MOST_WAITING = 1_000;
+
+    /** Requests read, and handed to the gateway; on the connection's event loop only. */
+    private long read;
+    private long handed;
+    private boolean cut;
 
     private StrictFraming(HttpServerOptions options) {
         super(options);
     }
 
-    /** Puts the strict decoder in place of Vert.x's on a connection just made (nothing read yet). */
-    static void install(HttpConnection connection, HttpServerOptions options) {
+    /**
+     * Puts the strict decoder in place of Vert.x's on a connection just made (nothing read yet).
+     *
+     * @return the decoder, to be told of each request handed to the gateway ({@link #handed()})
+     */
+    static StrictFraming install(HttpConnection connection, HttpServerOptions options) {
         ChannelPipeline pipeline = ((ConnectionBase) connection).channel().pipeline();
-        if (pipeline.get(DECODER) instanceof VertxHttpRequestDecoder) {
-            pipeline.replace(DECODER, DECODER, new StrictFraming(options));
+        StrictFraming strict = new StrictFraming(options);
+        pipeline.replace(DECODER, DECODER, strict);
+        return strict;
+    }
+
+    /** A request of this connection handed to the gateway's handler: one fewer waiting. */
+    void handed() {
+        handed++;
+    }
+
+    @Override
+    protected void decode(ChannelHandlerContext context, ByteBuf in, java.util.List<Object> out) throws Exception {
+        if (cut) {
+            in.skipBytes(in.readableBytes());
+            return;
+        }
+        int before = out.size();
+        super.decode(context, in, out);
+        for (int i = before; i < out.size(); i++) {
+            if (out.get(i) instanceof HttpRequest) {
+                read++;
+            }
+        }
+        if (read - handed > MOST_WAITING) {
+            cut = true;
+            for (int i = out.size() - 1; i >= before; i--) {
+                ReferenceCountUtil.release(out.remove(i));
+            }
+            in.skipBytes(in.readableBytes());
+            context.close(); // from here toward the socket: at once, not after the answers waiting to be written
         }
     }
 
