@@ -3,6 +3,7 @@ package dev.sluice.server.http;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMessage;
 import io.netty.handler.codec.http.HttpRequest;
@@ -40,6 +41,11 @@ import java.util.List;
  * and puts each request read at the end of a list it walks from the start, so a client pipelining 200,000 requests
  * in one stream (6.6 MB) kept an event loop busy for good and every other client of that loop waited seconds (found
  * by trying the gateway). nginx reads one request at a time; browsers do not pipeline at all.
+ *
+ * <p>And a body that breaks off unreadable (a chunk size that is not hex) while its request waits behind others is
+ * cut off the same way, as Vert.x cuts off a connection whose request being handled has one. Vert.x failed on it
+ * ({@code NullPointerException}: a waiting request has no answer yet), and the request, handed on later, was decided,
+ * forwarded, and held until the upstream timeout for a body that would never end (found by trying the gateway).
  */
 final class StrictFraming extends VertxHttpRequestDecoder {
     /** The name Vert.x gives the decoder in a connection's pipeline. */
@@ -81,12 +87,16 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         }
         int before = out.size();
         super.decode(context, in, out);
+        boolean brokenWhileWaiting = false;
         for (int i = before; i < out.size(); i++) {
-            if (out.get(i) instanceof HttpRequest) {
+            Object message = out.get(i);
+            if (message instanceof HttpRequest) {
                 read++;
+            } else if (message instanceof HttpContent content && content.decoderResult().isFailure() && read > handed) {
+                brokenWhileWaiting = true;
             }
         }
-        if (read - handed > MOST_WAITING) {
+        if (brokenWhileWaiting || read - handed > MOST_WAITING) {
             cut = true;
             for (int i = out.size() - 1; i >= before; i--) {
                 ReferenceCountUtil.release(out.remove(i));
