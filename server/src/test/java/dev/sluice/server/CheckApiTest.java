@@ -316,4 +316,20 @@ class CheckApiTest {
         HttpResponse<String> peek = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"pipelined\",\"cost\":0}");
         assertThat(JSON.readTree(peek.body()).get("remaining").asLong()).as("the request behind was never decided").isEqualTo(3);
     }
+
+    /** Pipelined requests are answered in order (their bound is in CheckApiOnRedisTest, where answers wait on Redis). */
+    @Test
+    void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+        String body = "{\"policy\":\"per-user\",\"key\":\"pipelined-in-order\"}";
+        String check = "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write((check.repeat(4) + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String answers = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            java.util.List<String> statuses = Pattern.compile("HTTP/1\\.1 (\\d{3}) ").matcher(answers).results()
+                    .map(found -> found.group(1)).toList();
+            assertThat(statuses).containsExactly("200", "200", "200", "429", "200"); // per-user: 3 an hour, then health
+        }
+    }
 }

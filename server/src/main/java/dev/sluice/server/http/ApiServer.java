@@ -73,9 +73,12 @@ public final class ApiServer implements AutoCloseable {
         try {
             ApiServer api = new ApiServer(vertx, live);
             // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
-            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(
-                    new HttpServerOptions().setHttp2ClearTextEnabled(false).setIdleTimeout((int) idleTimeoutMs)
-                            .setIdleTimeoutUnit(TimeUnit.MILLISECONDS)).invalidRequestHandler(ApiServer::malformed)
+            HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false)
+                    .setIdleTimeout((int) idleTimeoutMs).setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
+            // the framing and the pipelining the gateway checks: a client pipelining without bound holds a loop here too
+            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(options)
+                    .connectionHandler(connection -> StrictFraming.install(connection, options))
+                    .invalidRequestHandler(ApiServer::malformed)
                     .requestHandler(CloseOption.honoured(api::answer))).actualPort();
             return api;
         } catch (Exception e) {

@@ -39,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  *       or delayed.</li>
  *   <li>A request whose body could be delimited two ways (an unknown {@code Transfer-Encoding}, one with
  *       {@code Content-Length}) is a 400, and its connection read no further; a client with more than
- *       {@link StrictFraming#MOST_WAITING} requests pipelined and waiting is cut off ({@link StrictFraming}).</li>
+ *       {@link StrictFraming#MOST_WAITING} requests pipelined and unanswered is cut off ({@link StrictFraming}).</li>
  *   <li>A client's connection that carries no request for {@link #IDLE_CLIENT_TIMEOUT_MS} (kept alive and unused, or
  *       sending a head that does not end) is closed ({@link IdleClients}); one whose request is being handled, never.</li>
  *   <li>The {@code ip} key is the connection's address, or the client named in {@code X-Forwarded-For} when the
@@ -104,8 +104,10 @@ public final class Gateway implements AutoCloseable {
                 HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false);
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
                 return vertx.createHttpServer(options)
-                        .connectionHandler(connection ->
-                                idle.connected(connection, StrictFraming.install(connection, options)))
+                        .connectionHandler(connection -> {
+                            StrictFraming.install(connection, options);
+                            idle.connected(connection);
+                        })
                         .invalidRequestHandler(ApiServer::malformed)
                         .requestHandler(idle.watching(CloseOption.honoured(limiting::handle)));
             }));

@@ -40,11 +40,10 @@ final class IdleClients {
     private final HashMap<HttpConnection, Client> clients = new HashMap<>();
 
     /**
-     * One connection: its decoder (told of each request handed on), its last request, how many scans in a row have
-     * seen it idle (answered, or no head whole yet), and when the first of them ran.
+     * One connection: its last request, how many scans in a row have seen it idle (answered, or no head whole yet),
+     * and when the first of them ran.
      */
     private static final class Client {
-        StrictFraming framing;
         HttpServerRequest request;
         int idleScans;
         long idleSince;
@@ -58,15 +57,9 @@ final class IdleClients {
         Vertx.currentContext().owner().setPeriodic(periodMs, scan -> scan());
     }
 
-    /**
-     * The server's connection handler: a connection is idle from the moment it is made.
-     *
-     * @param framing its decoder, told of each request handed on (it bounds the requests waiting)
-     */
-    void connected(HttpConnection connection, StrictFraming framing) {
-        Client client = new Client();
-        client.framing = framing;
-        clients.put(connection, client);
+    /** The server's connection handler: a connection is idle from the moment it is made. */
+    void connected(HttpConnection connection) {
+        clients.put(connection, new Client());
         ((ConnectionBase) connection).closeFuture().onComplete(closed -> clients.remove(connection));
     }
 
@@ -77,7 +70,6 @@ final class IdleClients {
             if (client != null) {
                 client.request = request;
                 client.idleScans = 0;
-                client.framing.handed();
             }
             handler.handle(request);
         };

@@ -2,11 +2,16 @@ package dev.sluice.server.http;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMessage;
 import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpStatusClass;
+import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpConnection;
@@ -17,9 +22,9 @@ import io.vertx.core.net.impl.ConnectionBase;
 import java.util.List;
 
 /**
- * The gateway's requests framed one way only: a request whose body another server could delimit otherwise is
- * refused with a 400 that names why, and nothing after it on its connection is read (RFC 9112 §6.1 and §6.3, as
- * nginx refuses them). Netty's decoder, which Vert.x uses, is lenient, and a gateway that delimits a body otherwise
+ * Requests to the gateway and the API framed one way only: a request whose body another server could delimit
+ * otherwise is refused with a 400 that names why, and nothing after it on its connection is read (RFC 9112 §6.1
+ * and §6.3, as nginx refuses them). Netty's decoder, which Vert.x uses, is lenient, and a gateway that delimits a body otherwise
  * than the server behind or in front of it lets a request be smuggled past its limits. Found by trying the gateway:
  * <ul>
  *   <li>{@code Transfer-Encoding: xchunked} (or {@code identity}, anything not {@code chunked}): Netty read no body,
@@ -37,10 +42,11 @@ import java.util.List;
  * the rest of the connection, so that a body mistaken for a request is never read as one.
  *
  * <p>It also bounds the requests a client pipelines: a connection with more than {@link #MOST_WAITING} requests read
- * and not yet handed to the gateway (each waits for the answer before it) is cut off. Vert.x reads on whatever waits,
- * and puts each request read at the end of a list it walks from the start, so a client pipelining 200,000 requests
- * in one stream (6.6 MB) kept an event loop busy for good and every other client of that loop waited seconds (found
- * by trying the gateway). nginx reads one request at a time; browsers do not pipeline at all.
+ * and not yet answered is cut off. Vert.x reads on whatever waits, and puts each request read at the end of a list
+ * it walks from the start, so a client pipelining 200,000 requests in one stream (6.6 MB) kept an event loop busy for
+ * good and every other client of that loop waited seconds (found by trying the gateway). nginx reads one request at
+ * a time; browsers do not pipeline at all. The answers are counted on their way out ({@link Answers}, beside Vert.x's
+ * handler in the pipeline), so the count needs nothing of the server's request handler.
  *
  * <p>And a body that breaks off unreadable (a chunk size that is not hex) while its request waits behind others is
  * cut off the same way, as Vert.x cuts off a connection whose request being handled has one. Vert.x failed on it
@@ -48,35 +54,39 @@ import java.util.List;
  * forwarded, and held until the upstream timeout for a body that would never end (found by trying the gateway).
  */
 final class StrictFraming extends VertxHttpRequestDecoder {
-    /** The name Vert.x gives the decoder in a connection's pipeline. */
+    /** The names Vert.x gives the decoder and its own handler in a connection's pipeline. */
     private static final String DECODER = "httpDecoder";
-    /** The most requests of one connection read and waiting for their turn to be handled. */
+    private static final String VERTX = "handler";
+    /** The most requests of one connection read and not yet answered. */
     static final int MOST_WAITING = 1_000;
 
-    /** Requests read, and handed to the gateway; on the connection's event loop only. */
+    /** Requests read, and answers written; on the connection's event loop only. */
     private long read;
-    private long handed;
+    private long answered;
     private boolean cut;
 
     private StrictFraming(HttpServerOptions options) {
         super(options);
     }
 
-    /**
-     * Puts the strict decoder in place of Vert.x's on a connection just made (nothing read yet).
-     *
-     * @return the decoder, to be told of each request handed to the gateway ({@link #handed()})
-     */
-    static StrictFraming install(HttpConnection connection, HttpServerOptions options) {
+    /** Puts the strict decoder in place of Vert.x's on a connection just made (nothing read yet). */
+    static void install(HttpConnection connection, HttpServerOptions options) {
         ChannelPipeline pipeline = ((ConnectionBase) connection).channel().pipeline();
         StrictFraming strict = new StrictFraming(options);
         pipeline.replace(DECODER, DECODER, strict);
-        return strict;
+        pipeline.addBefore(VERTX, "sluiceAnswers", strict.new Answers());
     }
 
-    /** A request of this connection handed to the gateway's handler: one fewer waiting. */
-    void handed() {
-        handed++;
+    /** Counts the answers Vert.x writes: each ends with a last part (informational answers, 1xx, do not count). */
+    private final class Answers extends ChannelOutboundHandlerAdapter {
+        @Override
+        public void write(ChannelHandlerContext context, Object message, ChannelPromise promise) {
+            if (message instanceof LastHttpContent && !(message instanceof HttpResponse head
+                    && head.status().codeClass() == HttpStatusClass.INFORMATIONAL)) {
+                answered++;
+            }
+            context.write(message, promise);
+        }
     }
 
     @Override
@@ -92,11 +102,12 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             Object message = out.get(i);
             if (message instanceof HttpRequest) {
                 read++;
-            } else if (message instanceof HttpContent content && content.decoderResult().isFailure() && read > handed) {
+            } else if (message instanceof HttpContent content && content.decoderResult().isFailure()
+                    && read - answered > 1) { // the request it belongs to, the last read, waits behind another
                 brokenWhileWaiting = true;
             }
         }
-        if (brokenWhileWaiting || read - handed > MOST_WAITING) {
+        if (brokenWhileWaiting || read - answered > MOST_WAITING) {
             cut = true;
             for (int i = out.size() - 1; i >= before; i--) {
                 ReferenceCountUtil.release(out.remove(i));
