@@ -109,7 +109,8 @@ public final class Gateway implements AutoCloseable {
                             idle.connected(connection);
                         })
                         .invalidRequestHandler(ApiServer::malformed)
-                        .requestHandler(idle.watching(CloseOption.honoured(limiting::handle)));
+                        // a request CloseOption drops unanswered is not the connection's last: idle, not busy
+                        .requestHandler(CloseOption.honoured(idle.watching(limiting::handle)));
             }));
         } catch (Exception e) {
             vertx.close();

@@ -569,6 +569,8 @@ class GatewayTest {
             "chunked twice|POST /api/x HTTP/1.1|Transfer-Encoding: chunked\\r\\nTransfer-Encoding: chunked|header Transfer-Encoding: \"chunked, chunked\": the gateway takes chunked alone",
             "a length too|POST /api/x HTTP/1.1|Content-Length: 5\\r\\nTransfer-Encoding: chunked|headers Content-Length and Transfer-Encoding together: a body is delimited one way",
             "HTTP/1.0|POST /api/x HTTP/1.0|Transfer-Encoding: chunked|header Transfer-Encoding in an HTTP/1.0 request, which has no such framing",
+            "HTTP/1.0 in lower case|POST /api/x http/1.0|Transfer-Encoding: chunked|request line: HTTP version written otherwise than HTTP/1.1 or HTTP/1.0 (read as HTTP/1.0)",
+            "HTTP/1.00|POST /api/x HTTP/1.00|Transfer-Encoding: chunked|request line: HTTP version written otherwise than HTTP/1.1 or HTTP/1.0 (read as HTTP/1.0)",
     })
     void aBodyThatCouldBeDelimitedTwoWaysIsRefusedAndNothingAfterItRead(String problem, String line, String framing,
                                                                         String message) throws Exception {
