@@ -128,8 +128,8 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             throw new IllegalArgumentException("request line: HTTP version written otherwise than HTTP/1.1 or"
                     + " HTTP/1.0 (read as " + version.text() + ")");
         }
-        List<String> codings = message.headers().getAll(HttpHeaderNames.TRANSFER_ENCODING);
-        if (!codings.isEmpty()) {
+        if (message.headers().contains(HttpHeaderNames.TRANSFER_ENCODING)) { // else no list made: the common case
+            List<String> codings = message.headers().getAll(HttpHeaderNames.TRANSFER_ENCODING);
             if (version == HttpVersion.HTTP_1_0) {
                 throw new IllegalArgumentException("header Transfer-Encoding in an HTTP/1.0 request, which has no"
                         + " such framing");
@@ -137,7 +137,7 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             // as sent, less what Netty strips around a value: "chunked" and a control byte is no coding Netty takes
             if (codings.size() != 1 || !codings.get(0).equalsIgnoreCase("chunked")) {
                 throw new IllegalArgumentException("header Transfer-Encoding: \"" + String.join(", ", codings)
-                        + "\": the gateway takes chunked alone");
+                        + "\": chunked alone is taken");
             }
             if (message.headers().contains(HttpHeaderNames.CONTENT_LENGTH)) {
                 throw new IllegalArgumentException("headers Content-Length and Transfer-Encoding together: a body"

@@ -563,10 +563,10 @@ class GatewayTest {
      */
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "a coding not chunked|POST /api/x HTTP/1.1|Transfer-Encoding: xchunked|header Transfer-Encoding: \"xchunked\": the gateway takes chunked alone",
-            "identity|POST /api/x HTTP/1.1|Transfer-Encoding: identity|header Transfer-Encoding: \"identity\": the gateway takes chunked alone",
-            "two codings|POST /api/x HTTP/1.1|Transfer-Encoding: gzip, chunked|header Transfer-Encoding: \"gzip, chunked\": the gateway takes chunked alone",
-            "chunked twice|POST /api/x HTTP/1.1|Transfer-Encoding: chunked\\r\\nTransfer-Encoding: chunked|header Transfer-Encoding: \"chunked, chunked\": the gateway takes chunked alone",
+            "a coding not chunked|POST /api/x HTTP/1.1|Transfer-Encoding: xchunked|header Transfer-Encoding: \"xchunked\": chunked alone is taken",
+            "identity|POST /api/x HTTP/1.1|Transfer-Encoding: identity|header Transfer-Encoding: \"identity\": chunked alone is taken",
+            "two codings|POST /api/x HTTP/1.1|Transfer-Encoding: gzip, chunked|header Transfer-Encoding: \"gzip, chunked\": chunked alone is taken",
+            "chunked twice|POST /api/x HTTP/1.1|Transfer-Encoding: chunked\\r\\nTransfer-Encoding: chunked|header Transfer-Encoding: \"chunked, chunked\": chunked alone is taken",
             "a length too|POST /api/x HTTP/1.1|Content-Length: 5\\r\\nTransfer-Encoding: chunked|headers Content-Length and Transfer-Encoding together: a body is delimited one way",
             "HTTP/1.0|POST /api/x HTTP/1.0|Transfer-Encoding: chunked|header Transfer-Encoding in an HTTP/1.0 request, which has no such framing",
             "HTTP/1.0 in lower case|POST /api/x http/1.0|Transfer-Encoding: chunked|request line: HTTP version written otherwise than HTTP/1.1 or HTTP/1.0 (read as HTTP/1.0)",
