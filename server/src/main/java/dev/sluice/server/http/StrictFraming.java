@@ -90,7 +90,7 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     }
 
     @Override
-    protected void decode(ChannelHandlerContext context, ByteBuf in, java.util.List<Object> out) throws Exception {
+    protected void decode(ChannelHandlerContext context, ByteBuf in, List<Object> out) throws Exception {
         if (cut) {
             in.skipBytes(in.readableBytes());
             return;
