@@ -11,8 +11,8 @@ import io.netty.handler.codec.http.HttpMessage;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpStatusClass;
-import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServerOptions;
@@ -24,8 +24,9 @@ import java.util.List;
 /**
  * Requests to the gateway and the API framed one way only: a request whose body another server could delimit
  * otherwise is refused with a 400 that names why, and nothing after it on its connection is read (RFC 9112 §6.1
- * and §6.3, as nginx refuses them). Netty's decoder, which Vert.x uses, is lenient, and a gateway that delimits a body otherwise
- * than the server behind or in front of it lets a request be smuggled past its limits. Found by trying the gateway:
+ * and §6.3, as nginx refuses them). Netty's decoder, which Vert.x uses, is lenient, and a gateway that delimits a
+ * body otherwise than the server behind or in front of it lets a request be smuggled past its limits. Found by trying
+ * the gateway:
  * <ul>
  *   <li>{@code Transfer-Encoding: xchunked} (or {@code identity}, anything not {@code chunked}): Netty read no body,
  *       so the body was read as the next request, and forwarded as one (the upstream got {@code GET /smuggled});</li>
