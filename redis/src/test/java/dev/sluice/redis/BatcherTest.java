@@ -162,11 +162,12 @@ class BatcherTest {
      * blocks the thread answering the call ahead of it until the test lets it go.
      *
      * <p>A bug pinned in the test itself: it once let the line go by a fixed sleep that left the live decision
-     * 200 ms of its time, and a slow CI machine spent them; now the live decision has its whole second.
+     * 200 ms of its time, and a slow CI machine spent them; then the live decision had its whole second, and a CI run
+     * (twenty-second session) still spent it between the line let go and the answer: now it has three.
      */
     @Test
     void aDecisionPastItsDeadlineStaysOutOfItsCall() throws Exception {
-        Batcher batcher = timingOutAfter(1_000);
+        Batcher batcher = timingOutAfter(3_000);
         CountDownLatch lineHeld = new CountDownLatch(1);
         CountDownLatch answering = new CountDownLatch(1);
         CompletableFuture<String> first = batcher.submit("sluice:{a}", "1");
@@ -180,7 +181,7 @@ class BatcherTest {
         CompletableFuture<String> expired = batcher.submit("sluice:{b}", "1");
         // its caller then decides again, and waits: that must hold up neither the others nor itself
         CompletableFuture<String> again = expired.handle((answer, failure) -> batcher.submit("sluice:{e}", "1").join());
-        Thread.sleep(1_100); // past the deadline of the decision in line
+        Thread.sleep(3_100); // past the deadline of the decision in line
         CompletableFuture<String> live = batcher.submit("sluice:{c}", "1");
         lineHeld.countDown();
         assertThatThrownBy(() -> expired.get(10, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
