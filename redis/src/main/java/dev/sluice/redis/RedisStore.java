@@ -1,10 +1,7 @@
 package dev.sluice.redis;
 
-import dev.sluice.Algorithm;
 import dev.sluice.Clock;
 import dev.sluice.Decision;
-import dev.sluice.Limit;
-import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.store.FailurePolicy;
 import dev.sluice.store.Store;
@@ -32,29 +29,18 @@ import io.netty.channel.Channel;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.Timer;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * The Redis store: many processes share one limit, decided on the Redis server in one round trip.
@@ -127,12 +113,6 @@ import java.util.regex.Pattern;
  * more, and a {@code max_delay} of 52 days or more. The script's header says how the arithmetic stays exact.
  */
 public final class RedisStore implements Store, AutoCloseable {
-    private static final long NS = 1_000_000L;
-    private static final long EXACT = 1L << 53;
-    private static final long HALF_EXACT = 1L << 52;
-    /** With a time passed in, Redis's own clock says nothing of when a key is untouched: keep keys an hour more. */
-    private static final long EXPLICIT_TIME_TTL_MARGIN_MS = 3_600_000L;
-
     private final AutoCloseable client;
     /** In a Cluster, the Lettuce connections; empty on a standalone Redis, which has {@link #scriptConnections}. */
     private final List<Lane> lanes;
@@ -147,57 +127,13 @@ public final class RedisStore implements Store, AutoCloseable {
             return new Lane(connection, connection.async(), connection.sync());
         }
     }
-    /** A script as sent: its text (for EVAL after a NOSCRIPT) and its SHA-1 (for EVALSHA). */
-    private record Script(String text, String sha) {
-        static Script load(String name) {
-            String text;
-            try (InputStream in = RedisStore.class.getResourceAsStream(name)) {
-                text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            } catch (IOException | NullPointerException e) {
-                throw new IllegalStateException(name + " is missing from sluice-redis", e);
-            }
-            return new Script(text, sha1(text));
-        }
-    }
-
     /**
-     * What a rule is decided with: a script, its arguments that depend on the rule only, and, where calls of
-     * several decisions are sent (gcra.lua on a standalone Redis), a batcher per connection.
+     * What a rule is decided with: its script and arguments, and, where calls of several decisions are sent
+     * (gcra.lua on a standalone Redis), a batcher per connection.
      */
-    private record Call(Script script, String[] fixed, Batcher[] batchers) {
-        /**
-         * The arguments of one decision's call at {@code nowNanos} ({@link #STORE_CLOCK}: the server's): gcra.lua
-         * takes the decision's own last, decide.lua first.
-         */
-        String[] arguments(long cost, long nowNanos) {
-            if (script == GCRA) {
-                String[] arguments = Arrays.copyOf(fixed, fixed.length + 1);
-                arguments[fixed.length] = gcraArgument(cost, nowNanos);
-                return arguments;
-            }
-            boolean serverClock = nowNanos == STORE_CLOCK;
-            String[] arguments = fixed.clone();
-            arguments[0] = serverClock ? "" : Long.toString(nowNanos / NS);
-            arguments[1] = serverClock ? "" : Long.toString(nowNanos % NS);
-            arguments[2] = Long.toString(cost);
-            arguments[5] = serverClock ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
-            return arguments;
-        }
+    private record Call(RuleScript script, Batcher[] batchers) {
     }
 
-    /**
-     * gcra.lua's one argument for a decision: its cost alone at the server's clock, or {@code "cost ms ns"} at
-     * a time passed in. One argument, not three, is less for Redis to parse (the script says how much).
-     */
-    static String gcraArgument(long cost, long nowNanos) {
-        return nowNanos == STORE_CLOCK ? Long.toString(cost)
-                : cost + " " + nowNanos / NS + " " + nowNanos % NS;
-    }
-
-    /** Every rule: one limit or several, any algorithm. */
-    private static final Script DECIDE = Script.load("decide.lua");
-    /** The common case, for less work in Redis: one gcra limit (gcra, greedy token-bucket, leaky-bucket). */
-    private static final Script GCRA = Script.load("gcra.lua");
     private final ConcurrentHashMap<Rule, Call> calls = new ConcurrentHashMap<>();
     /** Changed while deciding by {@link #onFailure(FailurePolicy)}. */
     private volatile FailurePolicy onFailure;
@@ -231,70 +167,18 @@ public final class RedisStore implements Store, AutoCloseable {
     private final LongAdder shortCircuited = new LongAdder();
     private final LongAdder breakerOpenings = new LongAdder();
     private final LongAdder scriptReloads = new LongAdder();
-    private final LongAdder localRejections = new LongAdder();
-    private final boolean rememberRejections;
     private final boolean raiseFailures;
     /** The most decisions in one call of gcra.lua: 1 in a Cluster, where the keys of one call must share a slot. */
     private final int batchKeys;
-    private final ConcurrentHashMap<Rule, Memory> rejections = new ConcurrentHashMap<>();
-    /** Counts up as each reset begins and as it ends: a call that saw it move remembers no rejection. */
-    private final AtomicLong resets = new AtomicLong();
-    /** The most rejections remembered under one rule. */
-    static final int MAX_REMEMBERED = 100_000;
-    private final int mostRemembered;
+    private final RejectionMemory rejections;
     /**
      * The most rules whose calls and remembered rejections are kept. A server reloading its configuration makes
      * new rules and never uses the old ones again; past this many, what is kept is dropped and made again as the
      * rules in use ask (a batcher with a call in flight finishes it on its own).
      */
     static final int MAX_RULES = 1_024;
-
-    /** A rejection remembered: of {@code cost} or more, until {@code until} on {@link System#nanoTime()}. */
-    private record Rejection(long cost, long until, long at, Decision decision) {
-    }
-
-    /**
-     * The rejections remembered under one rule, by key. An expired one is dropped when its key asks again, or by
-     * a sweep of the memory once it is full: keys that come and go (an address per request, say) filled it with
-     * expired ones, and it stopped remembering for good (a bug a review found).
-     */
-    private record Memory(ConcurrentHashMap<String, Rejection> byKey, AtomicLong nextSweep) {
-        Memory() {
-            this(new ConcurrentHashMap<>(), new AtomicLong(System.nanoTime()));
-        }
-
-        /**
-         * Drops the expired rejections, if one may have expired since the last sweep: a sweep reads every entry,
-         * so it waits for the earliest expiry it left, and comes at most ten times a second.
-         */
-        void sweep(long now) {
-            long due = nextSweep.get();
-            if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_NANOS)) {
-                return;
-            }
-            long earliest = Long.MAX_VALUE;
-            for (Map.Entry<String, Rejection> entry : byKey.entrySet()) {
-                Rejection rejection = entry.getValue();
-                if (now - rejection.until >= 0) {
-                    byKey.remove(entry.getKey(), rejection);
-                } else if (rejection.until - now < earliest) {
-                    earliest = rejection.until - now;
-                }
-            }
-            nextSweep.set(now + Math.max(SWEEP_NANOS, earliest == Long.MAX_VALUE ? 0 : earliest));
-        }
-
-        /**
-         * Brings the next sweep forward to {@code when} if it was later: a rejection remembered after a sweep may
-         * expire before those the sweep left (a review found a full memory waiting out the longest of them).
-         */
-        void dueBy(long when) {
-            nextSweep.accumulateAndGet(when, (due, earlier) -> earlier - due < 0 ? earlier : due);
-        }
-    }
-
-    /** The least time between two sweeps of one rule's rejections. */
-    private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /** The most rejections remembered under one rule. */
+    static final int MAX_REMEMBERED = 100_000;
 
     /**
      * @param lanes    a Cluster's Lettuce connections, or none
@@ -313,16 +197,15 @@ public final class RedisStore implements Store, AutoCloseable {
         this.onFailure = settings.onFailure;
         this.timeoutNanos = settings.timeout.toNanos();
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
-        this.rememberRejections = settings.rememberRejections;
-        this.mostRemembered = settings.mostRemembered;
         this.raiseFailures = settings.raiseFailures;
+        this.rejections = new RejectionMemory(settings.rememberRejections, settings.mostRemembered, MAX_RULES);
         // made here, so that they are part of the store as any thread sees it (a review found them added after the
         // constructor, to a list another thread could see empty)
         List<ScriptConnection> made = new ArrayList<>();
         if (own != null) {
             try {
                 for (int i = settings.connections; i > 0; i--) {
-                    made.add(new ScriptConnection(own, (int) HANDSHAKE.toMillis(), timeoutNanos, timer,
+                    made.add(new ScriptConnection(own, (int) RedisAddress.HANDSHAKE.toMillis(), timeoutNanos, timer,
                             scriptReloads::increment));
                 }
             } catch (RuntimeException e) {
@@ -446,7 +329,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     public Counts counts() {
         return new Counts(failures.sum(), timeouts.sum(), failedOpen.sum(), failedClosed.sum(), shortCircuited.sum(),
-                breakerOpenings.sum(), scriptReloads.sum(), localRejections.sum());
+                breakerOpenings.sum(), scriptReloads.sum(), rejections.recalled());
     }
 
     /** Connects with the defaults: 50 ms timeout, fail open, a breaker after 3 failures for 1 s. */
@@ -467,9 +350,9 @@ public final class RedisStore implements Store, AutoCloseable {
     private static RedisStore open(Builder settings) {
         String uri = settings.uri;
         // the addresses are read before anything is started, so a bad one leaves nothing running behind it
-        List<RedisURI> seeds = addresses(uri, settings.timeout);
+        List<RedisURI> seeds = RedisAddress.seeds(uri, settings.timeout);
         Timer timer = timer();
-        if (!uri.startsWith("redis-cluster://")) {
+        if (!RedisAddress.isCluster(uri)) {
             return standalone(settings, seeds.get(0), timer);
         }
         TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
@@ -534,41 +417,7 @@ public final class RedisStore implements Store, AutoCloseable {
      * @throws IllegalArgumentException naming the address, its password hidden
      */
     public static void checkAddress(String uri) {
-        addresses(uri, HANDSHAKE);
-    }
-
-    private static List<RedisURI> addresses(String uri, Duration timeout) {
-        if (uri == null) {
-            throw new IllegalArgumentException("bad Redis address: null; expected redis://host:port[/db] or"
-                    + " redis-cluster://host:port,host:port");
-        }
-        List<RedisURI> seeds = new ArrayList<>();
-        if (uri.startsWith("redis-cluster://")) {
-            for (String node : uri.substring("redis-cluster://".length()).split(",", -1)) {
-                if (node.isBlank()) {
-                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
-                            + " between commas; expected redis-cluster://host:port,host:port");
-                }
-                if (!NODE.matcher(node.trim()).matches()) {
-                    // with credentials in the address, the part may be a piece of a password: never quoted
-                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": "
-                            + (uri.indexOf('@') >= 0 ? "a part" : "\"" + node.trim() + "\"") + " between commas is not"
-                            + " a node [credentials@]host:port (a comma in a password is written %2C)");
-                }
-                RedisURI seed = address("redis://" + node.trim(), uri, timeout);
-                if (seed.getDatabase() != 0) {
-                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Cluster has only"
-                            + " database 0, got /" + seed.getDatabase());
-                }
-                seeds.add(seed);
-            }
-        } else if (uri.startsWith("redis://")) {
-            seeds.add(address(uri, uri, timeout));
-        } else {
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri)
-                    + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
-        }
-        return seeds;
+        RedisAddress.seeds(uri, RedisAddress.HANDSHAKE);
     }
 
     /**
@@ -577,63 +426,8 @@ public final class RedisStore implements Store, AutoCloseable {
      * written {@code ****}. Everything before the last {@code @} is credentials: a host, port or database has none.
      */
     public static String shown(String uri) {
-        if (uri.startsWith("redis-cluster://") && uri.indexOf(',') > 0) {
-            // each node may carry its own credentials: each hidden on its own, so no node disappears; but only if
-            // every part between commas is a node (a comma inside a password would show the part before it)
-            String[] each = uri.substring("redis-cluster://".length()).split(",", -1);
-            if (java.util.Arrays.stream(each).allMatch(node -> NODE.matcher(node.trim()).matches())) {
-                StringBuilder nodes = new StringBuilder("redis-cluster://");
-                for (int i = 0; i < each.length; i++) {
-                    nodes.append(i == 0 ? "" : ",").append(shown(each[i]));
-                }
-                return nodes.toString();
-            }
-        }
-        Matcher credentials = CREDENTIALS.matcher(uri);
-        if (!credentials.find()) {
-            return uri;
-        }
-        String user = credentials.group(2);
-        return credentials.group(1) + (user == null ? "" : user + ":") + "****@" + uri.substring(credentials.end());
+        return RedisAddress.shown(uri);
     }
-
-    /**
-     * The port of a node {@code redis://[credentials@]host[:port][/db][?options]} as written, or null when it has
-     * none: what follows the host after the last {@code @} (so never a part of the credentials), up to a
-     * {@code /} or {@code ?}; an IPv6 host is in brackets.
-     */
-    private static String portOf(String node) {
-        String authority = authorityOf(node);
-        int colon = authority.startsWith("[") ? authority.indexOf(':', Math.max(authority.indexOf(']'), 0))
-                : authority.lastIndexOf(':');
-        return colon < 0 ? null : authority.substring(colon + 1);
-    }
-
-    /** The host and port of {@code redis://[credentials@]host:port[/db][?options]}, as written. */
-    private static String authorityOf(String node) {
-        String rest = node.substring("redis://".length());
-        String authority = rest.substring(rest.lastIndexOf('@') + 1);
-        int end = 0;
-        while (end < authority.length() && authority.charAt(end) != '/' && authority.charAt(end) != '?') {
-            end++;
-        }
-        return authority.substring(0, end);
-    }
-
-    /** The database of {@code redis://[credentials@]host:port[/db][?options]} as written, or null. */
-    private static String databaseOf(String node) {
-        String rest = node.substring("redis://".length());
-        String path = rest.substring(rest.lastIndexOf('@') + 1 + authorityOf(node).length());
-        int query = path.indexOf('?');
-        path = query < 0 ? path : path.substring(0, query);
-        return path.isEmpty() || path.equals("/") ? null : path.substring(1);
-    }
-
-    /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
-    private static final Pattern NODE = Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/]+)(?::[^/@]*)?(?:/.*)?$");
-
-    /** The scheme (if any), then an optional user and its colon, then the password, to the last @. */
-    private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?.*@");
 
     /**
      * Opens one connection per I/O thread; if one fails, the client and its threads are shut down (which
@@ -673,60 +467,6 @@ public final class RedisStore implements Store, AutoCloseable {
         resources.shutdown();
     }
 
-    /** What connecting (the handshake after the socket opens) may take, however short the per-call timeout. */
-    private static final Duration HANDSHAKE = Duration.ofSeconds(2);
-
-    private static RedisURI address(String node, String uri, Duration timeout) {
-        // the port as written: Lettuce reads "host:0" and "host:" as 6379, and "host:abc" as a host of that name
-        String written = portOf(node);
-        if (written != null
-                && (!written.matches("[0-9]{1,5}") || Integer.parseInt(written) < 1 || Integer.parseInt(written) > 65535)) {
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": port \"" + written
-                    + "\" of " + shown(node).substring("redis://".length()) + ": expected 1 to 65535");
-        }
-        // Lettuce's own words for these are a JDK parser's: "Expected authority at index 8", "For input string"
-        String authority = authorityOf(node);
-        if (authority.isEmpty() || authority.startsWith(":")) {
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": no host; expected"
-                    + " redis://host:port[/db]");
-        }
-        String database = databaseOf(node);
-        if (database != null && (!database.matches("[0-9]{1,10}") || Long.parseLong(database) > Integer.MAX_VALUE)) {
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": database \"" + database
-                    + "\": expected a number from 0 to " + Integer.MAX_VALUE);
-        }
-        try {
-            RedisURI address = RedisURI.create(node);
-            // the URI's timeout bounds the connection handshake; each call is bounded by TimeoutOptions instead
-            address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
-            return address;
-        } catch (IllegalArgumentException e) {
-            // e is not kept as the cause, and its message only with the address hidden: it may quote the password
-            Matcher credentials = CREDENTIALS.matcher(uri);
-            boolean secret = credentials.find();
-            String reason = e.getMessage() == null ? "" : e.getMessage().replace(uri, shown(uri)).replace(node, shown(node));
-            if (reason.isEmpty() || secret && reason.contains(credentials.group())) {
-                reason = "not a valid URI";
-            }
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": " + reason + (secret
-                    ? " (in a password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)"
-                    : ""));
-        }
-    }
-
-    private static String sha1(String text) {
-        try {
-            byte[] digest = MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8));
-            StringBuilder hex = new StringBuilder(40);
-            for (byte b : digest) {
-                hex.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
-            }
-            return hex.toString();
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JVM has SHA-1", e);
-        }
-    }
-
     /** The Redis key that holds the state of {@code key}. */
     static String redisKey(String key) {
         return "sluice:{" + key + "}";
@@ -747,7 +487,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (local != null) {
             return local;
         }
-        long resetsBefore = resets.get();
+        long resetsBefore = rejections.resets();
         String answer;
         try {
             answer = send(call, redisKey, cost, nowNanos).join();
@@ -778,7 +518,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (local != null) {
             return CompletableFuture.completedFuture(local);
         }
-        long resetsBefore = resets.get();
+        long resetsBefore = rejections.resets();
         return send(call, redisKey, cost, nowNanos).handle((answer, failure) -> failure == null
                 ? answered(rule, key, cost, nowNanos, answer, watching, resetsBefore)
                 : failed(failure, rule, cost, nowNanos, watching));
@@ -786,7 +526,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /** The decision this process makes without Redis (a rejection remembered, the breaker open), or null. */
     private Decision answeredHere(Rule rule, String key, long cost, long nowNanos, CircuitBreaker breaker) {
-        Decision remembered = remembered(rule, key, cost, nowNanos);
+        Decision remembered = rejections.recall(rule, key, cost, nowNanos);
         if (remembered != null) {
             return remembered;
         }
@@ -806,18 +546,19 @@ public final class RedisStore implements Store, AutoCloseable {
     private CompletableFuture<String> send(Call call, String redisKey, long cost, long nowNanos) {
         int lane = lane();
         if (call.batchers() != null) {
-            return call.batchers()[lane].submit(redisKey, gcraArgument(cost, nowNanos));
+            return call.batchers()[lane].submit(redisKey, RuleScript.gcraArgument(cost, nowNanos));
         }
         String[] keys = {redisKey};
-        String[] arguments = call.arguments(cost, nowNanos);
+        RuleScript.Script script = call.script().script();
+        String[] arguments = call.script().arguments(cost, nowNanos);
         if (!scriptConnections.isEmpty()) {
-            return timed(scriptConnections.get(lane).evaluate(call.script().sha(), call.script().text(), keys,
+            return timed(scriptConnections.get(lane).evaluate(script.sha(), script.text(), keys,
                     arguments));
         }
         // A Cluster, on Lettuce. A node's connection is made as its first command goes out, and that command's
         // timeout runs only once it is connected: to a node that accepts but does not answer, the handshake's 2 s
         // (a bug pinned in RedisClusterFailoverTest: a decision took 1.6 s). So the call is bounded here too.
-        return timed(evaluate(lanes.get(lane), call.script(), keys, arguments).toCompletableFuture());
+        return timed(evaluate(lanes.get(lane), script, keys, arguments).toCompletableFuture());
     }
 
     /**
@@ -849,31 +590,17 @@ public final class RedisStore implements Store, AutoCloseable {
                               long resetsBefore) {
         Decision decision;
         try {
-            decision = decision(rule, answer);
+            decision = ScriptReplies.decision(rule, answer);
         } catch (RuntimeException e) {
-            return failed(new IllegalStateException("a Sluice script answered \"" + printable(String.valueOf(answer))
+            return failed(new IllegalStateException("a Sluice script answered \"" + ScriptReplies.printable(String.valueOf(answer))
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos, breaker);
         }
         breaker.succeeded();
-        return remember(rule, key, cost, nowNanos, decision, resetsBefore);
-    }
-
-    /** {@code answer} with each char outside printable ASCII as {@code \xNN}, for a message. */
-    private static String printable(String answer) {
-        StringBuilder shown = new StringBuilder(answer.length());
-        for (int i = 0; i < answer.length(); i++) {
-            char c = answer.charAt(i);
-            if (c >= ' ' && c < 127) {
-                shown.append(c);
-            } else {
-                shown.append(String.format("\\x%02x", (int) c));
-            }
-        }
-        return shown.toString();
+        return rejections.remember(rule, key, cost, nowNanos, decision, resetsBefore);
     }
 
     /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */
-    private CompletionStage<String> evaluate(Lane lane, Script script, String[] keys, String[] arguments) {
+    private CompletionStage<String> evaluate(Lane lane, RuleScript.Script script, String[] keys, String[] arguments) {
         RedisScriptingAsyncCommands<String, String> scripting = lane.scriptingAsync();
         return scripting.<String>evalsha(script.sha(), ScriptOutputType.VALUE, keys, arguments)
                 .handle((answer, failure) -> {
@@ -887,83 +614,6 @@ public final class RedisStore implements Store, AutoCloseable {
                     }
                     return CompletableFuture.<String>failedFuture(failure);
                 }).thenCompose(stage -> stage);
-    }
-
-    private boolean remembers(Rule rule, long cost, long nowNanos) {
-        Algorithm algorithm = rule.algorithm();
-        return rememberRejections && nowNanos == STORE_CLOCK && cost > 0
-                && (algorithm == Algorithm.FIXED_WINDOW || algorithm == Algorithm.GCRA || algorithm == Algorithm.TOKEN_BUCKET);
-    }
-
-    /** The remembered rejection that answers this request, counted down to now; {@code null} if none. */
-    private Decision remembered(Rule rule, String key, long cost, long nowNanos) {
-        if (!remembers(rule, cost, nowNanos)) {
-            return null;
-        }
-        Memory memory = rejections.get(rule);
-        ConcurrentHashMap<String, Rejection> byKey = memory == null ? null : memory.byKey();
-        Rejection rejection = byKey == null ? null : byKey.get(key);
-        if (rejection == null) {
-            return null;
-        }
-        long now = System.nanoTime();
-        if (now - rejection.until >= 0) {
-            byKey.remove(key, rejection);
-            return null;
-        }
-        if (cost != rejection.cost) {
-            // another cost has another retry_after (a greater one may never fit): only Redis knows it
-            return null;
-        }
-        localRejections.increment();
-        Decision first = rejection.decision;
-        long elapsed = now - rejection.at;
-        return new Decision(false, first.remaining(), rejection.until - now, Math.max(0, first.resetAfterNanos() - elapsed),
-                0, first.limit(), Math.max(0, first.limitResetAfterNanos() - elapsed));
-    }
-
-    /**
-     * Remembers a rejection Redis answered to a call sent when {@link #resets} was {@code resetsBefore}. None is
-     * remembered from a call that a reset overlapped: Redis may have run it before the reset's {@code DEL}, and
-     * its rejection would then outlive the reset (a bug a review found: a reset undone for up to an hour).
-     */
-    private Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision, long resetsBefore) {
-        if (decision.allowed()) {
-            if (cost > 0 && !rejections.isEmpty()) {
-                // the key was charged: a rejection remembered for another cost now says too much remaining and too
-                // short a retry_after (a bug found by trying serve on Redis: obeying its Retry-After met another 429)
-                for (Memory memory : rejections.values()) {
-                    if (memory.byKey().containsKey(key)) { // a lookup, not remove's lock of the bin
-                        memory.byKey().remove(key);
-                    }
-                }
-            }
-            return decision;
-        }
-        if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
-            return decision;
-        }
-        Memory memory = rejections.get(rule);
-        if (memory == null) {
-            if (rejections.size() >= MAX_RULES) {
-                rejections.clear();
-            }
-            memory = rejections.computeIfAbsent(rule, r -> new Memory());
-        }
-        ConcurrentHashMap<String, Rejection> byKey = memory.byKey();
-        long now = System.nanoTime();
-        if (byKey.size() >= mostRemembered) {
-            memory.sweep(now);
-        }
-        if (byKey.size() < mostRemembered) {
-            Rejection rejection = new Rejection(cost, now + decision.retryAfterNanos(), now, decision);
-            byKey.put(key, rejection);
-            memory.dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
-            if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
-                byKey.remove(key, rejection);
-            }
-        }
-        return decision;
     }
 
     /** Counts a call Redis did not answer, and decides it by the failure policy. */
@@ -1011,70 +661,6 @@ public final class RedisStore implements Store, AutoCloseable {
         return key;
     }
 
-    /** The length of one decision answered by {@code gcra.lua}: the byte allowed, then four doubles. */
-    static final int BINARY_ANSWER = 33;
-
-    /**
-     * The decision a script answered: {@code gcra.lua}'s {@value #BINARY_ANSWER} bytes (its first, allowed, is
-     * the byte 0 or 1), or {@code decide.lua}'s seven whole numbers separated by single spaces (its first is the
-     * digit 0 or 1). The scripts say why each answers as it does.
-     */
-    static Decision decision(Rule rule, String reply) {
-        if (reply == null) {
-            throw new IllegalStateException("expected a decision, got nil");
-        }
-        if (!reply.isEmpty() && reply.charAt(0) <= 1) {
-            return binaryDecision(rule, reply);
-        }
-        long[] fields = new long[7];
-        int at = 0;
-        for (int i = 0; i < fields.length; i++) {
-            int end = i == fields.length - 1 ? reply.length() : reply.indexOf(' ', at);
-            if (end < 0) {
-                throw new IllegalStateException("expected seven numbers");
-            }
-            fields[i] = Long.parseLong(reply, at, end, 10);
-            at = end + 1;
-        }
-        return new Decision(fields[0] == 1, fields[1], fields[2], fields[3], fields[4],
-                rule.limits().get((int) fields[5]), fields[6]);
-    }
-
-    private static Decision binaryDecision(Rule rule, String reply) {
-        if (reply.length() != BINARY_ANSWER) {
-            throw new IllegalStateException("expected " + BINARY_ANSWER + " bytes, got " + reply.length());
-        }
-        return new Decision(reply.charAt(0) == 1, wholeNumber(reply, 1), wholeNumber(reply, 9),
-                wholeNumber(reply, 17), wholeNumber(reply, 25), rule.limits().get(0));
-    }
-
-    /** The little-endian double at {@code at} of a reply read one char per byte, as the whole number it holds. */
-    private static long wholeNumber(String reply, int at) {
-        long bits = 0;
-        for (int i = 7; i >= 0; i--) {
-            bits = bits << 8 | (reply.charAt(at + i) & 0xFF);
-        }
-        double value = Double.longBitsToDouble(bits);
-        long whole = (long) value;
-        if (whole != value) {
-            throw new IllegalStateException("expected whole numbers, got " + value);
-        }
-        return whole;
-    }
-
-    /** The answers of one call of {@code gcra.lua}, one a decision, in the order of its keys. */
-    static String[] gcraAnswers(String reply) {
-        if (reply.length() % BINARY_ANSWER != 0) {
-            throw new IllegalStateException("gcra.lua answered " + reply.length() + " bytes, not a multiple of "
-                    + BINARY_ANSWER);
-        }
-        String[] answers = new String[reply.length() / BINARY_ANSWER];
-        for (int i = 0; i < answers.length; i++) {
-            answers[i] = reply.substring(i * BINARY_ANSWER, (i + 1) * BINARY_ANSWER);
-        }
-        return answers;
-    }
-
     private Call call(Rule rule) {
         Call call = calls.get(rule);
         if (call != null) {
@@ -1095,40 +681,23 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /** The number of rules whose calls are kept (at most {@link #MAX_RULES}). */
     int rulesKept() {
-        return Math.max(calls.size(), rejections.size());
+        return Math.max(calls.size(), rejections.rules());
     }
 
-    /**
-     * The script for {@code rule} and its arguments that depend on the rule only: decide.lua's with the first
-     * three and the sixth left per call; gcra.lua's without the one per decision at their end.
-     */
+    /** The script for {@code rule}, and the batchers of its decisions if they may share calls (see the class comment). */
     private Call callOf(Rule rule) {
-        String[] general = ruleArguments(rule); // checks every bound, whichever script decides
-        if (rule.limits().size() != 1 || code(rule.algorithm(), rule.limits().get(0)) != 4) {
-            return new Call(DECIDE, general, null);
-        }
-        Limit limit = rule.limits().get(0);
-        long amount = limit.amount();
-        long period = limit.periodNanos();
-        long tq = period / amount;
-        long tr = period % amount;
-        long burstStep = limit.burst() * tr; // B·tr < B·L < 2^53 (checked)
-        long dq = limit.burst() * tq + burstStep / amount;
-        long dr = burstStep % amount;
-        String[] fixed = {general[3], general[4], Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS),
-                Long.toString(amount), Long.toString(limit.burst()), Long.toString(period),
-                Long.toString(tq), Long.toString(tr), Long.toString(dq), Long.toString(dr)};
-        if (batchKeys <= 1) {
-            return new Call(GCRA, fixed, null);
+        RuleScript script = RuleScript.of(rule); // checks every bound, whichever script decides
+        if (!script.batchable() || batchKeys <= 1) {
+            return new Call(script, null);
         }
         Batcher[] batchers = new Batcher[laneCount];
         for (int i = 0; i < batchers.length; i++) {
             ScriptConnection connection = scriptConnections.get(i);
-            batchers[i] = new Batcher(fixed,
-                    (keys, arguments) -> connection.evaluate(GCRA.sha(), GCRA.text(), keys, arguments),
-                    RedisStore::gcraAnswers, batchKeys, timeoutNanos, connection);
+            batchers[i] = new Batcher(script.fixed(), (keys, arguments) -> connection.evaluate(RuleScript.GCRA.sha(),
+                    RuleScript.GCRA.text(), keys, arguments), ScriptReplies::gcraAnswers, batchKeys, timeoutNanos,
+                    connection);
         }
-        return new Call(GCRA, fixed, batchers);
+        return new Call(script, batchers);
     }
 
     private static void checkCostAndTime(long cost, long nowNanos) {
@@ -1141,40 +710,6 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
-    /** The script's arguments that depend on the rule only; the first three and the sixth are per call. */
-    private static String[] ruleArguments(Rule rule) {
-        List<String> arguments = new ArrayList<>(List.of("", "", "",
-                Integer.toString(rule.mode().ordinal()), Long.toString(rule.maxDelayNanos()), "",
-                Integer.toString(rule.limits().size())));
-        if (rule.maxDelayNanos() >= HALF_EXACT) {
-            throw new IllegalArgumentException("max delay " + dev.sluice.DurationFormat.format(rule.maxDelayNanos())
-                    + " is too long for the Redis store: at most 2^52 ns (52 days)");
-        }
-        for (Limit limit : rule.limits()) {
-            checkFits(limit, rule.algorithm());
-            arguments.add(Integer.toString(code(rule.algorithm(), limit)));
-            arguments.add(Long.toString(limit.amount()));
-            arguments.add(Long.toString(limit.periodNanos() / NS));
-            arguments.add(Long.toString(limit.burst()));
-        }
-        return arguments.toArray(String[]::new);
-    }
-
-    private static int code(Algorithm algorithm, Limit limit) {
-        switch (algorithm) {
-            case FIXED_WINDOW:
-                return 1;
-            case SLIDING_LOG:
-                return 2;
-            case SLIDING_WINDOW:
-                return 3;
-            case TOKEN_BUCKET:
-                return limit.refill() == Refill.INTERVAL ? 5 : 4;
-            default:
-                return 4;
-        }
-    }
-
     /**
      * Checks that a Redis store can decide {@code rule} exactly, before anything is decided, and before any
      * store is connected to.
@@ -1182,7 +717,7 @@ public final class RedisStore implements Store, AutoCloseable {
      * @throws IllegalArgumentException naming the limit (or max delay) beyond Lua's exact range
      */
     public static void checkExact(Rule rule) {
-        ruleArguments(rule);
+        RuleScript.checkExact(rule);
     }
 
     @Override
@@ -1190,34 +725,11 @@ public final class RedisStore implements Store, AutoCloseable {
         checkExact(rule);
     }
 
-    /** Refuses a limit whose arithmetic could leave the doubles' exact range (see the class comment). */
-    static void checkFits(Limit limit, Algorithm algorithm) {
-        long period = limit.periodNanos();
-        String refused = null;
-        if (period % NS != 0) {
-            refused = "its period is not a whole number of milliseconds";
-        } else if (period >= EXACT) {
-            refused = "its period is 104 days or longer";
-        } else if (Math.multiplyHigh(limit.amount(), period / NS) != 0 || limit.amount() * (period / NS) >= EXACT) {
-            refused = "L × P(ms) is 2^53 or more";
-        } else if (algorithm.hasBurst() && limit.burst() * limit.amount() >= EXACT) {
-            refused = "B × L is 2^53 or more";
-        } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
-                .divide(BigInteger.valueOf(limit.amount())).compareTo(BigInteger.valueOf(HALF_EXACT)) >= 0) {
-            refused = "B × P / L is 52 days or longer";
-        }
-        if (refused != null) {
-            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused
-                    + " (Lua's numbers are exact only up to 2^53)");
-        }
-    }
-
     @Override
     public void reset(Rule rule, String key) {
         String redisKey = redisKey(check(key));
         // counted before and after the DEL: a call sent before the DEL's answer remembers no rejection (remember)
-        resets.incrementAndGet();
-        forget(key);
+        rejections.resetting(key);
         try {
             if (lanes.isEmpty()) {
                 timed(scriptConnections.get(lane()).command("DEL", redisKey)).join();
@@ -1232,25 +744,14 @@ public final class RedisStore implements Store, AutoCloseable {
             counted(e, breakerOf(redisKey));
             throw new StoreUnavailableException("Redis did not answer: " + e.getMessage(), e);
         } finally {
-            resets.incrementAndGet();
-            forget(key); // what a call answered between the two counts remembered
+            rejections.resetting(key); // what a call answered between the two counts remembered
         }
     }
 
-    /**
-     * Forgets the rejections of {@code key} under every rule: a limiter's acquire remembers rejections under its
-     * delaying rules too (one key, one state, whatever rule read it), and a reset must forget them all.
-     */
-    private void forget(String key) {
-        for (Memory memory : rejections.values()) {
-            memory.byKey().remove(key);
-        }
-    }
-
-    /** 2^52 ns (about 52 days), less one: the longest max delay the scripts keep exact (see ruleArguments). */
+    /** 2^52 ns (about 52 days), less one: the longest max delay the scripts keep exact. */
     @Override
     public long longestDelayNanos() {
-        return HALF_EXACT - 1;
+        return RuleScript.LONGEST_DELAY_NANOS;
     }
 
     @Override
@@ -1266,7 +767,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     @Override
     public String toString() {
-        return "RedisStore(" + DECIDE.sha() + ", " + GCRA.sha() + ")";
+        return "RedisStore(" + RuleScript.DECIDE.sha() + ", " + RuleScript.GCRA.sha() + ")";
     }
 
     /** How a {@link RedisStore} connects and what it does when Redis does not answer. */

@@ -854,33 +854,33 @@ class RedisStoreTest {
         Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("100/1s")));
         // the largest whole numbers the scripts may answer (below 2^53) and NEVER (-1) come back exact
         String answer = binary(0, 99, (1L << 53) - 1, 1_000_000_000L, -1);
-        Decision decision = RedisStore.decision(rule, answer);
+        Decision decision = ScriptReplies.decision(rule, answer);
         assertThat(decision.allowed()).isFalse();
         assertThat(decision.remaining()).isEqualTo(99);
         assertThat(decision.retryAfterNanos()).isEqualTo((1L << 53) - 1);
         assertThat(decision.resetAfterNanos()).isEqualTo(1_000_000_000L);
         assertThat(decision.delayNanos()).isEqualTo(-1);
-        assertThat(RedisStore.decision(rule, binary(1, 0, 0, 0, 0)).allowed()).isTrue();
+        assertThat(ScriptReplies.decision(rule, binary(1, 0, 0, 0, 0)).allowed()).isTrue();
         assertThat(decision.limitResetAfterNanos()).as("one limit: the key's reset is its").isEqualTo(1_000_000_000L);
         Rule stacked = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")));
-        Decision text = RedisStore.decision(stacked, "1 7 0 30 0 0 2");
+        Decision text = ScriptReplies.decision(stacked, "1 7 0 30 0 0 2");
         assertThat(text.remaining()).as("decide.lua's text").isEqualTo(7);
         assertThat(text.resetAfterNanos()).isEqualTo(30);
         assertThat(text.limit()).isEqualTo(Limit.parse("10/1s"));
         assertThat(text.limitResetAfterNanos()).isEqualTo(2);
-        assertThatThrownBy(() -> RedisStore.decision(stacked, "1 7 0 3 0 0"))
+        assertThatThrownBy(() -> ScriptReplies.decision(stacked, "1 7 0 3 0 0"))
                 .hasMessage("expected seven numbers");
 
-        assertThatThrownBy(() -> RedisStore.decision(rule, null)).hasMessage("expected a decision, got nil");
-        assertThatThrownBy(() -> RedisStore.decision(rule, answer.substring(0, 20)))
+        assertThatThrownBy(() -> ScriptReplies.decision(rule, null)).hasMessage("expected a decision, got nil");
+        assertThatThrownBy(() -> ScriptReplies.decision(rule, answer.substring(0, 20)))
                 .hasMessage("expected 33 bytes, got 20");
         String half = answer.substring(0, 1) + doubleBytes(0.5) + answer.substring(9);
-        assertThatThrownBy(() -> RedisStore.decision(rule, half)).hasMessage("expected whole numbers, got 0.5");
+        assertThatThrownBy(() -> ScriptReplies.decision(rule, half)).hasMessage("expected whole numbers, got 0.5");
 
-        String[] two = RedisStore.gcraAnswers(answer + binary(1, 3, 0, 4, 0));
+        String[] two = ScriptReplies.gcraAnswers(answer + binary(1, 3, 0, 4, 0));
         assertThat(two).hasSize(2);
-        assertThat(RedisStore.decision(rule, two[1]).remaining()).isEqualTo(3);
-        assertThatThrownBy(() -> RedisStore.gcraAnswers(answer + "1 2 3"))
+        assertThat(ScriptReplies.decision(rule, two[1]).remaining()).isEqualTo(3);
+        assertThatThrownBy(() -> ScriptReplies.gcraAnswers(answer + "1 2 3"))
                 .hasMessage("gcra.lua answered 38 bytes, not a multiple of 33");
     }
 

@@ -1,0 +1,176 @@
+package dev.sluice.redis;
+
+import io.lettuce.core.RedisURI;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The addresses a {@link RedisStore} connects to, {@code redis://host:port[/db]} or
+ * {@code redis-cluster://h1:p1,h2:p2}, read and checked before anything is started, and shown with their
+ * passwords hidden.
+ *
+ * <p>Lettuce reads much that is not an address as one ({@code host:0} and {@code host:} as port 6379,
+ * {@code host:abc} as a host of that name), and its words for the rest are a JDK parser's ("Expected authority at
+ * index 8"), which may quote the password. So each part is checked here first, and each message names the address
+ * as {@link #shown} writes it.
+ */
+final class RedisAddress {
+    /** What connecting (the handshake after the socket opens) may take, however short the per-call timeout. */
+    static final Duration HANDSHAKE = Duration.ofSeconds(2);
+    private static final String CLUSTER = "redis-cluster://";
+
+    /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
+    private static final Pattern NODE = Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/]+)(?::[^/@]*)?(?:/.*)?$");
+
+    /** The scheme (if any), then an optional user and its colon, then the password, to the last @. */
+    private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?.*@");
+
+    private RedisAddress() {
+    }
+
+    /** Whether {@code uri} names a Cluster. */
+    static boolean isCluster(String uri) {
+        return uri.startsWith(CLUSTER);
+    }
+
+    /**
+     * The nodes of {@code uri}, each with {@code timeout} (or {@link #HANDSHAKE}, if longer) for its handshake.
+     *
+     * @throws IllegalArgumentException naming the address, its password hidden
+     */
+    static List<RedisURI> seeds(String uri, Duration timeout) {
+        if (uri == null) {
+            throw new IllegalArgumentException("bad Redis address: null; expected redis://host:port[/db] or"
+                    + " redis-cluster://host:port,host:port");
+        }
+        List<RedisURI> seeds = new ArrayList<>();
+        if (isCluster(uri)) {
+            for (String node : uri.substring(CLUSTER.length()).split(",", -1)) {
+                if (node.isBlank()) {
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
+                            + " between commas; expected redis-cluster://host:port,host:port");
+                }
+                if (!NODE.matcher(node.trim()).matches()) {
+                    // with credentials in the address, the part may be a piece of a password: never quoted
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": "
+                            + (uri.indexOf('@') >= 0 ? "a part" : "\"" + node.trim() + "\"") + " between commas is not"
+                            + " a node [credentials@]host:port (a comma in a password is written %2C)");
+                }
+                RedisURI seed = address("redis://" + node.trim(), uri, timeout);
+                if (seed.getDatabase() != 0) {
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Cluster has only"
+                            + " database 0, got /" + seed.getDatabase());
+                }
+                seeds.add(seed);
+            }
+        } else if (uri.startsWith("redis://")) {
+            seeds.add(address(uri, uri, timeout));
+        } else {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri)
+                    + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
+        }
+        return seeds;
+    }
+
+    /**
+     * {@code uri} as it may be shown to anyone (messages, health checks, dashboards): a password in it
+     * ({@code redis://:secret@host}, {@code redis://user:secret@host}, Lettuce's {@code redis://secret@host}) is
+     * written {@code ****}. Everything before the last {@code @} is credentials: a host, port or database has none.
+     */
+    static String shown(String uri) {
+        if (isCluster(uri) && uri.indexOf(',') > 0) {
+            // each node may carry its own credentials: each hidden on its own, so no node disappears; but only if
+            // every part between commas is a node (a comma inside a password would show the part before it)
+            String[] each = uri.substring(CLUSTER.length()).split(",", -1);
+            if (Arrays.stream(each).allMatch(node -> NODE.matcher(node.trim()).matches())) {
+                StringBuilder nodes = new StringBuilder(CLUSTER);
+                for (int i = 0; i < each.length; i++) {
+                    nodes.append(i == 0 ? "" : ",").append(shown(each[i]));
+                }
+                return nodes.toString();
+            }
+        }
+        Matcher credentials = CREDENTIALS.matcher(uri);
+        if (!credentials.find()) {
+            return uri;
+        }
+        String user = credentials.group(2);
+        return credentials.group(1) + (user == null ? "" : user + ":") + "****@" + uri.substring(credentials.end());
+    }
+
+    /**
+     * The port of a node {@code redis://[credentials@]host[:port][/db][?options]} as written, or null when it has
+     * none: what follows the host after the last {@code @} (so never a part of the credentials), up to a
+     * {@code /} or {@code ?}; an IPv6 host is in brackets.
+     */
+    private static String portOf(String node) {
+        String authority = authorityOf(node);
+        int colon = authority.startsWith("[") ? authority.indexOf(':', Math.max(authority.indexOf(']'), 0))
+                : authority.lastIndexOf(':');
+        return colon < 0 ? null : authority.substring(colon + 1);
+    }
+
+    /** The host and port of {@code redis://[credentials@]host:port[/db][?options]}, as written. */
+    private static String authorityOf(String node) {
+        String rest = node.substring("redis://".length());
+        String authority = rest.substring(rest.lastIndexOf('@') + 1);
+        int end = 0;
+        while (end < authority.length() && authority.charAt(end) != '/' && authority.charAt(end) != '?') {
+            end++;
+        }
+        return authority.substring(0, end);
+    }
+
+    /** The database of {@code redis://[credentials@]host:port[/db][?options]} as written, or null. */
+    private static String databaseOf(String node) {
+        String rest = node.substring("redis://".length());
+        String path = rest.substring(rest.lastIndexOf('@') + 1 + authorityOf(node).length());
+        int query = path.indexOf('?');
+        path = query < 0 ? path : path.substring(0, query);
+        return path.isEmpty() || path.equals("/") ? null : path.substring(1);
+    }
+
+    /** One node, {@code redis://[credentials@]host:port[/db][?options]}, of the address {@code uri}. */
+    private static RedisURI address(String node, String uri, Duration timeout) {
+        // the port as written: Lettuce reads "host:0" and "host:" as 6379, and "host:abc" as a host of that name
+        String written = portOf(node);
+        if (written != null
+                && (!written.matches("[0-9]{1,5}") || Integer.parseInt(written) < 1 || Integer.parseInt(written) > 65535)) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": port \"" + written
+                    + "\" of " + shown(node).substring("redis://".length()) + ": expected 1 to 65535");
+        }
+        // Lettuce's own words for these are a JDK parser's: "Expected authority at index 8", "For input string"
+        String authority = authorityOf(node);
+        if (authority.isEmpty() || authority.startsWith(":")) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": no host; expected"
+                    + " redis://host:port[/db]");
+        }
+        String database = databaseOf(node);
+        if (database != null && (!database.matches("[0-9]{1,10}") || Long.parseLong(database) > Integer.MAX_VALUE)) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": database \"" + database
+                    + "\": expected a number from 0 to " + Integer.MAX_VALUE);
+        }
+        try {
+            RedisURI address = RedisURI.create(node);
+            // the URI's timeout bounds the connection handshake; each call is bounded by TimeoutOptions instead
+            address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
+            return address;
+        } catch (IllegalArgumentException e) {
+            // e is not kept as the cause, and its message only with the address hidden: it may quote the password
+            Matcher credentials = CREDENTIALS.matcher(uri);
+            boolean secret = credentials.find();
+            String reason = e.getMessage() == null ? "" : e.getMessage().replace(uri, shown(uri)).replace(node, shown(node));
+            if (reason.isEmpty() || secret && reason.contains(credentials.group())) {
+                reason = "not a valid URI";
+            }
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": " + reason + (secret
+                    ? " (in a password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)"
+                    : ""));
+        }
+    }
+}

@@ -1,0 +1,204 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.Store;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The rejections a {@link RedisStore} remembers, so that a key rejected with {@code retry_after = x} is answered
+ * "rejected" in this process until {@code x} has passed, without a call to Redis (the store's class comment says
+ * when that is right).
+ *
+ * <p>Three things make a remembered rejection wrong, and each forgets it: its time passing (it is dropped when
+ * its key asks again, or by a sweep once the memory is full); the key being admitted in this process at another
+ * cost (it was charged); and a reset of the key. A reset is counted as it begins and as it ends ({@link #resetting}),
+ * and a call that saw the count move while it was in flight remembers nothing: Redis may have run it before the
+ * reset's {@code DEL}.
+ */
+final class RejectionMemory {
+    /** The least time between two sweeps of one rule's rejections. */
+    private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    private final boolean on;
+    /** The most rejections remembered under one rule. */
+    private final int mostRemembered;
+    /** The most rules remembered under; past this many, the memory starts again empty. */
+    private final int mostRules;
+    private final ConcurrentHashMap<Rule, Memory> rejections = new ConcurrentHashMap<>();
+    /** Counts up as each reset begins and as it ends: a call that saw it move remembers no rejection. */
+    private final AtomicLong resets = new AtomicLong();
+    private final LongAdder recalled = new LongAdder();
+
+    /** A rejection remembered: of {@code cost} or more, until {@code until} on {@link System#nanoTime()}. */
+    private record Rejection(long cost, long until, long at, Decision decision) {
+    }
+
+    /**
+     * The rejections remembered under one rule, by key. An expired one is dropped when its key asks again, or by
+     * a sweep of the memory once it is full: keys that come and go (an address per request, say) filled it with
+     * expired ones, and it stopped remembering for good (a bug a review found).
+     */
+    private record Memory(ConcurrentHashMap<String, Rejection> byKey, AtomicLong nextSweep) {
+        Memory() {
+            this(new ConcurrentHashMap<>(), new AtomicLong(System.nanoTime()));
+        }
+
+        /**
+         * Drops the expired rejections, if one may have expired since the last sweep: a sweep reads every entry,
+         * so it waits for the earliest expiry it left, and comes at most ten times a second.
+         */
+        void sweep(long now) {
+            long due = nextSweep.get();
+            if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_NANOS)) {
+                return;
+            }
+            long earliest = Long.MAX_VALUE;
+            for (Map.Entry<String, Rejection> entry : byKey.entrySet()) {
+                Rejection rejection = entry.getValue();
+                if (now - rejection.until >= 0) {
+                    byKey.remove(entry.getKey(), rejection);
+                } else if (rejection.until - now < earliest) {
+                    earliest = rejection.until - now;
+                }
+            }
+            nextSweep.set(now + Math.max(SWEEP_NANOS, earliest == Long.MAX_VALUE ? 0 : earliest));
+        }
+
+        /**
+         * Brings the next sweep forward to {@code when} if it was later: a rejection remembered after a sweep may
+         * expire before those the sweep left (a review found a full memory waiting out the longest of them).
+         */
+        void dueBy(long when) {
+            nextSweep.accumulateAndGet(when, (due, earlier) -> earlier - due < 0 ? earlier : due);
+        }
+    }
+
+    /**
+     * @param on             whether anything is remembered at all
+     * @param mostRemembered the most rejections remembered under one rule
+     * @param mostRules      the most rules remembered under
+     */
+    RejectionMemory(boolean on, int mostRemembered, int mostRules) {
+        this.on = on;
+        this.mostRemembered = mostRemembered;
+        this.mostRules = mostRules;
+    }
+
+    /** The count of resets begun and ended, as a call is sent: what {@link #remember} is then given. */
+    long resets() {
+        return resets.get();
+    }
+
+    private boolean remembers(Rule rule, long cost, long nowNanos) {
+        Algorithm algorithm = rule.algorithm();
+        return on && nowNanos == Store.STORE_CLOCK && cost > 0
+                && (algorithm == Algorithm.FIXED_WINDOW || algorithm == Algorithm.GCRA || algorithm == Algorithm.TOKEN_BUCKET);
+    }
+
+    /** The remembered rejection that answers this request, counted down to now; {@code null} if none. */
+    Decision recall(Rule rule, String key, long cost, long nowNanos) {
+        if (!remembers(rule, cost, nowNanos)) {
+            return null;
+        }
+        Memory memory = rejections.get(rule);
+        ConcurrentHashMap<String, Rejection> byKey = memory == null ? null : memory.byKey();
+        Rejection rejection = byKey == null ? null : byKey.get(key);
+        if (rejection == null) {
+            return null;
+        }
+        long now = System.nanoTime();
+        if (now - rejection.until >= 0) {
+            byKey.remove(key, rejection);
+            return null;
+        }
+        if (cost != rejection.cost) {
+            // another cost has another retry_after (a greater one may never fit): only Redis knows it
+            return null;
+        }
+        recalled.increment();
+        Decision first = rejection.decision;
+        long elapsed = now - rejection.at;
+        return new Decision(false, first.remaining(), rejection.until - now, Math.max(0, first.resetAfterNanos() - elapsed),
+                0, first.limit(), Math.max(0, first.limitResetAfterNanos() - elapsed));
+    }
+
+    /**
+     * Remembers a rejection Redis answered to a call sent when {@link #resets()} was {@code resetsBefore}. None is
+     * remembered from a call that a reset overlapped: Redis may have run it before the reset's {@code DEL}, and
+     * its rejection would then outlive the reset (a bug a review found: a reset undone for up to an hour).
+     */
+    Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision, long resetsBefore) {
+        if (decision.allowed()) {
+            if (cost > 0 && !rejections.isEmpty()) {
+                // the key was charged: a rejection remembered for another cost now says too much remaining and too
+                // short a retry_after (a bug found by trying serve on Redis: obeying its Retry-After met another 429)
+                for (Memory memory : rejections.values()) {
+                    if (memory.byKey().containsKey(key)) { // a lookup, not remove's lock of the bin
+                        memory.byKey().remove(key);
+                    }
+                }
+            }
+            return decision;
+        }
+        if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
+            return decision;
+        }
+        Memory memory = rejections.get(rule);
+        if (memory == null) {
+            if (rejections.size() >= mostRules) {
+                rejections.clear();
+            }
+            memory = rejections.computeIfAbsent(rule, r -> new Memory());
+        }
+        ConcurrentHashMap<String, Rejection> byKey = memory.byKey();
+        long now = System.nanoTime();
+        if (byKey.size() >= mostRemembered) {
+            memory.sweep(now);
+        }
+        if (byKey.size() < mostRemembered) {
+            Rejection rejection = new Rejection(cost, now + decision.retryAfterNanos(), now, decision);
+            byKey.put(key, rejection);
+            memory.dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
+            if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
+                byKey.remove(key, rejection);
+            }
+        }
+        return decision;
+    }
+
+    /**
+     * Called as a reset of {@code key} begins and again as it ends: a call answered between the two remembers
+     * nothing, and what was remembered before either is forgotten.
+     */
+    void resetting(String key) {
+        resets.incrementAndGet();
+        forget(key);
+    }
+
+    /**
+     * Forgets the rejections of {@code key} under every rule: a limiter's acquire remembers rejections under its
+     * delaying rules too (one key, one state, whatever rule read it), and a reset must forget them all.
+     */
+    private void forget(String key) {
+        for (Memory memory : rejections.values()) {
+            memory.byKey().remove(key);
+        }
+    }
+
+    /** How many rules have rejections remembered under them (at most {@code mostRules}). */
+    int rules() {
+        return rejections.size();
+    }
+
+    /** How many decisions were answered from memory, without Redis. */
+    long recalled() {
+        return recalled.sum();
+    }
+}

@@ -1,0 +1,188 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Limit;
+import dev.sluice.Refill;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.Store;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A rule as the scripts take it: the script that decides it, and the arguments that depend on the rule only,
+ * made once per rule; {@link #arguments} adds a decision's own. Making them checks that the rule stays inside the
+ * range where Lua's doubles are exact ({@link #checkFits}; the store's class comment lists the bounds, and each
+ * script's header says how its arithmetic stays exact inside them).
+ *
+ * @param script the script that decides the rule
+ * @param fixed  its arguments that depend on the rule only
+ */
+record RuleScript(Script script, String[] fixed) {
+    private static final long NS = 1_000_000L;
+    private static final long EXACT = 1L << 53;
+    private static final long HALF_EXACT = 1L << 52;
+    /** 2^52 ns (about 52 days), less one: the longest max delay the scripts keep exact (see ruleArguments). */
+    static final long LONGEST_DELAY_NANOS = HALF_EXACT - 1;
+    /** With a time passed in, Redis's own clock says nothing of when a key is untouched: keep keys an hour more. */
+    private static final long EXPLICIT_TIME_TTL_MARGIN_MS = 3_600_000L;
+
+    /** Every rule: one limit or several, any algorithm. */
+    static final Script DECIDE = Script.load("decide.lua");
+    /** The common case, for less work in Redis: one gcra limit (gcra, greedy token-bucket, leaky-bucket). */
+    static final Script GCRA = Script.load("gcra.lua");
+
+    /** A script as sent: its text (for EVAL after a NOSCRIPT) and its SHA-1 (for EVALSHA). */
+    record Script(String text, String sha) {
+        static Script load(String name) {
+            String text;
+            try (InputStream in = RuleScript.class.getResourceAsStream(name)) {
+                text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException | NullPointerException e) {
+                throw new IllegalStateException(name + " is missing from sluice-redis", e);
+            }
+            return new Script(text, sha1(text));
+        }
+    }
+
+    /**
+     * The script for {@code rule} and its arguments that depend on the rule only: decide.lua's with the first
+     * three and the sixth left per call; gcra.lua's without the one per decision at their end.
+     */
+    static RuleScript of(Rule rule) {
+        String[] general = ruleArguments(rule); // checks every bound, whichever script decides
+        if (rule.limits().size() != 1 || code(rule.algorithm(), rule.limits().get(0)) != 4) {
+            return new RuleScript(DECIDE, general);
+        }
+        Limit limit = rule.limits().get(0);
+        long amount = limit.amount();
+        long period = limit.periodNanos();
+        long tq = period / amount;
+        long tr = period % amount;
+        long burstStep = limit.burst() * tr; // B·tr < B·L < 2^53 (checked)
+        long dq = limit.burst() * tq + burstStep / amount;
+        long dr = burstStep % amount;
+        String[] fixed = {general[3], general[4], Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS),
+                Long.toString(amount), Long.toString(limit.burst()), Long.toString(period),
+                Long.toString(tq), Long.toString(tr), Long.toString(dq), Long.toString(dr)};
+        return new RuleScript(GCRA, fixed);
+    }
+
+    /** Whether decisions of this rule may share one call of the script: gcra.lua decides several keys in turn. */
+    boolean batchable() {
+        return script == GCRA;
+    }
+
+    /**
+     * The arguments of one decision's call at {@code nowNanos} ({@link Store#STORE_CLOCK}: the server's): gcra.lua
+     * takes the decision's own last, decide.lua first.
+     */
+    String[] arguments(long cost, long nowNanos) {
+        if (script == GCRA) {
+            String[] arguments = Arrays.copyOf(fixed, fixed.length + 1);
+            arguments[fixed.length] = gcraArgument(cost, nowNanos);
+            return arguments;
+        }
+        boolean serverClock = nowNanos == Store.STORE_CLOCK;
+        String[] arguments = fixed.clone();
+        arguments[0] = serverClock ? "" : Long.toString(nowNanos / NS);
+        arguments[1] = serverClock ? "" : Long.toString(nowNanos % NS);
+        arguments[2] = Long.toString(cost);
+        arguments[5] = serverClock ? "0" : Long.toString(EXPLICIT_TIME_TTL_MARGIN_MS);
+        return arguments;
+    }
+
+    /**
+     * gcra.lua's one argument for a decision: its cost alone at the server's clock, or {@code "cost ms ns"} at
+     * a time passed in. One argument, not three, is less for Redis to parse (the script says how much).
+     */
+    static String gcraArgument(long cost, long nowNanos) {
+        return nowNanos == Store.STORE_CLOCK ? Long.toString(cost)
+                : cost + " " + nowNanos / NS + " " + nowNanos % NS;
+    }
+
+    /**
+     * Checks that a Redis store can decide {@code rule} exactly.
+     *
+     * @throws IllegalArgumentException naming the limit (or max delay) beyond Lua's exact range
+     */
+    static void checkExact(Rule rule) {
+        ruleArguments(rule);
+    }
+
+    /** The script's arguments that depend on the rule only; the first three and the sixth are per call. */
+    private static String[] ruleArguments(Rule rule) {
+        List<String> arguments = new ArrayList<>(List.of("", "", "",
+                Integer.toString(rule.mode().ordinal()), Long.toString(rule.maxDelayNanos()), "",
+                Integer.toString(rule.limits().size())));
+        if (rule.maxDelayNanos() >= HALF_EXACT) {
+            throw new IllegalArgumentException("max delay " + dev.sluice.DurationFormat.format(rule.maxDelayNanos())
+                    + " is too long for the Redis store: at most 2^52 ns (52 days)");
+        }
+        for (Limit limit : rule.limits()) {
+            checkFits(limit, rule.algorithm());
+            arguments.add(Integer.toString(code(rule.algorithm(), limit)));
+            arguments.add(Long.toString(limit.amount()));
+            arguments.add(Long.toString(limit.periodNanos() / NS));
+            arguments.add(Long.toString(limit.burst()));
+        }
+        return arguments.toArray(String[]::new);
+    }
+
+    private static int code(Algorithm algorithm, Limit limit) {
+        switch (algorithm) {
+            case FIXED_WINDOW:
+                return 1;
+            case SLIDING_LOG:
+                return 2;
+            case SLIDING_WINDOW:
+                return 3;
+            case TOKEN_BUCKET:
+                return limit.refill() == Refill.INTERVAL ? 5 : 4;
+            default:
+                return 4;
+        }
+    }
+
+    /** Refuses a limit whose arithmetic could leave the doubles' exact range (RedisStore's class comment lists it). */
+    static void checkFits(Limit limit, Algorithm algorithm) {
+        long period = limit.periodNanos();
+        String refused = null;
+        if (period % NS != 0) {
+            refused = "its period is not a whole number of milliseconds";
+        } else if (period >= EXACT) {
+            refused = "its period is 104 days or longer";
+        } else if (Math.multiplyHigh(limit.amount(), period / NS) != 0 || limit.amount() * (period / NS) >= EXACT) {
+            refused = "L × P(ms) is 2^53 or more";
+        } else if (algorithm.hasBurst() && limit.burst() * limit.amount() >= EXACT) {
+            refused = "B × L is 2^53 or more";
+        } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
+                .divide(BigInteger.valueOf(limit.amount())).compareTo(BigInteger.valueOf(HALF_EXACT)) >= 0) {
+            refused = "B × P / L is 52 days or longer";
+        }
+        if (refused != null) {
+            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused
+                    + " (Lua's numbers are exact only up to 2^53)");
+        }
+    }
+
+    private static String sha1(String text) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8));
+            StringBuilder hex = new StringBuilder(40);
+            for (byte b : digest) {
+                hex.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
+            }
+            return hex.toString();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JVM has SHA-1", e);
+        }
+    }
+}
