@@ -58,7 +58,8 @@ public final class ApiServer implements AutoCloseable {
      * How long a connection may stay silent, neither a byte read nor written, before it is closed (nginx's
      * {@code client_body_timeout} and {@code keepalive_timeout} are 60 s and 75 s): a client that stopped halfway
      * through a request's head or body held its connection, and its buffer, for good (found by trying the API).
-     * Every request of the API is answered within the store's timeout, so only a silent client meets it.
+     * Every request of the API is answered within the store's timeout (at most 30 s, ConfigLoader says why), so only
+     * a silent client meets it.
      */
     static final long IDLE_TIMEOUT_MS = 60_000;
 
