@@ -6,15 +6,12 @@ import io.netty.util.Timeout;
 import io.netty.util.Timer;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -39,8 +36,9 @@ import java.util.concurrent.locks.LockSupport;
  * taught the same lesson (its eighteenth session).
  *
  * <h2>How</h2>
- * Any thread writes a call whole, encoded here as RESP, in one write to the socket, under the connection's lock,
- * and puts its answer at the end of the line: Redis answers the calls of a connection in the order it got them.
+ * Any thread writes a call whole, encoded as RESP ({@link RespWriter}), in one write to the socket, under the
+ * connection's lock, and puts its answer at the end of the line: Redis answers the calls of a connection in the order
+ * it got them.
  * One thread of the connection's own blocks on the socket, reads each answer and completes the first answer in
  * line with it, outside the lock. What that completion runs (the batcher answering its callers and sending its
  * next call) runs on that thread, as it ran on Lettuce's event loop.
@@ -112,7 +110,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private final ArrayDeque<Pending> line = new ArrayDeque<>();
     /** The socket calls are written to; null while connecting again. Guarded by {@link #lock}. */
     private Link link;
-    private Encoder encoder = new Encoder();
+    /** Where each call is encoded before its one write. Guarded by {@link #lock}. */
+    private RespWriter writer = new RespWriter();
     private volatile boolean closed;
     private final Thread reader;
     /** Calls handed to the reading thread ({@link #execute}). Guarded by {@link #lock}. */
@@ -220,7 +219,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
     }
 
     private void introduce(Link opened, String[] command) throws IOException {
-        Encoder encoding = new Encoder();
+        RespWriter encoding = new RespWriter();
         encoding.command(command, null, null);
         encoding.writeTo(opened.out);
         Object answer = opened.in.read();
@@ -256,12 +255,12 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 String[] head = !call.script() ? NO_WORDS
                         : call.withText() ? new String[] {"EVAL", call.text(), Integer.toString(call.keys().length)}
                         : new String[] {"EVALSHA", shaOrNull, Integer.toString(call.keys().length)};
-                encoder.command(head, call.keys(), call.arguments());
+                writer.command(head, call.keys(), call.arguments());
                 writingSince = System.nanoTime();
                 writingTo = link;
                 try {
                     watchWriting();
-                    encoder.writeTo(link.out);
+                    writer.writeTo(link.out);
                 } catch (IOException e) {
                     // in line all the same: the reading thread, woken below, finds the socket closed, fails the
                     // line with it and connects again (a bug a review found: failed here, with nothing in line, the
@@ -275,8 +274,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     idle = false;
                     LockSupport.unpark(reader);
                 }
-                if (encoder.capacity() > Encoder.KEPT) {
-                    encoder = new Encoder(); // a very large call does not keep its buffer for good
+                if (writer.capacity() > RespWriter.KEPT) {
+                    writer = new RespWriter(); // a very large call does not keep its buffer for good
                 }
                 return;
             }
@@ -558,215 +557,6 @@ final class ScriptConnection implements AutoCloseable, Executor {
             socket.close();
         } catch (IOException ignored) {
             // closing: nothing to do about it
-        }
-    }
-
-    /**
-     * A command as RESP, an array of bulk strings, built in one buffer so that it leaves in one write. Keys and
-     * arguments go as UTF-8, as Lettuce's string codec sends them ({@link ReplyCodec}).
-     */
-    static final class Encoder {
-        /** Past this many bytes a buffer is not kept for the next command. */
-        static final int KEPT = 1 << 16;
-        private byte[] bytes = new byte[1024];
-        private int size;
-
-        void command(String[] head, String[] keys, String[] arguments) {
-            size = 0;
-            int count = head.length + (keys == null ? 0 : keys.length) + (arguments == null ? 0 : arguments.length);
-            header('*', count);
-            for (String part : head) {
-                bulk(part);
-            }
-            if (keys != null) {
-                for (String key : keys) {
-                    bulk(key);
-                }
-            }
-            if (arguments != null) {
-                for (String argument : arguments) {
-                    bulk(argument);
-                }
-            }
-        }
-
-        int capacity() {
-            return bytes.length;
-        }
-
-        void writeTo(OutputStream out) throws IOException {
-            out.write(bytes, 0, size);
-        }
-
-        private void bulk(String value) {
-            int length = value.length();
-            boolean ascii = true;
-            for (int i = 0; i < length && ascii; i++) {
-                ascii = value.charAt(i) < 0x80;
-            }
-            if (ascii) {
-                header('$', length);
-                room(length + 2);
-                for (int i = 0; i < length; i++) {
-                    bytes[size++] = (byte) value.charAt(i);
-                }
-            } else {
-                byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
-                header('$', utf8.length);
-                room(utf8.length + 2);
-                System.arraycopy(utf8, 0, bytes, size, utf8.length);
-                size += utf8.length;
-            }
-            bytes[size++] = '\r';
-            bytes[size++] = '\n';
-        }
-
-        private void header(char type, int count) {
-            room(13);
-            bytes[size++] = (byte) type;
-            String digits = Integer.toString(count);
-            for (int i = 0; i < digits.length(); i++) {
-                bytes[size++] = (byte) digits.charAt(i);
-            }
-            bytes[size++] = '\r';
-            bytes[size++] = '\n';
-        }
-
-        private void room(int more) {
-            if (size + more > bytes.length) {
-                bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
-            }
-        }
-    }
-
-    /**
-     * Reads RESP2 answers: a simple or bulk string (a bulk string one char per byte, ISO-8859-1, as
-     * {@link ReplyCodec} reads values), an error ({@link Error}), an integer ({@link Long}), nil ({@code null}) or
-     * an array ({@link List}).
-     */
-    static final class RespReader {
-        /** An error answer: {@code -ERR ...}, its text. */
-        record Error(String message) {
-        }
-
-        private final InputStream in;
-        private final byte[] buffer = new byte[1 << 14];
-        private int at;
-        private int end;
-
-        RespReader(InputStream in) {
-            this.in = in;
-        }
-
-        Object read() throws IOException {
-            int type = next();
-            switch (type) {
-                case '+':
-                    return line();
-                case '-':
-                    return new Error(line());
-                case ':':
-                    return number(line());
-                case '$': {
-                    long length = number(line());
-                    if (length < 0) {
-                        return null;
-                    }
-                    if (length > Integer.MAX_VALUE - 2) {
-                        throw new IOException("a string of " + length + " bytes");
-                    }
-                    byte[] value = new byte[(int) length];
-                    fill(value);
-                    if (next() != '\r' || next() != '\n') {
-                        throw new IOException("a string not ended by CRLF");
-                    }
-                    return new String(value, StandardCharsets.ISO_8859_1);
-                }
-                case '*': {
-                    long count = number(line());
-                    if (count < 0) {
-                        return null;
-                    }
-                    List<Object> items = new ArrayList<>();
-                    for (long i = 0; i < count; i++) {
-                        items.add(read());
-                    }
-                    return items;
-                }
-                default:
-                    throw new IOException("not RESP: a reply starting with byte " + type);
-            }
-        }
-
-        private long number(String text) throws IOException {
-            try {
-                return Long.parseLong(text);
-            } catch (NumberFormatException e) {
-                throw new IOException("not RESP: \"" + text + "\" where a number belongs");
-            }
-        }
-
-        private String line() throws IOException {
-            StringBuilder text = new StringBuilder();
-            while (true) {
-                int b = next();
-                if (b == '\r') {
-                    if (next() != '\n') {
-                        throw new IOException("not RESP: CR without LF");
-                    }
-                    return text.toString();
-                }
-                text.append((char) b);
-            }
-        }
-
-        /**
-         * Waits a millisecond at most for bytes from {@code socket}: true if some are buffered.
-         *
-         * @throws IOException if Redis closed the connection
-         */
-        boolean poll(Socket socket, int readTimeoutMs) throws IOException {
-            if (at < end) {
-                return true;
-            }
-            socket.setSoTimeout(1);
-            try {
-                refill();
-                return true;
-            } catch (java.net.SocketTimeoutException nothing) {
-                return false;
-            } finally {
-                socket.setSoTimeout(readTimeoutMs);
-            }
-        }
-
-        private void fill(byte[] value) throws IOException {
-            int filled = 0;
-            while (filled < value.length) {
-                if (at == end) {
-                    refill();
-                }
-                int n = Math.min(end - at, value.length - filled);
-                System.arraycopy(buffer, at, value, filled, n);
-                at += n;
-                filled += n;
-            }
-        }
-
-        private int next() throws IOException {
-            if (at == end) {
-                refill();
-            }
-            return buffer[at++] & 0xff;
-        }
-
-        private void refill() throws IOException {
-            int n = in.read(buffer);
-            if (n < 0) {
-                throw new IOException("Redis closed the connection");
-            }
-            at = 0;
-            end = n;
         }
     }
 }
