@@ -76,7 +76,8 @@ import java.util.function.Supplier;
  * same one. They carry every decision's call and every reset; a standalone store starts no Lettuce client, event
  * loop or connection.
  *
- * <p>In a Cluster the store uses Lettuce, which follows the slots and the failovers: one connection per I/O thread
+ * <p>In a Cluster the store uses Lettuce, which follows the slots (a slot moving answers {@code ASK}, then
+ * {@code MOVED}: RedisClusterReshardingTest) and the failovers: one connection per I/O thread
  * of the client (as many as the machine has cores, at least two), each flushing the commands of its callers
  * together, once per turn of its event loop, so Redis reads them as from a pipeline; with one connection only, its
  * event loop and Redis took turns, each idle while the other worked (measured: bench/README.md).
