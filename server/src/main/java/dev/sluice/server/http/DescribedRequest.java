@@ -16,11 +16,30 @@ import java.util.Set;
  * The HTTP request described by the body of {@code POST /v1/check-request}:
  * {@code {"method":"GET","path":"/api/items?page=2","host":"api.example.com","ip":"10.0.0.7","headers":{"X-API-Key":"k1"}}}.
  * The caller has already found the client, so {@code ip} is taken as given. A malformed field is a
- * {@link BadRequest} that names it.
+ * {@link BadRequest} that names it. The query is read only when a policy's key reads it, as the gateway reads it:
+ * bad percent-encoding in a query no key reads is forwarded by the gateway, so it is no error here either (a
+ * difference found by checking the docs against both).
  */
-record DescribedRequest(String method, String path, String host, String ip, Map<String, String> headers,
-                        QueryString queries) implements ClientRequest {
+final class DescribedRequest implements ClientRequest {
     private static final Set<String> FIELDS = Set.of("method", "path", "host", "ip", "headers");
+    private final String method;
+    private final String path;
+    private final String host;
+    private final String ip;
+    private final Map<String, String> headers;
+    /** The query as written, or null; parsed the first time a key reads it. */
+    private final String rawQuery;
+    private QueryString queries;
+
+    private DescribedRequest(String method, String path, String host, String ip, Map<String, String> headers,
+                             String rawQuery) {
+        this.method = method;
+        this.path = path;
+        this.host = host;
+        this.ip = ip;
+        this.headers = headers;
+        this.rawQuery = rawQuery;
+    }
 
     static DescribedRequest of(JsonNode body) {
         for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
@@ -39,7 +58,7 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
         }
         int question = target.indexOf('?');
         String path = ClientRequest.servedPath(question < 0 ? target : target.substring(0, question));
-        QueryString queries = QueryString.parse(question < 0 ? null : target.substring(question + 1));
+        String rawQuery = question < 0 ? null : target.substring(question + 1);
         Map<String, String> headers = new HashMap<>();
         JsonNode headerNode = body.get("headers");
         if (headerNode != null && !headerNode.isNull()) {
@@ -69,12 +88,12 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
             host = headers.get("host");
         }
         String ip = text(body, "ip", false);
-        if (ip != null && !TrustedProxies.isAddress(ip)) {
+        if (ip != null && !TrustedProxies.isAddress(TrustedProxies.unbracketed(ip))) {
             throw new BadRequest("ip: expected an IP address such as 10.0.0.7, got \"" + ip + "\"");
         }
         ip = TrustedProxies.canonical(ip); // the key the gateway and the servlet filter give the same client
         return new DescribedRequest(method.toUpperCase(Locale.ROOT), path, ClientRequest.hostWithoutPort(host),
-                ip, headers, queries);
+                ip, headers, rawQuery);
     }
 
     private static String text(JsonNode body, String field, boolean required) {
@@ -92,17 +111,44 @@ record DescribedRequest(String method, String path, String host, String ip, Map<
     }
 
     @Override
+    public String method() {
+        return method;
+    }
+
+    @Override
+    public String path() {
+        return path;
+    }
+
+    @Override
+    public String host() {
+        return host;
+    }
+
+    @Override
+    public String ip() {
+        return ip;
+    }
+
+    @Override
     public String header(String name) {
         return headers.get(name.toLowerCase(Locale.ROOT));
     }
 
     @Override
     public String query(String name) {
-        return queries.value(name);
+        return queries().value(name);
     }
 
     @Override
     public int queryCount(String name) {
-        return queries.count(name);
+        return queries().count(name);
+    }
+
+    private QueryString queries() {
+        if (queries == null) {
+            queries = QueryString.parse(rawQuery);
+        }
+        return queries;
     }
 }

@@ -81,7 +81,7 @@ public final class TrustedProxies {
                 if (hop.isEmpty()) {
                     continue;
                 }
-                if (!isAddress(hop)) {
+                if (!isAddress(unbracketed(hop))) {
                     return remote;
                 }
                 hop = canonical(hop);
@@ -104,8 +104,7 @@ public final class TrustedProxies {
         if (address == null || address.indexOf(':') < 0) {
             return address; // IPv4, nearly always: nothing to do
         }
-        String bare = address.startsWith("[") && address.endsWith("]") ? address.substring(1, address.length() - 1)
-                : address;
+        String bare = unbracketed(address);
         if (!isAddress(bare)) {
             return address;
         }
@@ -114,6 +113,12 @@ public final class TrustedProxies {
         } catch (java.net.UnknownHostException e) {
             return address;
         }
+    }
+
+    /** {@code address} without the brackets an IPv6 address may be written in ({@code [::1]}: {@code ::1}). */
+    public static String unbracketed(String address) {
+        return address.length() > 2 && address.startsWith("[") && address.endsWith("]")
+                ? address.substring(1, address.length() - 1) : address;
     }
 
     /** Whether {@code text} is an IP address: dotted IPv4, or an IPv6 literal (read without any name lookup). */

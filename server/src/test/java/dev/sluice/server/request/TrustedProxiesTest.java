@@ -42,6 +42,12 @@ class TrustedProxiesTest {
             assertThat(proxies.client(written, List.of())).as(written).isEqualTo("0:0:0:0:0:0:0:1");
         }
         assertThat(proxies.client("10.0.0.1", List.of("2001:db8::7"))).isEqualTo("2001:db8:0:0:0:0:0:7");
+        // found by checking the docs against the gateway: in X-Forwarded-For, [::1] was junk, the header worthless
+        assertThat(proxies.client("10.0.0.1", List.of("[2001:db8::7]"))).as("in brackets, forwarded")
+                .isEqualTo("2001:db8:0:0:0:0:0:7");
+        assertThat(proxies.client("10.0.0.1", List.of("[2001:db8::7]:443"))).as("with a port: junk, as 1.2.3.4:5555")
+                .isEqualTo("10.0.0.1");
+        assertThat(proxies.client("10.0.0.1", List.of("[]"))).isEqualTo("10.0.0.1");
         assertThat(proxies.client("::ffff:203.0.113.9", List.of())).as("IPv4-mapped").isEqualTo("203.0.113.9");
         assertThat(proxies.client("203.0.113.9", List.of())).isEqualTo("203.0.113.9");
         assertThat(TrustedProxies.canonical("fe80::1%eth0")).as("not a plain literal: as it is").isEqualTo("fe80::1%eth0");
