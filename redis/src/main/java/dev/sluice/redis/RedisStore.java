@@ -729,7 +729,8 @@ public final class RedisStore implements Store, AutoCloseable {
     @Override
     public void reset(Rule rule, String key) {
         String redisKey = redisKey(check(key));
-        // counted before and after the DEL: a call sent before the DEL's answer remembers no rejection (remember)
+        // counted before and after the DEL: a call sent before the DEL's answer remembers no rejection
+        // (RejectionMemory)
         rejections.resetting(key);
         try {
             if (lanes.isEmpty()) {
