@@ -83,7 +83,6 @@ class ConfigLoaderTest {
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
             "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow, got \"wall\"",
             "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \"mongo://x\"",
-            "a store timeout past the API's idle timeout|store_timeout: 90s\\npolicies: []|t.yaml:1: store_timeout: expected at most 30s, got \"90s\": a request waits this long for the store at most, and the API closes a connection silent for 60s",
             "a bad proxy|trusted_proxies: [10.0.0.300/8]\\npolicies: []|t.yaml:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.300/8\"",
             "a bad header set|headers: [ietf, modern]\\npolicies: []|t.yaml:1: headers[1]: expected ietf or legacy, got \"modern\"",
             "no policies|store: memory|t.yaml:1: policies: missing; at least one policy is needed",

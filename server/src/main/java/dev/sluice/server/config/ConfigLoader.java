@@ -46,11 +46,6 @@ import java.util.regex.Pattern;
  * Jackson's YAML module), not bound to classes: binding would lose the lines.
  */
 public final class ConfigLoader {
-    /**
-     * The longest {@code store_timeout}: half the API's idle timeout, so that a request waiting on a store that does
-     * not answer is answered by the failure policy, not cut by its connection's timeout (ApiServer.IDLE_TIMEOUT_MS).
-     */
-    private static final long LONGEST_STORE_TIMEOUT_NANOS = 30_000_000_000L;
     private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "trusted_proxies",
             "headers", "policies", "envoy_configs", "envoy_merge_domains");
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
@@ -123,11 +118,6 @@ public final class ConfigLoader {
         }
         long timeout = top.containsKey("store_timeout")
                 ? positiveDuration(top.get("store_timeout"), "store_timeout") : 50_000_000L;
-        if (timeout > LONGEST_STORE_TIMEOUT_NANOS) {
-            throw error(top.get("store_timeout"), "store_timeout", "expected at most 30s, got \""
-                    + scalar(top.get("store_timeout"), "store_timeout") + "\": a request waits this long for the store"
-                    + " at most, and the API closes a connection silent for 60s");
-        }
         List<String> proxies = new ArrayList<>();
         if (top.containsKey("trusted_proxies")) {
             List<Node> items = list(top.get("trusted_proxies"), "trusted_proxies");

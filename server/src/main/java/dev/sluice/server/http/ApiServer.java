@@ -45,21 +45,26 @@ public final class ApiServer implements AutoCloseable {
     private final LiveConfig live;
     private final Dashboard dashboard;
     private final HeldPlaces held = new HeldPlaces();
+    /** How long a connection may carry no request, and a request's body take to come whole. */
+    private final long idleTimeoutMs;
     private int port;
 
-    private ApiServer(Vertx vertx, LiveConfig live) {
+    private ApiServer(Vertx vertx, LiveConfig live, long idleTimeoutMs) {
         this.vertx = vertx;
         this.live = live;
+        this.idleTimeoutMs = idleTimeoutMs;
         this.dashboard = new Dashboard(live);
         vertx.setPeriodic(SECOND_MS, tick -> held.dropExpired(System.nanoTime()));
     }
 
     /**
-     * How long a connection may stay silent, neither a byte read nor written, before it is closed (nginx's
-     * {@code client_body_timeout} and {@code keepalive_timeout} are 60 s and 75 s): a client that stopped halfway
-     * through a request's head or body held its connection, and its buffer, for good (found by trying the API).
-     * Every request of the API is answered within the store's timeout (at most 30 s, ConfigLoader says why), so only
-     * a silent client meets it.
+     * How long a connection may carry no request before it is closed, and how long a request's body may take to come
+     * whole (nginx's {@code keepalive_timeout}, {@code client_header_timeout} and {@code client_body_timeout}, 60 to
+     * 75 s): a client that stopped halfway through a request's head or body held its connection, and its buffer, for
+     * good (found by trying the API). A request being decided is never cut, however long its store takes (the store's
+     * timeout bounds each of its policies): the gateway's watch ({@link IdleClients}), not Vert.x's idle timeout,
+     * which counts the bytes moved and cut a request whose policies waited on a silent Redis longer than it (a review
+     * found it).
      */
     static final long IDLE_TIMEOUT_MS = 60_000;
 
@@ -68,19 +73,25 @@ public final class ApiServer implements AutoCloseable {
         return start(live, host, port, IDLE_TIMEOUT_MS);
     }
 
-    /** Starts listening, closing a connection silent for {@code idleTimeoutMs} (tests make it short). */
+    /** Starts listening, closing a connection idle for {@code idleTimeoutMs} (tests make it short). */
     static ApiServer start(LiveConfig live, String host, int port, long idleTimeoutMs) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         try {
-            ApiServer api = new ApiServer(vertx, live);
+            ApiServer api = new ApiServer(vertx, live, idleTimeoutMs);
             // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
-            HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false)
-                    .setIdleTimeout((int) idleTimeoutMs).setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
-            // the framing and the pipelining the gateway checks: a client pipelining without bound holds a loop here too
-            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> vertx.createHttpServer(options)
-                    .connectionHandler(connection -> StrictFraming.install(connection, options))
-                    .invalidRequestHandler(ApiServer::malformed)
-                    .requestHandler(CloseOption.honoured(api::answer))).actualPort();
+            HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false);
+            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
+                IdleClients idle = new IdleClients(idleTimeoutMs);
+                return vertx.createHttpServer(options)
+                        .connectionHandler(connection -> {
+                            // the framing and the pipelining the gateway checks: a client pipelining without bound
+                            // holds a loop here too
+                            StrictFraming.install(connection, options);
+                            idle.connected(connection);
+                        })
+                        .invalidRequestHandler(ApiServer::malformed)
+                        .requestHandler(CloseOption.honoured(idle.watching(api::answer)));
+            }).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();
@@ -155,7 +166,7 @@ public final class ApiServer implements AutoCloseable {
     }
 
     /** Reads a POSTed JSON object and hands it on; anything else is answered with a 4xx that says why. */
-    private static void post(HttpServerRequest request, String example, BodyHandler handler) {
+    private void post(HttpServerRequest request, String example, BodyHandler handler) {
         if (request.method() != HttpMethod.POST) {
             error(request.response(), 405, "use POST for " + request.path());
             return;
@@ -167,6 +178,17 @@ public final class ApiServer implements AutoCloseable {
             return;
         }
         Buffer body = Buffer.buffer();
+        // the body whole within the idle timeout of its head, or a 408 and the connection closed (nginx's
+        // client_body_timeout): the idle watch leaves a request alone from its head on
+        long deadline = vertx.setTimer(idleTimeoutMs, late -> {
+            if (!request.response().ended() && !request.response().closed()) {
+                error(request.response(), 408, "the body did not come whole within "
+                        + dev.sluice.DurationFormat.format(TimeUnit.MILLISECONDS.toNanos(idleTimeoutMs)) + ": "
+                        + body.length() + " bytes came");
+                request.connection().close();
+            }
+        });
+        request.response().endHandler(answered -> vertx.cancelTimer(deadline)); // answered first: a 413, say
         request.handler(chunk -> {
             if (body.length() + chunk.length() > MAX_BODY) {
                 if (!request.response().ended()) {
@@ -179,6 +201,7 @@ public final class ApiServer implements AutoCloseable {
         });
         request.exceptionHandler(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
         request.endHandler(ended -> {
+            vertx.cancelTimer(deadline); // whole: the time its decision takes is the store's, not the client's
             if (request.response().ended()) {
                 return;
             }

@@ -12,8 +12,8 @@ import java.util.HashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Closes a client's connection to the gateway that carries no request for {@code timeout}: one kept alive after its
- * answer and never used again (nginx's {@code keepalive_timeout}), or one whose request head never ends (its
+ * Closes a client's connection to the gateway or the API that carries no request for {@code timeout}: one kept alive
+ * after its answer and never used again (nginx's {@code keepalive_timeout}), or one whose request head never ends (its
  * {@code client_header_timeout}). Before, such a connection was held for good, and a client that opened many and
  * sent nothing, or a head a byte at a time, held as many (found by trying the gateway).
  *

@@ -115,9 +115,12 @@ public final class TrustedProxies {
         }
     }
 
-    /** {@code address} without the brackets an IPv6 address may be written in ({@code [::1]}: {@code ::1}). */
+    /**
+     * {@code address} without the brackets an IPv6 address may be written in ({@code [::1]}: {@code ::1}); anything
+     * else as it is ({@code [10.0.0.7]} is no way to write an IPv4 address: left so, it is no address).
+     */
     public static String unbracketed(String address) {
-        return address.length() > 2 && address.startsWith("[") && address.endsWith("]")
+        return address.length() > 2 && address.startsWith("[") && address.endsWith("]") && address.indexOf(':') > 0
                 ? address.substring(1, address.length() - 1) : address;
     }
 

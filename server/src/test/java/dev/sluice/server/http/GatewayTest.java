@@ -1204,41 +1204,4 @@ class GatewayTest {
         assertThat(status).as("the place was given back").isEqualTo(200);
         assertThat(upstream.requests.get()).as("the one that left was not forwarded").isEqualTo(1);
     }
-
-    /** The in-memory store, whose answers are held back while {@link #hold} is in force. */
-    private static final class HeldStore implements dev.sluice.store.Store {
-        private final dev.sluice.store.InMemoryStore decides = new dev.sluice.store.InMemoryStore();
-        private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
-
-        void hold() {
-            gate = new CompletableFuture<>();
-        }
-
-        void release() {
-            gate.complete(null);
-        }
-
-        @Override
-        public dev.sluice.Decision decide(dev.sluice.algorithm.Rule rule, String key, long cost, long nowNanos) {
-            return decides.decide(rule, key, cost, nowNanos);
-        }
-
-        @Override
-        public java.util.concurrent.CompletionStage<dev.sluice.Decision> decideAsync(dev.sluice.algorithm.Rule rule,
-                                                                                   String key, long cost, long nowNanos) {
-            dev.sluice.Decision decision = decides.decide(rule, key, cost, nowNanos);
-            return gate.thenApplyAsync(open -> decision);
-        }
-
-        @Override
-        public java.util.concurrent.CompletionStage<dev.sluice.Decision> decideAsync(dev.sluice.algorithm.Rule rule,
-                                                                                   String key, long cost, dev.sluice.Clock clock) {
-            return decideAsync(rule, key, cost, clock.nanos());
-        }
-
-        @Override
-        public void reset(dev.sluice.algorithm.Rule rule, String key) {
-            decides.reset(rule, key);
-        }
-    }
 }

@@ -48,6 +48,9 @@ class TrustedProxiesTest {
         assertThat(proxies.client("10.0.0.1", List.of("[2001:db8::7]:443"))).as("with a port: junk, as 1.2.3.4:5555")
                 .isEqualTo("10.0.0.1");
         assertThat(proxies.client("10.0.0.1", List.of("[]"))).isEqualTo("10.0.0.1");
+        // a review found [10.0.0.5] taken for a client of its own, "[10.0.0.5]", and never trusted
+        assertThat(proxies.client("10.0.0.1", List.of("203.0.113.9, [10.0.0.5]"))).as("IPv4 in brackets: junk")
+                .isEqualTo("10.0.0.1");
         assertThat(proxies.client("::ffff:203.0.113.9", List.of())).as("IPv4-mapped").isEqualTo("203.0.113.9");
         assertThat(proxies.client("203.0.113.9", List.of())).isEqualTo("203.0.113.9");
         assertThat(TrustedProxies.canonical("fe80::1%eth0")).as("not a plain literal: as it is").isEqualTo("fe80::1%eth0");

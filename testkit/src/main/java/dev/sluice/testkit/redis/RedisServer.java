@@ -23,6 +23,12 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RedisServer implements AutoCloseable {
     private static final String EMBEDDED = "redis-server-6.2.6-v5-linux-amd64";
+    /** How much higher than its port a Cluster node listens for the other nodes. */
+    private static final int BUS_OFFSET = 10_000;
+    /** How often {@link #start} tries another port when the one it found free was taken meanwhile. */
+    private static final int PORT_ATTEMPTS = 5;
+    /** What redis-server logs when a port it must listen on is taken. */
+    private static final String PORT_TAKEN = "Address already in use";
     private static Path binary;
 
     private final int port;
@@ -36,11 +42,25 @@ public final class RedisServer implements AutoCloseable {
         this.dir = Files.createTempDirectory("sluice-redis-" + port + "-");
     }
 
-    /** Starts a standalone Redis on a free port. */
+    /**
+     * Starts a Redis on a free port (a node of a Cluster with {@code --cluster-enabled yes}, whose bus port, 10,000
+     * higher, must be free too). A port taken between finding it free and Redis binding it (by a client's connection,
+     * whose ports the kernel picks from the same range) is tried again with another, a few times: a test run saw a
+     * Cluster node's bus port taken so.
+     */
     public static RedisServer start(String... extraArguments) throws IOException {
-        RedisServer server = new RedisServer(freePort(), List.of(extraArguments));
-        server.launch();
-        return server;
+        boolean cluster = List.of(extraArguments).contains("--cluster-enabled");
+        for (int attempt = 1; ; attempt++) {
+            RedisServer server = new RedisServer(freePort(cluster), List.of(extraArguments));
+            try {
+                server.launch();
+                return server;
+            } catch (IOException e) {
+                if (attempt == PORT_ATTEMPTS || e.getMessage() == null || !e.getMessage().contains(PORT_TAKEN)) {
+                    throw e;
+                }
+            }
+        }
     }
 
     public int port() {
@@ -150,6 +170,23 @@ public final class RedisServer implements AutoCloseable {
         try (ServerSocket socket = new ServerSocket(0)) {
             socket.setReuseAddress(true);
             return socket.getLocalPort();
+        }
+    }
+
+    /** A free port; for a Cluster node, one whose bus port ({@link #BUS_OFFSET} higher) is free as well. */
+    private static int freePort(boolean cluster) throws IOException {
+        while (true) {
+            int port = freePort();
+            if (!cluster) {
+                return port;
+            }
+            if (port + BUS_OFFSET <= 65_535) {
+                try (ServerSocket bus = new ServerSocket(port + BUS_OFFSET)) {
+                    return port;
+                } catch (IOException taken) {
+                    // another
+                }
+            }
         }
     }
 
