@@ -15,8 +15,6 @@ import dev.sluice.server.request.BadRequest;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
-import io.vertx.core.http.HttpServer;
-import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 
@@ -78,20 +76,9 @@ public final class ApiServer implements AutoCloseable {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         try {
             ApiServer api = new ApiServer(vertx, live, idleTimeoutMs);
-            // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
-            HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false);
-            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
-                IdleClients idle = new IdleClients(idleTimeoutMs);
-                return vertx.createHttpServer(options)
-                        .connectionHandler(connection -> {
-                            // the framing and the pipelining the gateway checks: a client pipelining without bound
-                            // holds a loop here too
-                            StrictFraming.install(connection, options);
-                            idle.connected(connection);
-                        })
-                        .invalidRequestHandler(ApiServer::malformed)
-                        .requestHandler(CloseOption.honoured(idle.watching(api::answer)));
-            }).actualPort();
+            // the gateway's rules: a client pipelining without bound, say, holds a loop here too
+            api.port = EventLoops.listen(vertx, EventLoops.count(), host, port,
+                    () -> ClientRules.server(vertx, idleTimeoutMs, api::answer)).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();

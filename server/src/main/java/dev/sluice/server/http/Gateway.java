@@ -11,7 +11,6 @@ import io.netty.handler.ssl.SslContextBuilder;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
-import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.impl.ContextInternal;
@@ -100,17 +99,8 @@ public final class Gateway implements AutoCloseable {
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
-                IdleClients idle = new IdleClients(idleClientMs);
-                HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false);
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
-                return vertx.createHttpServer(options)
-                        .connectionHandler(connection -> {
-                            StrictFraming.install(connection, options);
-                            idle.connected(connection);
-                        })
-                        .invalidRequestHandler(ApiServer::malformed)
-                        // a request CloseOption drops unanswered is not the connection's last: idle, not busy
-                        .requestHandler(CloseOption.honoured(idle.watching(limiting::handle)));
+                return ClientRules.server(vertx, idleClientMs, limiting::handle);
             }));
         } catch (Exception e) {
             vertx.close();
