@@ -24,6 +24,10 @@ public final class Sluice {
     }
 
     public static void main(String[] args) {
+        // the time zone's rules, loaded now: java.util.logging loads them at its first line, and a server out of file
+        // descriptors (a flood of connections) failed to load them there; the error killed the thread that accepts
+        // gRPC connections, which never accepted one again (found by attacking the port)
+        java.time.ZoneId.systemDefault().getRules();
         System.exit(run(args, System.in, System.out, new PrintWriter(System.err, true, StandardCharsets.UTF_8)));
     }
 

@@ -35,6 +35,27 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      * is answered with an HTTP/2 GOAWAY either way. Held here, since java.util.logging keeps loggers weakly.
      */
     private static final Logger CONNECTIONS = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections");
+    /**
+     * gRPC's log of a message it could not read (over 4 MB, or marked gzip and not), at WARNING and above only: each
+     * logged a 4 KB stack trace, and a client sending 14-byte streams that claim 5 MB wrote a gigabyte of log in 12 s
+     * (found by attacking the port). The call itself is ended with a reset either way, as before.
+     */
+    private static final Logger MESSAGES = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerStream");
+    /**
+     * The most calls one connection may have open at once (HTTP/2's {@code SETTINGS_MAX_CONCURRENT_STREAMS}); a client
+     * wanting more waits for one to end, or opens another connection, as Envoy does. gRPC's default is unbounded: one
+     * connection opened a million calls that sent their headers and nothing else, 2 KB of heap each, and a server of
+     * 512 MB ran out of memory (found by attacking the port). A thousand is far more than Envoy keeps in flight on
+     * a connection: a call is decided in microseconds.
+     */
+    static final int MOST_CALLS_PER_CONNECTION = 1_000;
+    /**
+     * The most streams a client may reset in a second on one connection before the connection is ended (HTTP/2
+     * "rapid reset", CVE-2023-44487): gRPC does not bound it unless told, and one connection opened and reset 543,000
+     * streams a second, 137,000 of them decided, holding a core (found by attacking the port). Envoy resets a call
+     * when its own timeout passes; ten thousand a second on one connection is far beyond that.
+     */
+    static final int MOST_RESETS_A_SECOND = 10_000;
 
     private static Logger quieted(String name) {
         Logger logger = Logger.getLogger(name);
@@ -56,6 +77,8 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
         return new EnvoyRateLimitServer(NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                 .directExecutor()
+                .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
+                .maxRstFramesPerWindow(MOST_RESETS_A_SECOND, 1)
                 .addService(new RateLimitService(live).definition())
                 .addService(health.getHealthService())
                 .build()

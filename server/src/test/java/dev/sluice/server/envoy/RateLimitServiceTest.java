@@ -604,6 +604,47 @@ class RateLimitServiceTest {
         closing.get(30, TimeUnit.SECONDS);
     }
 
+    /**
+     * Found by attacking the port: one connection opened a million calls that sent their headers and nothing more,
+     * and a server of 512 MB ran out of memory. One connection now has at most a thousand calls open at once; a
+     * client such as grpc-java's, or Envoy, holds the rest until one ends, and every call is answered.
+     */
+    @Test
+    void oneConnectionHasAtMostAThousandCallsOpenAtOnce() throws Exception {
+        dev.sluice.server.HeldStore store = new dev.sluice.server.HeldStore();
+        int most = EnvoyRateLimitServer.MOST_CALLS_PER_CONNECTION;
+        int total = most + 50;
+        try (LiveConfig held = LiveConfig.of(ConfigLoader.parse("envoy.yaml", CONFIG), store, new ServerMetrics())) {
+            EnvoyRateLimitServer service = EnvoyRateLimitServer.start(held, "127.0.0.1", 0);
+            ManagedChannel one = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+            try {
+                store.hold();
+                var stub = RateLimitServiceGrpc.newFutureStub(one).withDeadlineAfter(60, TimeUnit.SECONDS);
+                java.util.List<com.google.common.util.concurrent.ListenableFuture<RateLimitResponse>> calls =
+                        new java.util.ArrayList<>();
+                for (int i = 0; i < total; i++) {
+                    calls.add(stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                            .addDescriptors(descriptor("bulk", "b" + i)).build()));
+                }
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (store.asked() < most && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                Thread.sleep(500); // time for more, were more let in
+                assertThat(store.asked()).as("calls being decided at once").isEqualTo(most);
+                store.release();
+                for (var call : calls) {
+                    assertThat(call.get(60, TimeUnit.SECONDS).getOverallCode()).isEqualTo(Code.OK);
+                }
+                assertThat(store.asked()).isEqualTo(total);
+            } finally {
+                store.release();
+                one.shutdownNow();
+                service.close();
+            }
+        }
+    }
+
     @org.junit.jupiter.params.ParameterizedTest(name = "on_store_failure: {0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"open", "closed"})
     void aStoreThatIsDownIsDecidedByTheFailurePolicyAndDecisionsResumeWhenItIsBack(String policy) throws Exception {

@@ -2,6 +2,7 @@ package dev.sluice.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.server.HeldStore;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.metrics.ServerMetrics;

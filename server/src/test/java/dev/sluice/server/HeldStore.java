@@ -1,4 +1,4 @@
-package dev.sluice.server.http;
+package dev.sluice.server;
 
 import dev.sluice.Clock;
 import dev.sluice.Decision;
@@ -8,21 +8,30 @@ import dev.sluice.store.Store;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The in-memory store, whose answers are held back while {@link #hold} is in force: a store that answers later, as
  * one of an application's own may, or a Redis that is slow.
  */
-final class HeldStore implements Store {
+public final class HeldStore implements Store {
     private final InMemoryStore decides = new InMemoryStore();
+    private final AtomicInteger asked = new AtomicInteger();
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
 
-    void hold() {
+    /** From now on, answers wait for {@link #release}. */
+    public void hold() {
         gate = new CompletableFuture<>();
     }
 
-    void release() {
+    /** Lets every answer held go. */
+    public void release() {
         gate.complete(null);
+    }
+
+    /** How many decisions were asked for, asynchronously, so far. */
+    public int asked() {
+        return asked.get();
     }
 
     @Override
@@ -32,6 +41,7 @@ final class HeldStore implements Store {
 
     @Override
     public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
+        asked.incrementAndGet();
         Decision decision = decides.decide(rule, key, cost, nowNanos);
         return gate.thenApplyAsync(open -> decision);
     }
