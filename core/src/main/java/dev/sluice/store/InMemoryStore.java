@@ -54,6 +54,8 @@ public final class InMemoryStore implements Store {
     private final WhenFull whenFull;
     private final Clock clock;
     private final long outOfOrderNanos;
+    /** New keys the store had no room for, answered as {@link WhenFull} says. */
+    private final java.util.concurrent.atomic.LongAdder turnedAway = new java.util.concurrent.atomic.LongAdder();
 
     private InMemoryStore(Builder builder) {
         this.outOfOrderNanos = builder.outOfOrderNanos;
@@ -118,6 +120,7 @@ public final class InMemoryStore implements Store {
 
     /** The answer for a new key when the store is full. */
     private Decision full(Rule rule, long cost, long now, long sweepAt) {
+        turnedAway.increment();
         if (whenFull == WhenFull.ADMIT) {
             return rule.decide(null, now, cost).decision();
         }
@@ -147,6 +150,15 @@ public final class InMemoryStore implements Store {
 
     public long maxKeys() {
         return maxKeys;
+    }
+
+    /**
+     * How many decisions found the store full, for a new key, and were answered as {@link WhenFull} says: what a
+     * server counts and alerts on, since a store filled with keys that live long (a client sending a new key a request,
+     * under a limit of a day) answers every new key so until they expire (found by attacking the server).
+     */
+    public long turnedAway() {
+        return turnedAway.sum();
     }
 
     /** Settings of an {@link InMemoryStore}. */

@@ -57,8 +57,10 @@ class InMemoryStoreTest {
         clock.set(T0 + 4 * S);
         store.decide(rule, "b", 1, Store.STORE_CLOCK);
         clock.set(T0 + 5 * S);
+        assertThat(store.turnedAway()).isZero();
         Decision full = store.decide(rule, "c", 1, Store.STORE_CLOCK);
         assertThat(full.allowed()).isFalse();
+        assertThat(store.turnedAway()).as("counted").isEqualTo(1);
         assertThat(full.retryAfterNanos()).as("until a expires at T0 + 10s").isEqualTo(5 * S);
         assertThat(full.remaining()).isZero();
         // known keys are still decided exactly

@@ -45,6 +45,26 @@ class MetricsTest {
         return samples;
     }
 
+    /**
+     * Found by attacking the server: a client sending a new key a request, under limits of a day, filled the
+     * in-memory store, which then rejected every new key, and nothing showed it. Its room is now measured.
+     */
+    @Test
+    void aFullInMemoryStoreShows() throws Exception {
+        String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: fixed-window\n    limits: [5/1d]\n";
+        dev.sluice.store.InMemoryStore two = dev.sluice.store.InMemoryStore.builder().maxKeys(2).build();
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), two, new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            for (String key : new String[] {"a", "b", "c", "d", "a"}) {
+                call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"" + key + "\"}");
+            }
+            Map<String, Double> samples = scrape(server);
+            assertThat(samples).containsEntry("sluice_store_keys", 2.0).containsEntry("sluice_store_max_keys", 2.0)
+                    .containsEntry("sluice_store_turned_away_total", 2.0)
+                    .containsEntry("sluice_decisions_total{outcome=\"rejected\",policy=\"p\"}", 2.0);
+        }
+    }
+
     @Test
     void decisionsAreCountedByPolicyAndOutcome() throws Exception {
         String config = """

@@ -2,9 +2,11 @@ package dev.sluice.server.metrics;
 
 import dev.sluice.redis.RedisStore;
 import dev.sluice.server.Checked;
+import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -41,6 +43,8 @@ public final class ServerMetrics {
     /** The counts of the stores a reload replaced, by kind, in the order of {@link StoreEvent}. */
     private final Map<String, long[]> retired = new ConcurrentHashMap<>();
     private final Traffic traffic = new Traffic();
+    /** The new keys turned away by in-memory stores a reload replaced. */
+    private volatile long retiredTurnedAway;
 
     public ServerMetrics() {
         storeTime = Timer.builder("sluice.store").description("Time from asking the store for a decision to its answer")
@@ -53,6 +57,16 @@ public final class ServerMetrics {
                 .description(StoreEvent.FAILED_OPEN.description).register(registry);
         FunctionCounter.builder("sluice.fail.closed", this, metrics -> metrics.total(null, StoreEvent.FAILED_CLOSED))
                 .description(StoreEvent.FAILED_CLOSED.description).register(registry);
+        // the in-memory store's room: once full, it turns every new key away (rejected, by default) until keys expire
+        Gauge.builder("sluice.store.keys", this, metrics -> metrics.store instanceof InMemoryStore memory
+                        ? memory.size() : Double.NaN)
+                .description("Keys the in-memory store holds; NaN on Redis").register(registry);
+        Gauge.builder("sluice.store.max.keys", this, metrics -> metrics.store instanceof InMemoryStore memory
+                        ? memory.maxKeys() : Double.NaN)
+                .description("Keys the in-memory store may hold; NaN on Redis").register(registry);
+        FunctionCounter.builder("sluice.store.turned.away", this, ServerMetrics::turnedAway)
+                .description("Decisions on a new key the in-memory store had no room for, rejected until a key expires")
+                .register(registry);
         new ClassLoaderMetrics().bindTo(registry);
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
@@ -89,8 +103,16 @@ public final class ServerMetrics {
         }
     }
 
+    /** The new keys turned away by the in-memory stores, the current one and those a reload replaced. */
+    private double turnedAway() {
+        return retiredTurnedAway + (store instanceof InMemoryStore memory ? memory.turnedAway() : 0);
+    }
+
     /** Counts the failures of {@code current}, the store the policies now decide on, of kind {@code kind}. */
     public synchronized void watch(Store current, String kind) {
+        if (store instanceof InMemoryStore memory && memory != current) {
+            retiredTurnedAway += memory.turnedAway();
+        }
         if (store instanceof RedisStore redis) {
             RedisStore.Counts counts = redis.counts();
             long[] sums = retired.computeIfAbsent(storeKind, k -> new long[StoreEvent.values().length]);
