@@ -306,6 +306,11 @@ class RateLimitServiceTest {
         assertRefused(RateLimitRequest.newBuilder().addDescriptors(good).build(), "domain: must not be empty");
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").build(),
                 "descriptors: at least one descriptor is needed");
+        RateLimitRequest.Builder many = RateLimitRequest.newBuilder().setDomain("edge");
+        for (int i = 0; i <= RateLimitService.MOST_DESCRIPTORS; i++) {
+            many.addDescriptors(good);
+        }
+        assertRefused(many.build(), "descriptors: at most 10000 in a call, got 10001");
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
                 .addDescriptors(RateLimitDescriptor.getDefaultInstance()).build(),
                 "descriptors[1].entries: at least one entry is needed");
@@ -472,12 +477,12 @@ class RateLimitServiceTest {
         // a past bug: each decision the in-memory store had made at once was taken one continuation deeper, and a
         // call of 1,200 descriptors overflowed the stack (INTERNAL: StackOverflowError)
         RateLimitRequest.Builder many = RateLimitRequest.newBuilder().setDomain("edge");
-        for (int i = 0; i < 20_000; i++) {
+        for (int i = 0; i < RateLimitService.MOST_DESCRIPTORS; i++) {
             many.addDescriptors(descriptor("bulk", "b-" + i));
         }
         RateLimitResponse answer = envoy.shouldRateLimit(many.build());
         assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
-        assertThat(answer.getStatusesList()).hasSize(20_000).allSatisfy(status -> {
+        assertThat(answer.getStatusesList()).hasSize(RateLimitService.MOST_DESCRIPTORS).allSatisfy(status -> {
             assertThat(status.getCurrentLimit().getName()).isEqualTo("bulk");
             assertThat(status.getLimitRemaining()).isEqualTo(99);
         });
