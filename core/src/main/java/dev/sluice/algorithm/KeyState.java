@@ -1,7 +1,8 @@
 package dev.sluice.algorithm;
 
 /**
- * The state of one key under one {@link Rule}: an immutable value a store keeps and swaps whole.
+ * The state of one key under one {@link Rule}: an immutable value a store keeps and swaps whole (but for the
+ * note of when it was last used, {@link #lastUsed()}, which no decision reads).
  *
  * <p>Each algorithm's state is a subclass, so that a key with one limit (nearly every key) costs one object:
  * {@link Gcra.Tat}, {@link FixedWindow.Window}, ... A key with several limits holds a {@link Stack} of them.
@@ -13,6 +14,14 @@ package dev.sluice.algorithm;
  */
 public abstract class KeyState {
     final long time;
+    /**
+     * When a request last found the key and left this state as it was (a rejection, a peek), in a store's own
+     * units, 0 until then: the one field that is not part of the value. No decision reads it; a store that must
+     * evict keys writes it (plainly: a lost write only makes the key look a little older) and, with {@link #time},
+     * the last admission, evicts the keys idle longest. It costs no memory: it fills the four bytes the object
+     * header leaves before the first {@code long}.
+     */
+    private int lastUsed;
 
     KeyState(long time) {
         this.time = time;
@@ -20,6 +29,16 @@ public abstract class KeyState {
 
     public final long time() {
         return time;
+    }
+
+    /** When a request last left this state unchanged, in the units of the store that wrote it with {@link #used}. */
+    public final int lastUsed() {
+        return lastUsed;
+    }
+
+    /** Notes when a request left this state unchanged (by a store that evicts the keys idle longest). */
+    public final void used(int stamp) {
+        lastUsed = stamp;
     }
 
     /** When the key is untouched again if nothing else arrives. */

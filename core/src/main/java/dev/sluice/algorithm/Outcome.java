@@ -22,9 +22,9 @@ public final class Outcome {
     private final long delay;
     private final boolean allowed;
 
-    /** An outcome whose decision is known. */
-    Outcome(Decision decision, KeyState next) {
-        this(next, null, null, 0, false, 0, 0);
+    /** An outcome whose decision, made at {@code time}, is known. */
+    Outcome(Decision decision, KeyState next, long time) {
+        this(next, null, null, time, false, 0, 0);
         this.decision = decision;
     }
 
@@ -45,6 +45,11 @@ public final class Outcome {
      */
     public KeyState next() {
         return next;
+    }
+
+    /** The time the request was decided at. */
+    public long time() {
+        return time;
     }
 
     /** The answer. */

@@ -252,7 +252,7 @@ public final class Rule {
         }
         KeyState unchanged = untouched ? null : state;
         if (cost == 0) {
-            return new Outcome(summarize(true, current, t, 0, 0, -1), unchanged);
+            return new Outcome(summarize(true, current, t, 0, 0, -1), unchanged, t);
         }
         long wait = 0;
         int waiting = -1;
@@ -264,7 +264,7 @@ public final class Rule {
             }
         }
         if (!fits(wait)) {
-            return new Outcome(summarize(false, current, t, retryAfter(wait), 0, waiting), unchanged);
+            return new Outcome(summarize(false, current, t, retryAfter(wait), 0, waiting), unchanged, t);
         }
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? longestReset(current, t) : 0;
         KeyState[] next = new KeyState[count];
@@ -272,7 +272,7 @@ public final class Rule {
             next[i] = transitions[i].take(current[i], t, cost);
         }
         return new Outcome(summarize(true, next, t, 0, delay, -1),
-                new KeyState.Stack(t, t + longestReset(next, t), next));
+                new KeyState.Stack(t, t + longestReset(next, t), next), t);
     }
 
     private long longestReset(KeyState[] states, long t) {

@@ -42,9 +42,16 @@ import java.util.concurrent.CompletionStage;
  *
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it
- * full, the store sweeps expired keys at once (if any can have expired); if it is still full, the request is
- * answered as {@link WhenFull} says: rejected (the default) or admitted without being stored. Known keys are
- * never evicted, so a flood of new keys can neither exhaust the heap nor reset the limits of existing ones.
+ * full, the store sweeps expired keys at once (if any can have expired); if it is still full, it does as
+ * {@link WhenFull} says: evicts the keys least recently decided and stores the new one (the default), rejects
+ * the request, or admits it without storing the key.
+ *
+ * <p>Why evict by default. Rejecting kept every known key exact, but a client that sent a new key with each
+ * request, under limits of a day, filled a million keys in seconds, and then every new client was rejected for a
+ * day (found by attacking the server). An evicted key loses its state, so it may be admitted more than its
+ * limit allows when it comes back; eviction takes the keys idle longest, which a flood of one-time keys soon
+ * makes its own, while keys in use stay. nginx's {@code limit_req} does the same. Both answers are counted:
+ * {@link #evicted()}, {@link #turnedAway()}.
  */
 public final class InMemoryStore implements Store {
     public static final long DEFAULT_MAX_KEYS = 1_000_000;
@@ -54,8 +61,10 @@ public final class InMemoryStore implements Store {
     private final WhenFull whenFull;
     private final Clock clock;
     private final long outOfOrderNanos;
-    /** New keys the store had no room for, answered as {@link WhenFull} says. */
+    /** New keys the store had no room for, rejected or admitted without being stored. */
     private final java.util.concurrent.atomic.LongAdder turnedAway = new java.util.concurrent.atomic.LongAdder();
+    /** Keys evicted to make room for new ones. */
+    private final java.util.concurrent.atomic.LongAdder evicted = new java.util.concurrent.atomic.LongAdder();
 
     private InMemoryStore(Builder builder) {
         this.outOfOrderNanos = builder.outOfOrderNanos;
@@ -65,7 +74,10 @@ public final class InMemoryStore implements Store {
         this.keys = new KeyTable(maxKeys);
     }
 
-    /** A store on the system clock, with at most {@value #DEFAULT_MAX_KEYS} keys, rejecting new keys when full. */
+    /**
+     * A store on the system clock, with at most {@value #DEFAULT_MAX_KEYS} keys, evicting those least recently
+     * decided when full.
+     */
     public InMemoryStore() {
         this(builder());
     }
@@ -108,17 +120,29 @@ public final class InMemoryStore implements Store {
         if (decision != null) {
             return decision;
         }
-        long now = decidingClock != null ? decidingClock.nanos() : nowNanos; // a new key found the store full
-        if (keys.makeRoom(now - grace)) {
+        while (true) { // a new key found the store full
+            long now = decidingClock != null ? decidingClock.nanos() : nowNanos;
+            if (!keys.makeRoom(now - grace)) {
+                if (whenFull != WhenFull.EVICT) {
+                    return full(rule, cost, now, now - grace);
+                }
+                long out = keys.evictLeastRecent(now);
+                evicted.add(out);
+                if (out == 0) {
+                    Thread.yield(); // what it would evict was being decided: another thread will make room, or it will
+                }
+            }
             decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
             if (decision != null) {
                 return decision;
             }
+            if (whenFull != WhenFull.EVICT) {
+                return full(rule, cost, now, now - grace);
+            }
         }
-        return full(rule, cost, now, now - grace);
     }
 
-    /** The answer for a new key when the store is full. */
+    /** The answer for a new key when the store is full and does not evict. */
     private Decision full(Rule rule, long cost, long now, long sweepAt) {
         turnedAway.increment();
         if (whenFull == WhenFull.ADMIT) {
@@ -153,18 +177,24 @@ public final class InMemoryStore implements Store {
     }
 
     /**
-     * How many decisions found the store full, for a new key, and were answered as {@link WhenFull} says: what a
-     * server counts and alerts on, since a store filled with keys that live long (a client sending a new key a request,
-     * under a limit of a day) answers every new key so until they expire (found by attacking the server).
+     * How many decisions found the store full, for a new key, and were rejected or admitted without storing it
+     * ({@link WhenFull#REJECT}, {@link WhenFull#ADMIT}): what a server counts and alerts on, since a store filled
+     * with keys that live long (a client sending a new key a request, under a limit of a day) answers every new key
+     * so until they expire (found by attacking the server).
      */
     public long turnedAway() {
         return turnedAway.sum();
     }
 
+    /** How many keys were evicted to make room for new ones ({@link WhenFull#EVICT}): each lost its state. */
+    public long evicted() {
+        return evicted.sum();
+    }
+
     /** Settings of an {@link InMemoryStore}. */
     public static final class Builder {
         private long maxKeys = DEFAULT_MAX_KEYS;
-        private WhenFull whenFull = WhenFull.REJECT;
+        private WhenFull whenFull = WhenFull.EVICT;
         private Clock clock = Clock.system();
         private long outOfOrderNanos;
 
@@ -198,10 +228,10 @@ public final class InMemoryStore implements Store {
             return this;
         }
 
-        /** What a new key gets when the store is full (default {@link WhenFull#REJECT}). */
+        /** What a new key gets when the store is full (default {@link WhenFull#EVICT}). */
         public Builder whenFull(WhenFull whenFull) {
             if (whenFull == null) {
-                throw new IllegalArgumentException("whenFull must be REJECT or ADMIT, got null");
+                throw new IllegalArgumentException("whenFull must be EVICT, REJECT or ADMIT, got null");
             }
             this.whenFull = whenFull;
             return this;

@@ -8,6 +8,8 @@ import dev.sluice.algorithm.Rule;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.Arrays;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -64,6 +66,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *       went in with no such bound, the new table (sized for the keys live when the resize began) filled up,
  *       and the copy of the next key looked for an empty slot forever, holding the lock every other inserter
  *       waits on ({@code KeyTableResizeTest}).</li>
+ *   <li><b>Evicting</b> (when the store is told to, once the table holds its maximum of keys and none has
+ *       expired) removes the keys least recently decided, a sixteenth of them at a time, as removing does: see
+ *       {@link #evictLeastRecent}. It holds the lock a resize holds, so it never meets one under way. When a key
+ *       was last decided is in its state: when last admitted ({@link KeyState#time()}) and when last rejected or
+ *       peeked at ({@link KeyState#lastUsed()}, which costs no memory).</li>
  * </ul>
  */
 final class KeyTable {
@@ -207,6 +214,7 @@ final class KeyTable {
             Outcome outcome = rule.decide(state, clock == null ? now : clock.nanos(), cost);
             KeyState next = outcome.next();
             if (next == state) {
+                touch(state, outcome.time()); // a rejection or a peek: the key is in use all the same, as nginx counts it
                 return outcome.decision();
             }
             // a key back to untouched is removed, never set back to null: a state slot goes from null only
@@ -467,6 +475,175 @@ final class KeyTable {
         return size.get() < maxKeys;
     }
 
+    /**
+     * The time a key was last decided, as kept in its state: nanoseconds in units of 2<sup>24</sup> (about
+     * 16.8 ms), wrapping around. Two stamps are compared by their difference, which is right while they lie less
+     * than 2<sup>31</sup> units (about 417 days) apart; a key idle longer than that under a limit longer still
+     * may look recent, and then it is evicted later than its age says.
+     */
+    static int stampOf(long nanos) {
+        return (int) (nanos >> STAMP_SHIFT);
+    }
+
+    private static final int STAMP_SHIFT = 24;
+
+    /**
+     * Notes that a key whose state stays {@code state} (a rejection, a peek) is decided at {@code now}; an admission
+     * needs no note, since its new state's {@link KeyState#time()} is its time. It writes only when the stamp
+     * moves, once every 16.8 ms at most, so a hot key being rejected does not pull its state's cache line from
+     * core to core on every decision. The write is plain: two deciders that race write the same stamp or ones a
+     * tick apart, and one that lands on a state just replaced only makes the key look a little older.
+     */
+    private static void touch(KeyState state, long now) {
+        int stamp = stampOf(now);
+        if (stamp == NEVER_USED) {
+            stamp++; // a tick later, rather than never
+        }
+        if (state.lastUsed() != stamp) {
+            state.used(stamp);
+        }
+    }
+
+    /** {@link KeyState#lastUsed()} of a state no rejection or peek has met. */
+    private static final int NEVER_USED = 0;
+
+    /**
+     * How long ago, in stamps, a key was last decided: admitted ({@link KeyState#time()}) or, if later, rejected
+     * or peeked at ({@link KeyState#lastUsed()}).
+     */
+    private static int age(KeyState state, int nowStamp) {
+        int sinceAdmitted = nowStamp - stampOf(state.time());
+        int lastUsed = state.lastUsed();
+        return lastUsed == NEVER_USED ? sinceAdmitted : Math.min(sinceAdmitted, nowStamp - lastUsed);
+    }
+
+    /**
+     * Evicts the keys least recently decided, about a sixteenth of those held (at least one), to make room in a
+     * full table; unless another thread has made room since this one found it full.
+     *
+     * <p>Why a batch, and why exact. Redis samples a few keys and evicts the oldest of them; an exact choice
+     * costs a pass over the table, and one pass a sixteenth of the keys pays for it over the insertions that
+     * fill their room again (amortized O(1) a new key, like a resize). Exact means a key is never evicted while
+     * one decided before it stays, ties of one stamp apart: a hot key survives a flood of new keys unless more than
+     * fifteen sixteenths of the table came in within its last 16.8 ms. The pass copies each held key's age into an
+     * array, selects the sixteenth oldest (quickselect, expected linear time), and then evicts the keys at least
+     * that old: those strictly older all, and of those of exactly that age as many as make the count, drawn at
+     * random. A key decided between the two passes looks younger in the second and is kept; one whose state
+     * changed after it was read is kept too ({@link #retire} fails), so eviction never undoes a decision. At a
+     * million keys a round takes about 100 ms, while new keys wait for it (known keys are decided as usual): a
+     * flood of new keys into a full store goes in at about 600,000 a second ({@code FullStoreFlood} in bench/).
+     *
+     * @param now the time of the request that found the table full, from which ages are counted
+     * @return how many keys were evicted
+     */
+    long evictLeastRecent(long now) {
+        maintenance.lock();
+        try {
+            long held = size.get();
+            if (held < maxKeys) {
+                return 0;
+            }
+            Table tab = table; // no resize is under way: a resize holds the lock
+            Object[] slots = tab.slots;
+            int nowStamp = stampOf(now);
+            int[] ages = new int[(int) Math.min(held + 16, tab.mask + 1L)];
+            int count = 0;
+            for (int i = 0; i < slots.length; i += 2) {
+                Object state = SLOTS.getAcquire(slots, i + 1);
+                if (isLive(SLOTS.getAcquire(slots, i), state)) {
+                    if (count == ages.length) {
+                        ages = Arrays.copyOf(ages, Math.min(2 * count, tab.mask + 1));
+                    }
+                    ages[count++] = age((KeyState) state, nowStamp);
+                }
+            }
+            if (count == 0) {
+                return 0;
+            }
+            int target = Math.max(1, count / 16);
+            int cutoff = largest(ages, count, target);
+            long quota = target; // of the keys exactly cutoff old, how many to evict
+            long tied = 0; // and how many there are
+            for (int k = 0; k < count; k++) {
+                if (ages[k] > cutoff) {
+                    quota--;
+                } else if (ages[k] == cutoff) {
+                    tied++;
+                }
+            }
+            ThreadLocalRandom random = ThreadLocalRandom.current();
+            long evicted = 0;
+            for (int i = 0; i < slots.length && evicted < target; i += 2) {
+                Object key = SLOTS.getAcquire(slots, i);
+                Object state = SLOTS.getAcquire(slots, i + 1);
+                if (!isLive(key, state)) {
+                    continue;
+                }
+                int age = age((KeyState) state, nowStamp);
+                boolean evict = age > cutoff;
+                if (age == cutoff) {
+                    // quota of the tied, drawn at random (selection sampling), not the first met: slot order is hash
+                    // order, and survivors skewed by hash pack into long probe runs once the table is copied (a bug
+                    // found by measuring a flood: one run grew to 480,000 slots and new keys slowed a thousandfold)
+                    evict = quota > 0 && (tied <= quota || random.nextLong(tied) < quota);
+                    tied--;
+                }
+                if (evict && retire(slots, i, key, state)) {
+                    evicted++;
+                    if (age == cutoff) {
+                        quota--;
+                    }
+                }
+            }
+            return evicted;
+        } finally {
+            maintenance.unlock();
+        }
+    }
+
+    /** Whether a key slot and its state slot hold a key with a state (not one being inserted or removed). */
+    private static boolean isLive(Object key, Object state) {
+        return key != null && key != TOMBSTONE && key != MOVED && state instanceof KeyState;
+    }
+
+    /**
+     * The {@code k}-th largest of {@code values[0..count)} (k from 1), reordering them: quickselect with a random
+     * pivot, expected linear time whatever the order of the values.
+     */
+    static int largest(int[] values, int count, int k) {
+        int lo = 0;
+        int hi = count - 1;
+        int want = k - 1; // its index once sorted in descending order
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        while (lo < hi) {
+            int pivot = values[lo + random.nextInt(hi - lo + 1)];
+            // three-way partition, descending: [lo, gt) > pivot, [gt, i) == pivot, (lt, hi] < pivot
+            int gt = lo;
+            int i = lo;
+            int lt = hi;
+            while (i <= lt) {
+                int v = values[i];
+                if (v > pivot) {
+                    values[i++] = values[gt];
+                    values[gt++] = v;
+                } else if (v < pivot) {
+                    values[i] = values[lt];
+                    values[lt--] = v;
+                } else {
+                    i++;
+                }
+            }
+            if (want < gt) {
+                hi = gt - 1;
+            } else if (want > lt) {
+                lo = lt + 1;
+            } else {
+                return pivot;
+            }
+        }
+        return values[lo];
+    }
+
     /** The earliest time at which a stored key may expire. */
     long firstExpiry() {
         return firstExpiry.get();
@@ -505,6 +682,11 @@ final class KeyTable {
 
     long size() {
         return size.get();
+    }
+
+    /** The slots of the table in use (tests see where a key's hash puts it: {@code hashOf(key) & (capacity - 1)}). */
+    int capacity() {
+        return table.mask + 1;
     }
 
     private static final int NO_HASH = 0;

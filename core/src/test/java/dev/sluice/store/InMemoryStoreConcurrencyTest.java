@@ -114,4 +114,69 @@ class InMemoryStoreConcurrencyTest {
         assertThat(y[0].allowed()).as("y took the place left, with %d of 2 keys stored", store.size()).isTrue();
         assertThat(store.size()).isEqualTo(2);
     }
+    /**
+     * A full store under a flood of new keys from four threads, while four more decide one hot key: the flood
+     * evicts only keys idler than the hot key, so the hot key is decided exactly (100 of 4,000 admitted), every
+     * new key is stored, and every key stored is either still there or counted as evicted.
+     */
+    @org.junit.jupiter.api.Test
+    void aFloodOfNewKeysEvictsIdleKeysAndNeverTheOneInUse() throws Exception {
+        long t0 = 1_700_000_000_000_000_000L;
+        long t1 = t0 + 1_000_000_000L; // about 60 stamps later
+        InMemoryStore store = InMemoryStore.builder().maxKeys(1_000).build();
+        dev.sluice.algorithm.Rule oneADay = dev.sluice.algorithm.Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1d")));
+        dev.sluice.algorithm.Rule hundredADay = dev.sluice.algorithm.Rule.of(Algorithm.FIXED_WINDOW,
+                List.of(Limit.parse("100/1d")));
+        for (int i = 0; i < 1_000; i++) {
+            store.decide(oneADay, "old-" + i, 1, t0);
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Long>> hot = new ArrayList<>();
+        List<Future<Long>> flood = new ArrayList<>();
+        for (int thread = 0; thread < THREADS / 2; thread++) {
+            int id = thread;
+            hot.add(pool.submit(() -> {
+                start.await();
+                long admitted = 0;
+                for (int attempt = 0; attempt < 1_000; attempt++) {
+                    admitted += store.decide(hundredADay, "hot", 1, t1).allowed() ? 1 : 0;
+                }
+                return admitted;
+            }));
+            flood.add(pool.submit(() -> {
+                start.await();
+                long admitted = 0;
+                for (int i = 0; i < 200; i++) {
+                    admitted += store.decide(oneADay, "new-" + id + "-" + i, 1, t1).allowed() ? 1 : 0;
+                }
+                return admitted;
+            }));
+        }
+        start.countDown();
+        long hotAdmitted = 0;
+        for (Future<Long> result : hot) {
+            hotAdmitted += result.get(2, TimeUnit.MINUTES);
+        }
+        long newAdmitted = 0;
+        for (Future<Long> result : flood) {
+            newAdmitted += result.get(2, TimeUnit.MINUTES);
+        }
+        pool.shutdown();
+        assertThat(hotAdmitted).as("the hot key kept its count").isEqualTo(100);
+        assertThat(newAdmitted).isEqualTo(800);
+        assertThat(store.turnedAway()).isZero();
+        long oldKept = 0;
+        for (int i = 0; i < 1_000; i++) {
+            oldKept += 1 - store.decide(oneADay, "old-" + i, 0, t1).remaining();
+        }
+        for (int thread = 0; thread < THREADS / 2; thread++) {
+            for (int i = 0; i < 200; i++) {
+                assertThat(store.decide(oneADay, "new-" + thread + "-" + i, 0, t1).remaining()).isZero();
+            }
+        }
+        assertThat(store.decide(hundredADay, "hot", 0, t1).remaining()).isZero();
+        assertThat(store.evicted()).as("evicted: the old keys gone").isEqualTo(1_000 - oldKept);
+        assertThat(store.size()).isEqualTo(oldKept + 801).isLessThanOrEqualTo(1_000);
+    }
 }

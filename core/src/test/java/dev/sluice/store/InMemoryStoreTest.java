@@ -51,7 +51,7 @@ class InMemoryStoreTest {
     @Test
     void whenFullRejectsNewKeysUntilTheFirstStoredKeyExpires() {
         ManualClock clock = new ManualClock(T0);
-        InMemoryStore store = InMemoryStore.builder().maxKeys(2).clock(clock).build();
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).whenFull(WhenFull.REJECT).clock(clock).build();
         Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/10s")));
         store.decide(rule, "a", 1, Store.STORE_CLOCK);
         clock.set(T0 + 4 * S);
@@ -82,7 +82,8 @@ class InMemoryStoreTest {
      */
     @Test
     void aSweepAtALaterTimeDropsNoKeyThatAnEarlierStampedRequestStillCounts() {
-        InMemoryStore store = InMemoryStore.builder().maxKeys(2).outOfOrder(Duration.ofHours(1)).build();
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).whenFull(WhenFull.REJECT)
+                .outOfOrder(Duration.ofHours(1)).build();
         Rule rule = Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("7/1s")));
         assertThat(store.decide(rule, "a", 5, T0 + 100 * MS).remaining()).isEqualTo(2);
         assertThat(store.decide(rule, "b", 1, T0 + 200 * MS).allowed()).isTrue();
@@ -192,6 +193,75 @@ class InMemoryStoreTest {
             assertThat(store.decide(onePerHour, key, 1, T0).allowed()).as("%s, still known", key).isFalse();
         }
         assertThat(store.size()).isEqualTo(10_000 + awkward.size());
+    }
+
+    /**
+     * Found by attacking the server: rejecting new keys when full let a client that sent a new key with each
+     * request, under limits of a day, shut every new client out for a day. A full store now evicts the key least
+     * recently decided, as nginx's {@code limit_req} does; a rejection counts as a use.
+     */
+    @Test
+    void whenFullEvictsTheKeyLeastRecentlyDecided() {
+        InMemoryStore store = InMemoryStore.builder().maxKeys(4).build();
+        Rule twoADay = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("2/1d")));
+        String[] keys = {"a", "b", "c", "d"};
+        for (int i = 0; i < keys.length; i++) {
+            assertThat(store.decide(twoADay, keys[i], 1, T0 + i * S).remaining()).isEqualTo(1);
+        }
+        assertThat(store.decide(twoADay, "a", 2, T0 + 4 * S).allowed()).as("a, rejected, but in use").isFalse();
+        assertThat(store.decide(twoADay, "e", 1, T0 + 5 * S).allowed()).as("e, stored in b's place").isTrue();
+        assertThat(store.evicted()).isEqualTo(1);
+        assertThat(store.turnedAway()).isZero();
+        assertThat(store.size()).isEqualTo(4);
+        Decision b = store.decide(twoADay, "b", 2, T0 + 6 * S);
+        assertThat(b.allowed()).as("b lost its state: it starts afresh, in c's place").isTrue();
+        assertThat(b.remaining()).isZero();
+        assertThat(store.evicted()).isEqualTo(2);
+        long[] remaining = new long[5];
+        for (int i = 0; i < 5; i++) {
+            remaining[i] = store.decide(twoADay, String.valueOf((char) ('a' + i)), 0, T0 + 7 * S).remaining();
+        }
+        assertThat(remaining).as("a to e").containsExactly(1, 0, 2, 1, 1);
+    }
+
+    @Test
+    void aFullStoreEvictsTheIdlestSixteenthAtOnce() {
+        InMemoryStore store = InMemoryStore.builder().maxKeys(64).build();
+        Rule oneADay = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1d")));
+        for (int i = 0; i < 64; i++) {
+            store.decide(oneADay, "k" + i, 1, T0 + i * 100 * MS); // six stamps apart
+        }
+        store.decide(oneADay, "k0", 1, T0 + 7 * S); // the oldest is used again, and rejected
+        assertThat(store.decide(oneADay, "new0", 1, T0 + 8 * S).allowed()).isTrue();
+        assertThat(store.evicted()).as("64 / 16").isEqualTo(4);
+        assertThat(store.size()).isEqualTo(61);
+        for (int i = 0; i < 64; i++) {
+            boolean evicted = i >= 1 && i <= 4;
+            assertThat(store.decide(oneADay, "k" + i, 0, T0 + 9 * S).remaining()).as("k%d", i).isEqualTo(evicted ? 1 : 0);
+        }
+        for (int i = 1; i <= 3; i++) {
+            store.decide(oneADay, "new" + i, 1, T0 + 10 * S);
+        }
+        assertThat(store.evicted()).as("the room made is used before more is evicted").isEqualTo(4);
+        assertThat(store.size()).isEqualTo(64);
+    }
+
+    /** The selection that picks the sixteenth oldest, on many orders of values, duplicates and wrapped ages among them. */
+    @Test
+    void theKthLargestIsSelectedWhateverTheOrder() {
+        java.util.Random random = new java.util.Random(7);
+        for (int round = 0; round < 2_000; round++) {
+            int count = 1 + random.nextInt(300);
+            int spread = 1 + random.nextInt(round % 3 == 0 ? 4 : 1_000);
+            int[] values = new int[count + random.nextInt(5)];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = round % 5 == 0 ? random.nextInt() : random.nextInt(spread) - spread / 2;
+            }
+            int[] sorted = java.util.Arrays.copyOf(values, count);
+            java.util.Arrays.sort(sorted);
+            int k = 1 + random.nextInt(count);
+            assertThat(KeyTable.largest(values, count, k)).as("round %d", round).isEqualTo(sorted[count - k]);
+        }
     }
 
     @Test
