@@ -181,8 +181,9 @@ public final class LiveConfig implements AutoCloseable {
 
     private void apply(ServerConfig config) throws ConfigException {
         // the in-memory store has no timeout and never fails: changing those settings must not lose its counters
+        // (a change of max_keys opens a new one, as a change of store does)
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
-        String settings = config.store().equals("memory") ? "memory" : config.store() + " " + config.storeTimeoutNanos();
+        String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys() : config.storeTimeoutNanos());
         Store old = store;
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
             redis.onFailure(config.onStoreFailure());
@@ -201,7 +202,7 @@ public final class LiveConfig implements AutoCloseable {
 
     private Store open(ServerConfig config) throws ConfigException {
         if (config.store().equals("memory")) {
-            return new InMemoryStore();
+            return InMemoryStore.builder().maxKeys(config.maxKeys()).build();
         }
         try {
             return RedisStore.builder(config.store()).timeout(Duration.ofNanos(config.storeTimeoutNanos()))

@@ -57,7 +57,10 @@ class ConfigLoaderTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_merge_domains, headers, on_store_failure, policies, store, store_timeout, trusted_proxies]",
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, trusted_proxies]",
+            "no keys|max_keys: 0\\npolicies: []|t.yaml:1: max_keys: expected a whole number >= 1, got \"0\"",
+            "keys past the heap|max_keys: 100000001\\npolicies: []|t.yaml:1: max_keys: at most 100000000 (about 100 bytes of heap a key), got 100000001",
+            "keys of Redis|store: redis://localhost:6379\\nmax_keys: 10\\npolicies: []|t.yaml:2: max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
             "a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [10/1s, 10/0s]|t.yaml:5: policies[0].limits[1]: bad limit \"10/0s\": period must be > 0, got \"0s\"",
             "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, skip_if_missing]",
             "a missing key|policies:\\n  - name: p\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].key: missing",
@@ -149,6 +152,8 @@ class ConfigLoaderTest {
     void acceptsAMinimalFileWithTheDefaults() throws ConfigException {
         ServerConfig config = ConfigLoader.parse("t.yaml", GOOD);
         assertThat(config.store()).isEqualTo("memory");
+        assertThat(config.maxKeys()).isEqualTo(1_000_000);
+        assertThat(ConfigLoader.parse("t.yaml", "max_keys: 5000\n" + GOOD).maxKeys()).isEqualTo(5_000);
         assertThat(config.policy("p").cost()).isEqualTo(1);
         assertThat(config.policy("p").match()).isEqualTo(PolicyConfig.Match.ALL);
     }

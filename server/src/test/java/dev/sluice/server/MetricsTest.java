@@ -11,6 +11,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -47,21 +48,28 @@ class MetricsTest {
 
     /**
      * Found by attacking the server: a client sending a new key a request, under limits of a day, filled the
-     * in-memory store, which then rejected every new key, and nothing showed it. Its room is now measured.
+     * in-memory store, which then rejected every new key, and nothing showed it. Its room is now measured; a
+     * store that rejects new keys when full counts them, one that evicts (the default) counts the keys evicted.
      */
     @Test
     void aFullInMemoryStoreShows() throws Exception {
         String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: fixed-window\n    limits: [5/1d]\n";
-        dev.sluice.store.InMemoryStore two = dev.sluice.store.InMemoryStore.builder().maxKeys(2).build();
-        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), two, new ServerMetrics());
-             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
-            for (String key : new String[] {"a", "b", "c", "d", "a"}) {
-                call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"" + key + "\"}");
+        for (dev.sluice.store.WhenFull whenFull : List.of(dev.sluice.store.WhenFull.REJECT, dev.sluice.store.WhenFull.EVICT)) {
+            dev.sluice.store.InMemoryStore two = dev.sluice.store.InMemoryStore.builder().maxKeys(2).whenFull(whenFull)
+                    .build();
+            try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), two, new ServerMetrics());
+                 ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+                for (String key : new String[] {"a", "b", "c", "d", "e"}) {
+                    call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"" + key + "\"}");
+                }
+                boolean rejects = whenFull == dev.sluice.store.WhenFull.REJECT;
+                Map<String, Double> samples = scrape(server);
+                assertThat(samples).as("%s", whenFull).containsEntry("sluice_store_keys", 2.0)
+                        .containsEntry("sluice_store_max_keys", 2.0)
+                        .containsEntry("sluice_store_turned_away_total", rejects ? 3.0 : 0.0)
+                        .containsEntry("sluice_store_evicted_total", rejects ? 0.0 : 3.0)
+                        .containsEntry("sluice_decisions_total{outcome=\"rejected\",policy=\"p\"}", rejects ? 3.0 : 0.0);
             }
-            Map<String, Double> samples = scrape(server);
-            assertThat(samples).containsEntry("sluice_store_keys", 2.0).containsEntry("sluice_store_max_keys", 2.0)
-                    .containsEntry("sluice_store_turned_away_total", 2.0)
-                    .containsEntry("sluice_decisions_total{outcome=\"rejected\",policy=\"p\"}", 2.0);
         }
     }
 

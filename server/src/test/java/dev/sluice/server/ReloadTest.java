@@ -4,6 +4,7 @@ import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.http.ApiServer;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.testkit.LogCapture;
+import dev.sluice.store.InMemoryStore;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -126,6 +127,24 @@ class ReloadTest {
         Files.writeString(file, "store_timeout: 10ms\non_store_failure: closed\n" + FIRST);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
         assertThat(remaining("kept", "10.0.0.3")).isEqualTo(1);
+    }
+
+    /** {@code max_keys} bounds the store the server makes; a change of it opens a new one, as a change of store does. */
+    @Test
+    void maxKeysBoundsTheInMemoryStoreAndItsChangeOpensANewOne() throws Exception {
+        assertThat(((InMemoryStore) live.store()).maxKeys()).isEqualTo(1_000_000);
+        assertThat(remaining("kept", "10.0.0.4")).isEqualTo(2);
+        Files.writeString(file, "max_keys: 2\n" + FIRST);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        InMemoryStore two = (InMemoryStore) live.store();
+        assertThat(two.maxKeys()).isEqualTo(2);
+        assertThat(remaining("kept", "10.0.0.4")).as("a new store: a fresh start").isEqualTo(2);
+        for (String ip : new String[] {"10.0.0.5", "10.0.0.6", "10.0.0.7"}) {
+            remaining("kept", ip);
+        }
+        assertThat(two.size()).isEqualTo(2);
+        assertThat(two.evicted()).isEqualTo(2);
+        assertThat(remaining("kept", "10.0.0.7")).as("the key decided last was kept").isEqualTo(1);
     }
 
     @Test

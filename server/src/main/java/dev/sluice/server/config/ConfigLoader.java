@@ -13,6 +13,7 @@ import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
 import dev.sluice.server.request.TrustedProxies;
 import dev.sluice.store.FailurePolicy;
+import dev.sluice.store.InMemoryStore;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
@@ -46,8 +47,10 @@ import java.util.regex.Pattern;
  * Jackson's YAML module), not bound to classes: binding would lose the lines.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "trusted_proxies",
-            "headers", "policies", "envoy_configs", "envoy_merge_domains");
+    private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "max_keys",
+            "trusted_proxies", "headers", "policies", "envoy_configs", "envoy_merge_domains");
+    /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
+    private static final long MOST_KEYS = 100_000_000;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
             "cost", "mode", "max_delay", "skip_if_missing");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
@@ -118,6 +121,18 @@ public final class ConfigLoader {
         }
         long timeout = top.containsKey("store_timeout")
                 ? positiveDuration(top.get("store_timeout"), "store_timeout") : 50_000_000L;
+        long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
+        if (top.containsKey("max_keys")) {
+            Node node = top.get("max_keys");
+            if (!store.equals("memory")) {
+                throw error(node, "max_keys", "bounds the in-memory store only; Redis keeps keys until their TTL, bounded"
+                        + " by its own maxmemory");
+            }
+            maxKeys = whole(node, "max_keys", 1);
+            if (maxKeys > MOST_KEYS) {
+                throw error(node, "max_keys", "at most " + MOST_KEYS + " (about 100 bytes of heap a key), got " + maxKeys);
+            }
+        }
         List<String> proxies = new ArrayList<>();
         if (top.containsKey("trusted_proxies")) {
             List<Node> items = list(top.get("trusted_proxies"), "trusted_proxies");
@@ -200,7 +215,8 @@ public final class ConfigLoader {
                         + " and no policy is in policies: at least one policy is needed").getMessage(), read.files());
             }
         }
-        return new ServerConfig(store, onFailure, timeout, List.copyOf(proxies), headers, List.copyOf(policies), envoy);
+        return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, List.copyOf(policies),
+                envoy);
     }
 
     /**

@@ -12,11 +12,12 @@ import java.util.Set;
  * {@code sluice.yaml} (spec/server.md), checked.
  *
  * @param store          {@code memory}, {@code redis://host:port[/db]} or {@code redis-cluster://h1:p1,h2:p2}
+ * @param maxKeys        the most keys the in-memory store holds; full, it evicts those decided least recently
  * @param headers        which response headers to send
  * @param policies       the file's own policies, then those read from Envoy's configuration files
  * @param envoy          what Envoy's configuration files ({@code envoy_configs}) add besides their policies
  */
-public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos,
+public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
                            List<String> trustedProxies, Set<HeaderSet> headers, List<PolicyConfig> policies,
                            Envoy envoy) {
     /** The sets of rate limit response headers. */
@@ -25,12 +26,6 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
         IETF,
         /** {@code X-RateLimit-Limit}, {@code X-RateLimit-Remaining}, {@code X-RateLimit-Reset}. */
         LEGACY
-    }
-
-    /** A configuration without Envoy's files. */
-    public ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, List<String> trustedProxies,
-                        Set<HeaderSet> headers, List<PolicyConfig> policies) {
-        this(store, onStoreFailure, storeTimeoutNanos, trustedProxies, headers, policies, Envoy.NONE);
     }
 
     /**

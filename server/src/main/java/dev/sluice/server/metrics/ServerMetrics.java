@@ -45,6 +45,7 @@ public final class ServerMetrics {
     private final Traffic traffic = new Traffic();
     /** The new keys turned away by in-memory stores a reload replaced. */
     private volatile long retiredTurnedAway;
+    private volatile long retiredEvicted;
 
     public ServerMetrics() {
         storeTime = Timer.builder("sluice.store").description("Time from asking the store for a decision to its answer")
@@ -57,7 +58,7 @@ public final class ServerMetrics {
                 .description(StoreEvent.FAILED_OPEN.description).register(registry);
         FunctionCounter.builder("sluice.fail.closed", this, metrics -> metrics.total(null, StoreEvent.FAILED_CLOSED))
                 .description(StoreEvent.FAILED_CLOSED.description).register(registry);
-        // the in-memory store's room: once full, it turns every new key away (rejected, by default) until keys expire
+        // the in-memory store's room: once full, it evicts the keys idle longest (by default), or turns new keys away
         Gauge.builder("sluice.store.keys", this, metrics -> metrics.store instanceof InMemoryStore memory
                         ? memory.size() : Double.NaN)
                 .description("Keys the in-memory store holds; NaN on Redis").register(registry);
@@ -67,6 +68,9 @@ public final class ServerMetrics {
         FunctionCounter.builder("sluice.store.turned.away", this, ServerMetrics::turnedAway)
                 .description("Decisions on a new key the in-memory store had no room for, rejected until a key expires")
                 .register(registry);
+        FunctionCounter.builder("sluice.store.evicted", this, ServerMetrics::evicted)
+                .description("Keys the full in-memory store evicted, the least recently decided, to make room for new"
+                        + " ones; each lost its state").register(registry);
         new ClassLoaderMetrics().bindTo(registry);
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
@@ -108,10 +112,16 @@ public final class ServerMetrics {
         return retiredTurnedAway + (store instanceof InMemoryStore memory ? memory.turnedAway() : 0);
     }
 
+    /** The keys evicted by the in-memory stores, the current one and those a reload replaced. */
+    private double evicted() {
+        return retiredEvicted + (store instanceof InMemoryStore memory ? memory.evicted() : 0);
+    }
+
     /** Counts the failures of {@code current}, the store the policies now decide on, of kind {@code kind}. */
     public synchronized void watch(Store current, String kind) {
         if (store instanceof InMemoryStore memory && memory != current) {
             retiredTurnedAway += memory.turnedAway();
+            retiredEvicted += memory.evicted();
         }
         if (store instanceof RedisStore redis) {
             RedisStore.Counts counts = redis.counts();
