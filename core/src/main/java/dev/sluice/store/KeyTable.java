@@ -66,6 +66,18 @@ import java.util.concurrent.locks.ReentrantLock;
  *       went in with no such bound, the new table (sized for the keys live when the resize began) filled up,
  *       and the copy of the next key looked for an empty slot forever, holding the lock every other inserter
  *       waits on ({@code KeyTableResizeTest}).</li>
+ *   <li><b>Keys chosen to collide.</b> A key's slot comes from {@link String#hashCode} (fast, and cached by
+ *       the string), spread by a multiplication so that keys named in sequence ({@code user-1},
+ *       {@code user-2}) do not fill neighbouring slots into long runs. But anyone can make keys that share it ({@code "Aa"} and {@code "BB"} do, and so do the 2^n keys made of n
+ *       such pairs), and a client that picks its key (an API key header, an Envoy descriptor) could send
+ *       thousands: each new one walked past all the others, and so did every key whose slot fell in their run
+ *       (found by trying it: 32,768 such keys took 4.2 s to put in, and 32,768 ordinary keys after them 3.1 s).
+ *       So a probe that passes more than {@link #MOST_TWINS} keys of its own hash, or more than
+ *       {@link #LONGEST_PROBE} keys, has the table copied by a resize into one hashed with a secret seed
+ *       ({@link #seeded(String, long)}), for which no keys collide more than chance allows. The seeded hash
+ *       costs a multiplication a character on every decision, so a table takes it only when attacked, and
+ *       keeps it. Each table knows its hash, and a decider that follows a resize hashes its key again for the
+ *       next table.</li>
  *   <li><b>Evicting</b> (when the store is told to, once the table holds its maximum of keys and none has
  *       expired) removes the keys least recently decided, a sixteenth of them at a time, as removing does: see
  *       {@link #evictLeastRecent}. It holds the lock a resize holds, so it never meets one under way. When a key
@@ -104,11 +116,24 @@ final class KeyTable {
         volatile Table source;
         /** How many of this table's slots a resize has moved, published now and then (never ahead). */
         volatile int moved;
+        /** 0 for the plain hash; else the secret base of the seeded hash (see "Keys chosen to collide"). */
+        final long seed;
 
-        Table(int capacity) {
+        Table(int capacity, long seed) {
             this.slots = new Object[2 * capacity];
             this.hashes = new int[capacity];
             this.mask = capacity - 1;
+            this.seed = seed;
+        }
+
+        /** The hash of {@code key} in this table, given its {@linkplain #hashOf(String) plain hash}. */
+        int hash(String key, int plain) {
+            return seed == 0 ? plain : seeded(key, seed);
+        }
+
+        /** The hash of a stored key in this table. */
+        int hashOfStored(Object stored) {
+            return seed == 0 ? hashOf(stored) : seeded(stored, seed);
         }
 
         long crowdedAt() {
@@ -126,7 +151,7 @@ final class KeyTable {
         }
     }
 
-    private volatile Table table = new Table(MIN_CAPACITY);
+    private volatile Table table = new Table(MIN_CAPACITY, 0);
     private final AtomicLong size = new AtomicLong();
     /** No stored key expires before this (states only ever expire later after a decision). */
     private final AtomicLong firstExpiry = new AtomicLong(Long.MAX_VALUE);
@@ -154,24 +179,37 @@ final class KeyTable {
      *         {@code maxKeys} keys already
      */
     Decision decide(Rule rule, String key, long cost, Clock clock, long now, long grace) {
-        int hash = hashOf(key);
+        int plain = hashOf(key);
         int collisions = 0;
         while (true) {
             Table tab = table;
             Object[] slots;
             int i;
+            int hash;
             Object found;
             Object current = null;
             while (true) { // to the table that holds the key now, following a resize under way
                 slots = tab.slots;
                 int mask = tab.mask;
+                hash = tab.hash(key, plain);
                 i = hash & mask;
+                int passed = 0;
+                int twins = 0;
                 while (true) {
                     found = SLOTS.getAcquire(slots, 2 * i);
                     if (found == null || found == MOVED || holds(tab, i, found, hash, key)) {
                         break;
                     }
+                    passed++;
+                    if (tab.hashes[i] == hash) {
+                        twins++;
+                    }
                     i = (i + 1) & mask;
+                }
+                if ((twins > MOST_TWINS || passed > LONGEST_PROBE) && tab.seed == 0) {
+                    reseed(tab); // see "Keys chosen to collide"
+                    tab = table;
+                    continue;
                 }
                 if (found == MOVED) {
                     tab = tab.next; // not in this table: in the next one, if anywhere
@@ -336,6 +374,11 @@ final class KeyTable {
      * about again before then is still there, and costs one compare-and-set instead of an insertion.
      */
     private void resize(Table full, long now) {
+        resize(full, now, full.seed);
+    }
+
+    /** {@link #resize(Table, long)} into a table hashed with {@code seed}. */
+    private void resize(Table full, long now, long seed) {
         maintenance.lock();
         try {
             if (table != full) {
@@ -351,7 +394,7 @@ final class KeyTable {
             if (full.used.get() - live > live) {
                 capacity = Math.max(capacity, Math.min(4 * capacity, CHURN_CAPACITY));
             }
-            Table fresh = new Table(capacity);
+            Table fresh = new Table(capacity, seed);
             fresh.source = full;
             full.next = fresh; // before any slot is frozen: whoever meets a frozen slot finds the next table
             for (int i = 0; i < slots.length; i += 2) {
@@ -378,8 +421,8 @@ final class KeyTable {
                     continue;
                 }
                 int hash = full.hashes[i / 2];
-                if (hash == NO_HASH) {
-                    hash = hashOf(key); // not seen yet, though the state's compare-and-set published it
+                if (hash == NO_HASH || fresh.seed != full.seed) {
+                    hash = fresh.hashOfStored(key); // not seen yet (though published), or another hash's
                 }
                 copy(fresh, key, hash, (KeyState) state);
                 SLOTS.setRelease(slots, i + 1, MOVED); // after the copy: who finds MOVED finds the key in fresh
@@ -651,10 +694,11 @@ final class KeyTable {
 
     /** Forgets {@code key}. */
     void remove(String key) {
-        int hash = hashOf(key);
+        int plain = hashOf(key);
         Table tab = table;
         while (true) {
             Object[] slots = tab.slots;
+            int hash = tab.hash(key, plain);
             int i = hash & tab.mask;
             Object found;
             while (true) {
@@ -691,16 +735,86 @@ final class KeyTable {
 
     private static final int NO_HASH = 0;
 
+    /** More keys of its own hash than this passed by one probe, and the table is hashed with a secret. */
+    private static final int MOST_TWINS = 8;
     /**
-     * The key's {@link String#hashCode()} with its high bits spread to the low ones, which pick the slot;
-     * never {@link #NO_HASH}.
+     * More keys than this passed by one probe, and the table is hashed with a secret: keys made to fall on
+     * neighbouring slots without sharing a hash. With the plain hash spread by a multiplication, 3,000,000 keys
+     * named in sequence ({@code user-1}, {@code 10.0.0.1}, ...) never passed 256 (a run of linear probing at three
+     * quarters full is this long by chance with odds about e^-38); without the multiplication they made runs of
+     * over 8,192.
+     */
+    private static final int LONGEST_PROBE = 1_024;
+    /** The Mersenne prime 2^61 − 1: the seeded hash is a polynomial in a key's characters modulo it. */
+    private static final long PRIME = (1L << 61) - 1;
+
+    /**
+     * Copies {@code crowded} into a table hashed with a new secret seed (unless it is no longer the table in use),
+     * dropping nothing: see "Keys chosen to collide".
+     */
+    private void reseed(Table crowded) {
+        long seed = new java.security.SecureRandom().nextLong(1L << 32, PRIME);
+        resize(crowded, Long.MIN_VALUE, seed);
+    }
+
+    /** Whether the table in use is hashed with a secret (tests). */
+    boolean seeded() {
+        return table.seed != 0;
+    }
+
+    /**
+     * The seeded hash of {@code key}: the polynomial whose coefficients are its characters (plus one, so that
+     * keys of different lengths differ), at the point {@code seed}, modulo {@link #PRIME}, mixed down to 32 bits.
+     * Two different keys of at most L characters take the same value for at most L of the 2^61 seeds, so keys
+     * cannot be chosen to collide without the seed.
+     */
+    static int seeded(String key, long seed) {
+        long h = 0;
+        for (int i = 0; i < key.length(); i++) {
+            h = step(h, seed, key.charAt(i));
+        }
+        return finish(h);
+    }
+
+    /** {@link #seeded(String, long)} of a stored key. */
+    private static int seeded(Object stored, long seed) {
+        if (stored instanceof byte[] bytes) {
+            long h = 0;
+            for (byte b : bytes) {
+                h = step(h, seed, b & 0xFF);
+            }
+            return finish(h);
+        }
+        return seeded((String) stored, seed);
+    }
+
+    /** {@code h × seed + c + 1} modulo {@link #PRIME}, for {@code h} and {@code seed} below it. */
+    private static long step(long h, long seed, int c) {
+        long high = Math.multiplyHigh(h, seed); // the product is high × 2^64 + low, and 2^64 ≡ 8
+        long low = h * seed;
+        long r = (low & PRIME) + (low >>> 61) + (high << 3);
+        r = (r & PRIME) + (r >>> 61) + c + 1;
+        return r >= PRIME ? r - PRIME : r;
+    }
+
+    private static int finish(long h) {
+        long mixed = (h ^ (h >>> 29)) * 0xBF58476D1CE4E5B9L;
+        int hash = (int) (mixed ^ (mixed >>> 32));
+        return hash == NO_HASH ? 1 : hash;
+    }
+
+    /**
+     * The key's plain hash: {@link String#hashCode()} with its high bits folded into the low ones, which pick the
+     * slot, and multiplied by 2^32 / φ (Fibonacci hashing), so that keys named in sequence scatter instead of
+     * filling neighbouring slots; never {@link #NO_HASH}.
      */
     static int hashOf(String key) {
         return spread(key.hashCode());
     }
 
     private static int spread(int hash) {
-        int spread = hash ^ (hash >>> 16);
+        int spread = (hash ^ (hash >>> 16)) * 0x9E3779B9;
+        spread ^= spread >>> 16;
         return spread == NO_HASH ? 1 : spread;
     }
 

@@ -4,6 +4,8 @@ import dev.sluice.Algorithm;
 import dev.sluice.Limit;
 import dev.sluice.algorithm.Rule;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -43,11 +45,19 @@ class KeyTableConcurrencyTest {
         return keys;
     }
 
-    @Test
-    void growingWhileEightThreadsInsertAndDecideLosesNothing() throws Exception {
+    /**
+     * Keys that share one hash (see {@code KeyTableCollisionTest}) make the table copy itself into one hashed
+     * with a secret while the threads insert and decide; nothing may be lost through that copy either.
+     */
+    @ParameterizedTest(name = "keys sharing a hash: {0}")
+    @ValueSource(booleans = {false, true})
+    void growingWhileEightThreadsInsertAndDecideLosesNothing(boolean colliding) throws Exception {
         InMemoryStore store = new InMemoryStore();
         Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("3/1h")));
-        List<String> keys = keys(50_000);
+        List<String> keys = keys(colliding ? 20_000 : 50_000);
+        if (colliding) {
+            keys.addAll(KeyTableCollisionTest.sharingOneHash(12)); // 4,096
+        }
         ExecutorService pool = Executors.newFixedThreadPool(THREADS);
         List<Future<Long>> runs = new ArrayList<>();
         for (int t = 0; t < THREADS; t++) {
