@@ -18,8 +18,9 @@ public abstract class KeyState {
      * When a request last found the key and left this state as it was (a rejection, a peek), in a store's own
      * units, 0 until then: the one field that is not part of the value. No decision reads it; a store that must
      * evict keys writes it (plainly: a lost write only makes the key look a little older) and, with {@link #time},
-     * the last admission, evicts the keys idle longest. It costs no memory: it fills the four bytes the object
-     * header leaves before the first {@code long}.
+     * the last admission, evicts the keys idle longest. For a key of one limit it costs no memory: it fills the four
+     * bytes the object header leaves before the first {@code long}. A {@link Stack} (a key of several limits)
+     * had filled them with its array's reference, and takes 8 bytes more (40 instead of 32).
      */
     private int lastUsed;
 

@@ -75,11 +75,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *       So a probe that passes more than {@link #MOST_TWINS} keys of its own hash, or more than
  *       {@link #LONGEST_PROBE} keys, has the table copied by a resize into one hashed with a secret seed
  *       ({@link #seeded(String, long)}), for which no keys collide more than chance allows. The seeded hash
- *       costs a multiplication a character on every decision, so a table takes it only when attacked, and
+ *       costs two multiplications a character on every decision, so a table takes it only when attacked, and
  *       keeps it. Each table knows its hash, and a decider that follows a resize hashes its key again for the
  *       next table.</li>
  *   <li><b>Evicting</b> (when the store is told to, once the table holds its maximum of keys and none has
- *       expired) removes the keys least recently decided, a sixteenth of them at a time, as removing does: see
+ *       expired) removes keys among the sixteenth least recently decided, a few at a time, as removing does: see
  *       {@link #evictLeastRecent}. It holds the lock a resize holds, so it never meets one under way. When a key
  *       was last decided is in its state: when last admitted ({@link KeyState#time()}) and when last rejected or
  *       peeked at ({@link KeyState#lastUsed()}, which costs no memory).</li>
@@ -201,14 +201,13 @@ final class KeyTable {
                         break;
                     }
                     passed++;
-                    if (tab.hashes[i] == hash) {
-                        twins++;
+                    if (found != TOMBSTONE && tab.hashes[i] == hash) {
+                        twins++; // a tombstone keeps its key's hash: a key removed and back again is no twin
                     }
                     i = (i + 1) & mask;
                 }
-                if ((twins > MOST_TWINS || passed > LONGEST_PROBE) && tab.seed == 0) {
-                    reseed(tab); // see "Keys chosen to collide"
-                    tab = table;
+                if ((twins > MOST_TWINS || passed > LONGEST_PROBE) && tab.seed == 0 && reseed(tab)) {
+                    tab = table; // see "Keys chosen to collide"
                     continue;
                 }
                 if (found == MOVED) {
@@ -551,30 +550,59 @@ final class KeyTable {
     private static final int NEVER_USED = 0;
 
     /**
-     * How long ago, in stamps, a key was last decided: admitted ({@link KeyState#time()}) or, if later, rejected
-     * or peeked at ({@link KeyState#lastUsed()}).
+     * The stamp of when a key was last decided: admitted ({@link KeyState#time()}) or, if later, rejected or
+     * peeked at ({@link KeyState#lastUsed()}).
      */
-    private static int age(KeyState state, int nowStamp) {
-        int sinceAdmitted = nowStamp - stampOf(state.time());
+    private static int lastDecided(KeyState state) {
+        int admitted = stampOf(state.time());
         int lastUsed = state.lastUsed();
-        return lastUsed == NEVER_USED ? sinceAdmitted : Math.min(sinceAdmitted, nowStamp - lastUsed);
+        return lastUsed == NEVER_USED || lastUsed - admitted < 0 ? admitted : lastUsed;
     }
 
+    /** Keys whose ages the eviction's cutoff is estimated from; a table holding no more is read whole. */
+    private static final int SAMPLE = 1_024;
+    /** The most keys one call evicts, so that no new key waits for more than a short scan. */
+    private static final int BATCH = 64;
+    /** The most slots one look of the hand passes: where a sixteenth is evicted, about 500 keys' worth. */
+    private static final int REACH = 16_384;
+    // the eviction's hand and cutoff, under the maintenance lock
+    private Table handTable;
+    private int hand;
+    private int cutoff;
+    private long evictableLeft;
+    /** Of every {@code among} keys past the cutoff the hand meets, it evicts {@code chance}, drawn at random. */
+    private int chance;
+    private int among;
+    private int chanceLeft;
+    private int amongLeft;
+
     /**
-     * Evicts the keys least recently decided, about a sixteenth of those held (at least one), to make room in a
-     * full table; unless another thread has made room since this one found it full.
+     * Evicts keys among the sixteenth decided least recently, to make room in a full table: up to {@value #BATCH}
+     * at a time, and at least one unless every key it would take was decided meanwhile; unless another thread has
+     * made room since this one found the table full.
      *
-     * <p>Why a batch, and why exact. Redis samples a few keys and evicts the oldest of them; an exact choice
-     * costs a pass over the table, and one pass a sixteenth of the keys pays for it over the insertions that
-     * fill their room again (amortized O(1) a new key, like a resize). Exact means a key is never evicted while
-     * one decided before it stays, ties of one stamp apart: a hot key survives a flood of new keys unless more than
-     * fifteen sixteenths of the table came in within its last 16.8 ms. The pass copies each held key's age into an
-     * array, selects the sixteenth oldest (quickselect, expected linear time), and then evicts the keys at least
-     * that old: those strictly older all, and of those of exactly that age as many as make the count, drawn at
-     * random. A key decided between the two passes looks younger in the second and is kept; one whose state
-     * changed after it was read is kept too ({@link #retire} fails), so eviction never undoes a decision. At a
-     * million keys a round takes about 100 ms, while new keys wait for it (known keys are decided as usual): a
-     * flood of new keys into a full store goes in at about 600,000 a second ({@code FullStoreFlood} in bench/).
+     * <p>How. A cutoff is estimated from the ages of {@value #SAMPLE} keys drawn at random (of every key, when the
+     * table holds no more): the age of the sixteenth oldest of them. A hand then goes round the table from where it
+     * last stopped, as a clock's does, and evicts keys it meets that were last decided at the cutoff or before,
+     * until the call's count is reached. When many keys tie at the cutoff (decided within one 16.8 ms), more than a
+     * sixteenth lie past it: of every so many of those the sample counted past it, the hand takes as many as make a
+     * sixteenth, drawn at random, so it meets one to evict every sixteen keys or so, and the keys it evicts are
+     * spread over the whole table. When a table holds no more than the sample, the count is exact, the hand
+     * goes round it all, and it evicts exactly the sixteenth oldest (the tied ones drawn at random). Once a
+     * sixteenth of the table has been evicted under one cutoff, or a look of {@value #REACH} slots evicts
+     * nothing, the cutoff is estimated again.
+     *
+     * <p>Why so. The first version picked exactly the sixteenth oldest in two passes over the table: at a
+     * million keys that held every new key for 100 to 400 ms (on a server, the event loop deciding it), and it
+     * grows with the table. Now a call reads at most twice {@value #SAMPLE} random keys and {@value #REACH}
+     * slots. A key is evicted only past a cutoff near the sixteenth oldest, so one in use survives a flood of new
+     * keys unless a sixteenth of the table came in within its last 16.8 ms. Drawing the tied keys at random keeps
+     * the evicted keys from being those of one stretch of slots: slot order is hash order, and survivors skewed
+     * by hash pack into long probe runs once the table is copied. Evicting the first tied keys met from the first
+     * slot grew one run to 480,000 slots (a bug found by measuring a flood); a hand that took every tied key it
+     * met, 2,952 in a table of 32,768 ({@code KeyTableEvictionTest} pins it). The hand reads a key's stamps as it
+     * meets it, and a key admitted after that is kept ({@link #retire} fails on a state that changed), so eviction
+     * never undoes a decision.
      *
      * @param now the time of the request that found the table full, from which ages are counted
      * @return how many keys were evicted
@@ -588,60 +616,96 @@ final class KeyTable {
             }
             Table tab = table; // no resize is under way: a resize holds the lock
             Object[] slots = tab.slots;
+            int capacity = tab.mask + 1;
             int nowStamp = stampOf(now);
-            int[] ages = new int[(int) Math.min(held + 16, tab.mask + 1L)];
-            int count = 0;
-            for (int i = 0; i < slots.length; i += 2) {
-                Object state = SLOTS.getAcquire(slots, i + 1);
-                if (isLive(SLOTS.getAcquire(slots, i), state)) {
-                    if (count == ages.length) {
-                        ages = Arrays.copyOf(ages, Math.min(2 * count, tab.mask + 1));
-                    }
-                    ages[count++] = age((KeyState) state, nowStamp);
-                }
-            }
-            if (count == 0) {
-                return 0;
-            }
-            int target = Math.max(1, count / 16);
-            int cutoff = largest(ages, count, target);
-            long quota = target; // of the keys exactly cutoff old, how many to evict
-            long tied = 0; // and how many there are
-            for (int k = 0; k < count; k++) {
-                if (ages[k] > cutoff) {
-                    quota--;
-                } else if (ages[k] == cutoff) {
-                    tied++;
-                }
-            }
             ThreadLocalRandom random = ThreadLocalRandom.current();
+            if (handTable != tab) {
+                handTable = tab;
+                hand = random.nextInt(capacity);
+                evictableLeft = 0;
+            }
             long evicted = 0;
-            for (int i = 0; i < slots.length && evicted < target; i += 2) {
-                Object key = SLOTS.getAcquire(slots, i);
-                Object state = SLOTS.getAcquire(slots, i + 1);
-                if (!isLive(key, state)) {
-                    continue;
+            for (int look = 0; look < 2 && evicted == 0; look++) {
+                if (evictableLeft <= 0 && !estimateCutoff(slots, held, nowStamp, random)) {
+                    return 0;
                 }
-                int age = age((KeyState) state, nowStamp);
-                boolean evict = age > cutoff;
-                if (age == cutoff) {
-                    // quota of the tied, drawn at random (selection sampling), not the first met: slot order is hash
-                    // order, and survivors skewed by hash pack into long probe runs once the table is copied (a bug
-                    // found by measuring a flood: one run grew to 480,000 slots and new keys slowed a thousandfold)
-                    evict = quota > 0 && (tied <= quota || random.nextLong(tied) < quota);
-                    tied--;
-                }
-                if (evict && retire(slots, i, key, state)) {
-                    evicted++;
-                    if (age == cutoff) {
-                        quota--;
+                long batch = Math.min(evictableLeft, BATCH);
+                for (int scanned = 0; scanned < Math.min(capacity, REACH) && evicted < batch; scanned++) {
+                    int i = hand;
+                    hand = (hand + 1) & tab.mask;
+                    Object key = SLOTS.getAcquire(slots, 2 * i);
+                    Object state = SLOTS.getAcquire(slots, 2 * i + 1);
+                    if (!isLive(key, state) || lastDecided((KeyState) state) - cutoff > 0) {
+                        continue;
+                    }
+                    boolean drawn = random.nextInt(amongLeft) < chanceLeft; // selection sampling: chanceLeft of amongLeft
+                    amongLeft--;
+                    if (drawn && retire(slots, 2 * i, key, state)) {
+                        evicted++;
+                        chanceLeft--;
+                    }
+                    if (amongLeft == 0) {
+                        amongLeft = among;
+                        chanceLeft = chance;
                     }
                 }
+                evictableLeft = evicted == 0 ? 0 : evictableLeft - evicted;
             }
             return evicted;
         } finally {
             maintenance.unlock();
         }
+    }
+
+    /** Estimates the cutoff and the odds from a sample of the keys held; false if it found none. */
+    private boolean estimateCutoff(Object[] slots, long held, int nowStamp, ThreadLocalRandom random) {
+        int capacity = slots.length / 2;
+        int[] ages = new int[SAMPLE];
+        int count = 0;
+        if (held <= SAMPLE) {
+            for (int i = 0; i < capacity && count < SAMPLE; i++) {
+                count = sampled(slots, i, nowStamp, ages, count);
+            }
+        } else {
+            for (int tries = 0; tries < 16 * SAMPLE && count < SAMPLE; tries++) {
+                count = sampled(slots, random.nextInt(capacity), nowStamp, ages, count);
+            }
+        }
+        if (count == 0) {
+            return false;
+        }
+        int sixteenth = Math.max(1, count / 16);
+        int oldest = largest(ages, count, sixteenth);
+        cutoff = nowStamp - oldest;
+        int past = 0;
+        for (int k = 0; k < count; k++) {
+            past += ages[k] >= oldest ? 1 : 0;
+        }
+        chance = chanceLeft = sixteenth;
+        among = amongLeft = past;
+        evictableLeft = Math.max(1, held / 16);
+        return true;
+    }
+
+    /** Adds the age of the key at slot {@code i}, if one is there, to {@code ages}; returns the new count. */
+    private static int sampled(Object[] slots, int i, int nowStamp, int[] ages, int count) {
+        Object state = SLOTS.getAcquire(slots, 2 * i + 1);
+        if (isLive(SLOTS.getAcquire(slots, 2 * i), state)) {
+            ages[count++] = nowStamp - lastDecided((KeyState) state);
+        }
+        return count;
+    }
+
+    /** The longest run of taken key slots in the table in use (tests: what a probe may have to walk). */
+    int longestRun() {
+        Object[] slots = table.slots;
+        int longest = 0;
+        int run = 0;
+        for (int i = 0; i < slots.length; i += 2) {
+            run = SLOTS.getAcquire(slots, i) == null ? 0 : run + 1;
+            longest = Math.max(longest, run);
+        }
+        return longest;
     }
 
     /** Whether a key slot and its state slot hold a key with a state (not one being inserted or removed). */
@@ -749,12 +813,25 @@ final class KeyTable {
     private static final long PRIME = (1L << 61) - 1;
 
     /**
-     * Copies {@code crowded} into a table hashed with a new secret seed (unless it is no longer the table in use),
-     * dropping nothing: see "Keys chosen to collide".
+     * Copies {@code crowded} into a table hashed with a new secret seed, dropping nothing (see "Keys chosen to
+     * collide"); unless it is no longer the table in use, or a resize, sweep or eviction holds the table: a decider
+     * never waits for those, and the next long probe tries again.
+     *
+     * @return whether the table was copied
      */
-    private void reseed(Table crowded) {
-        long seed = new java.security.SecureRandom().nextLong(1L << 32, PRIME);
-        resize(crowded, Long.MIN_VALUE, seed);
+    private boolean reseed(Table crowded) {
+        if (crowded.next != null || table != crowded || !maintenance.tryLock()) {
+            return false;
+        }
+        try {
+            if (table != crowded) {
+                return false;
+            }
+            resize(crowded, Long.MIN_VALUE, new java.security.SecureRandom().nextLong(1L << 32, PRIME));
+            return true;
+        } finally {
+            maintenance.unlock();
+        }
     }
 
     /** Whether the table in use is hashed with a secret (tests). */

@@ -3,8 +3,8 @@ package dev.sluice.store;
 /** What the in-memory store answers for a new key when it already holds its maximum number of keys. */
 public enum WhenFull {
     /**
-     * Evict the keys least recently decided, a sixteenth of those held, and store the new key (the default, as
-     * nginx's {@code limit_req} removes the least recently used state when its zone is full). A flood of new keys
+     * Evict keys among the sixteenth least recently decided, a few at a time, and store the new key (the default,
+     * as nginx's {@code limit_req} removes the least recently used state when its zone is full). A flood of new keys
      * cannot grow the heap nor shut new clients out; what it costs is the state of the keys idle longest, which
      * start afresh when they come back (each one counted: {@link InMemoryStore#evicted()}).
      */

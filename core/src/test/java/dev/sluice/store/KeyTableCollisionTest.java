@@ -65,6 +65,21 @@ class KeyTableCollisionTest {
         assertThat(table.decide(TWO_AN_HOUR, keys.get(7), 0, null, T0, 0).remaining()).as("removed").isEqualTo(2);
     }
 
+    /**
+     * A key removed and decided again leaves a tombstone with its hash at each turn (a reset, a key back to
+     * untouched, an eviction): those are no keys of its hash (a bug caught in review, before it landed: ten
+     * resets of one key seeded the table).
+     */
+    @Test
+    void aKeyRemovedAndDecidedAgainIsNoCollision() {
+        KeyTable table = new KeyTable(1_000);
+        for (int i = 0; i < 50; i++) {
+            table.decide(TWO_AN_HOUR, "login:alice", 1, null, T0, 0);
+            table.remove("login:alice");
+        }
+        assertThat(table.seeded()).isFalse();
+    }
+
     /** Keys named in sequence, as users and addresses are, never make the table pay for the seeded hash. */
     @Test
     void keysNamedInSequenceKeepThePlainHash() {

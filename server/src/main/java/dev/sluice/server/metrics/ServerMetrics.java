@@ -66,7 +66,8 @@ public final class ServerMetrics {
                         ? memory.maxKeys() : Double.NaN)
                 .description("Keys the in-memory store may hold; NaN on Redis").register(registry);
         FunctionCounter.builder("sluice.store.turned.away", this, ServerMetrics::turnedAway)
-                .description("Decisions on a new key the in-memory store had no room for, rejected until a key expires")
+                .description("Decisions on a new key the in-memory store had no room for, rejected or admitted without"
+                        + " being stored (a store built so; the server's evicts)")
                 .register(registry);
         FunctionCounter.builder("sluice.store.evicted", this, ServerMetrics::evicted)
                 .description("Keys the full in-memory store evicted, the least recently decided, to make room for new"
