@@ -65,18 +65,21 @@ import java.util.concurrent.locks.ReentrantLock;
  *       the event loop deciding it, and every connection on that loop, stopped that long.</li>
  *   <li><b>New keys during a resize</b> go where their probe ends, as any key: into an empty slot of the old
  *       table not reached yet (and are copied later), or, past a {@code MOVED} slot, into the new table. But
- *       only while the new table keeps room for everything still to be copied: each old slot not moved yet
- *       can hand at most one key to the new table, so a new key goes in only if the new table's {@code used}
- *       (counting its own slot, if it goes into the new table) plus the old slots not moved yet is at most
- *       seven eighths of the new table; otherwise it waits for the resize. Once a key has gone in so, every
- *       copy after it comes from a slot counted then, and the new table never fills. A bug pinned: new keys
+ *       only while the new table keeps room for everything still to come: every key still to come into it is
+ *       a key of the store not in it yet (a copy, or a new key under way), and needs an old slot not moved yet
+ *       or is being inserted, so a new key goes in only if the new table's {@code used} (counting its own slot,
+ *       if it goes into the new table) plus the fewer of the store's keys not in the new table and the old
+ *       slots not moved yet is at most seven eighths of the new table; otherwise it waits for the resize. Once
+ *       a key has gone in so, every copy after it is a key counted then, and the new table never fills. (It
+ *       counted the slots alone once: a resize into a table of the same size, which a full store that evicts
+ *       makes to clear its tombstones, then held every new key until the copy was done.) A bug pinned: new keys
  *       went in with no such bound, the new table (sized for the keys live when the resize began) filled up,
  *       and the copy of the next key looked for an empty slot forever, holding the lock every other inserter
  *       waits on ({@code KeyTableResizeTest}).</li>
  *   <li><b>Keys chosen to collide.</b> A key's slot comes from {@link String#hashCode} (fast, and cached by
  *       the string), spread by a multiplication so that keys named in sequence ({@code user-1},
- *       {@code user-2}) do not fill neighbouring slots into long runs. But anyone can make keys that share it ({@code "Aa"} and {@code "BB"} do, and so do the 2^n keys made of n
- *       such pairs), and a client that picks its key (an API key header, an Envoy descriptor) could send
+ *       {@code user-2}) do not fill neighbouring slots into long runs. But anyone can make keys that share it
+ *       ({@code "Aa"} and {@code "BB"} do, and so do the 2^n keys made of n such pairs), and a client that picks its key (an API key header, an Envoy descriptor) could send
  *       thousands: each new one walked past all the others, and so did every key whose slot fell in their run
  *       (found by trying it: 32,768 such keys took 4.2 s to put in, and 32,768 ordinary keys after them 3.1 s).
  *       So a probe that passes more than {@link #MOST_TWINS} keys of its own hash, or more than
@@ -119,6 +122,8 @@ final class KeyTable {
         final int mask;
         /** Key slots taken, by live keys or tombstones; past three quarters of the slots the table is resized. */
         final AtomicLong used = new AtomicLong();
+        /** Keys with a state in this table: while a resize fills it, the keys not in it yet are the store's others. */
+        final AtomicLong live = new AtomicLong();
         /** The table a resize under way copies this one into; set before the first slot is frozen. */
         volatile Table next;
         /** While a resize fills this table: the table it copies from; null once it is done. */
@@ -159,6 +164,16 @@ final class KeyTable {
         /** Slots a resize has not moved yet: each could still hold a key to copy into the next table. */
         long notMoved() {
             return mask + 1L - moved;
+        }
+
+        /**
+         * At most how many keys may still come into {@code next}, the table this one's resize fills: copies, and new
+         * keys under way. Each is a key of the store not in {@code next} yet, and each needs a slot not moved yet
+         * or is one being inserted. ({@code next.live} is read first: a copy made meanwhile only makes it more.)
+         */
+        long stillToCome(Table next, AtomicLong keys) {
+            long inNext = next.live.get();
+            return Math.min(notMoved(), keys.get() - inNext);
         }
     }
 
@@ -267,7 +282,7 @@ final class KeyTable {
             }
             // a key back to untouched is removed, never set back to null: a state slot goes from null only
             // once, so no compare-and-set can succeed on a null it read before the key was used again
-            if (next == null ? retire(slots, 2 * i, found, state) : SLOTS.compareAndSet(slots, 2 * i + 1, state, next)) {
+            if (next == null ? retire(tab, 2 * i, found, state) : SLOTS.compareAndSet(slots, 2 * i + 1, state, next)) {
                 return outcome.decision();
             }
             backOff(++collisions);
@@ -304,7 +319,7 @@ final class KeyTable {
     /** Puts a new key with its first state in, probing on from the empty slot {@code from}. */
     private int insert(Table tab, int from, String key, int hash, KeyState state, long sweepAt) {
         Table next = tab.next;
-        if (next != null && next.used.get() + tab.notMoved() > next.fullAt()) {
+        if (next != null && tab.stillToCome(next, size) + 1 + next.used.get() > next.fullAt()) {
             return awaitResize(); // see "New keys during a resize"
         }
         if (!reserve()) {
@@ -312,7 +327,7 @@ final class KeyTable {
         }
         long used = tab.used.incrementAndGet();
         Table source = tab.source;
-        if (source != null && used + source.notMoved() > tab.fullAt()) {
+        if (source != null && used + source.stillToCome(tab, size) > tab.fullAt()) {
             tab.used.decrementAndGet();
             size.decrementAndGet();
             return awaitResize();
@@ -337,6 +352,7 @@ final class KeyTable {
                 if (!SLOTS.compareAndSet(slots, 2 * i + 1, null, state)) {
                     return RETRY; // the key is in, but someone decided on it first, or it is moving
                 }
+                tab.live.incrementAndGet();
                 inserted(state);
                 return INSERTED;
             }
@@ -482,6 +498,7 @@ final class KeyTable {
                 fresh.hashes[j] = hash;
                 SLOTS.setRelease(slots, 2 * j + 1, state);
                 fresh.used.incrementAndGet();
+                fresh.live.incrementAndGet();
                 return;
             }
         }
@@ -504,7 +521,7 @@ final class KeyTable {
                 continue;
             }
             if (state == null || ((KeyState) state).expired(now)) {
-                if (retire(slots, i, key, state)) {
+                if (retire(tab, i, key, state)) {
                     continue;
                 }
                 state = SLOTS.getAcquire(slots, i + 1);
@@ -516,12 +533,16 @@ final class KeyTable {
         firstExpiry.set(first);
     }
 
-    /** Removes the key at {@code i} if its state is still {@code state}. */
-    private boolean retire(Object[] slots, int i, Object key, Object state) {
+    /** Removes the key at slot index {@code i} (of the key) of {@code tab} if its state is still {@code state}. */
+    private boolean retire(Table tab, int i, Object key, Object state) {
+        Object[] slots = tab.slots;
         if (!SLOTS.compareAndSet(slots, i + 1, state, RETIRED)) {
             return false;
         }
         SLOTS.compareAndSet(slots, i, key, TOMBSTONE);
+        if (state != null) {
+            tab.live.decrementAndGet(); // a key claimed and not yet set was never counted
+        }
         size.decrementAndGet();
         return true;
     }
@@ -649,51 +670,60 @@ final class KeyTable {
             if (held < maxKeys) {
                 return 0;
             }
-            Table tab = table;
-            Table next = tab.next;
-            if (next != null) {
-                tab = next; // a resize is under way: evict from the table it fills, as remove() would
+            Table current = table;
+            Table next = current.next;
+            if (next == null) {
+                return evictFrom(current, held, now);
             }
-            Object[] slots = tab.slots;
-            int capacity = tab.mask + 1;
-            int nowStamp = stampOf(now);
-            ThreadLocalRandom random = ThreadLocalRandom.current();
-            if (handTable != tab) {
-                handTable = tab;
-                hand = random.nextInt(capacity);
-                evictableLeft = 0;
-            }
-            long evicted = 0;
-            for (int look = 0; look < 2 && evicted == 0; look++) {
-                if (evictableLeft <= 0 && !estimateCutoff(slots, held, nowStamp, random)) {
-                    return 0;
-                }
-                long batch = Math.min(evictableLeft, BATCH);
-                for (int scanned = 0; scanned < Math.min(capacity, REACH) && evicted < batch; scanned++) {
-                    int i = hand;
-                    hand = (hand + 1) & tab.mask;
-                    Object key = SLOTS.getAcquire(slots, 2 * i);
-                    Object state = SLOTS.getAcquire(slots, 2 * i + 1);
-                    if (!isLive(key, state) || lastDecided((KeyState) state) - cutoff > 0) {
-                        continue;
-                    }
-                    boolean drawn = random.nextInt(amongLeft) < chanceLeft; // selection sampling: chanceLeft of amongLeft
-                    amongLeft--;
-                    if (drawn && retire(slots, 2 * i, key, state)) {
-                        evicted++;
-                        chanceLeft--;
-                    }
-                    if (amongLeft == 0) {
-                        amongLeft = among;
-                        chanceLeft = chance;
-                    }
-                }
-                evictableLeft = evicted == 0 ? 0 : evictableLeft - evicted;
-            }
-            return evicted;
+            // a resize is under way: evict from the old table's slots not moved yet, or from the table it fills,
+            // as remove() would; first from the one holding most keys, which early in the copy is the old one
+            boolean oldFirst = current.moved < (current.mask + 1) / 2;
+            long evicted = evictFrom(oldFirst ? current : next, held, now);
+            return evicted > 0 ? evicted : evictFrom(oldFirst ? next : current, held, now);
         } finally {
             evicting.unlock();
         }
+    }
+
+    /** {@link #evictLeastRecent} in {@code tab}. */
+    private long evictFrom(Table tab, long held, long now) {
+        Object[] slots = tab.slots;
+        int capacity = tab.mask + 1;
+        int nowStamp = stampOf(now);
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        if (handTable != tab) {
+            handTable = tab;
+            hand = random.nextInt(capacity);
+            evictableLeft = 0;
+        }
+        long evicted = 0;
+        for (int look = 0; look < 2 && evicted == 0; look++) {
+            if (evictableLeft <= 0 && !estimateCutoff(slots, held, nowStamp, random)) {
+                return 0;
+            }
+            long batch = Math.min(evictableLeft, BATCH);
+            for (int scanned = 0; scanned < Math.min(capacity, REACH) && evicted < batch; scanned++) {
+                int i = hand;
+                hand = (hand + 1) & tab.mask;
+                Object key = SLOTS.getAcquire(slots, 2 * i);
+                Object state = SLOTS.getAcquire(slots, 2 * i + 1);
+                if (!isLive(key, state) || lastDecided((KeyState) state) - cutoff > 0) {
+                    continue;
+                }
+                boolean drawn = random.nextInt(amongLeft) < chanceLeft; // selection sampling: chanceLeft of amongLeft
+                amongLeft--;
+                if (drawn && retire(tab, 2 * i, key, state)) {
+                    evicted++;
+                    chanceLeft--;
+                }
+                if (amongLeft == 0) {
+                    amongLeft = among;
+                    chanceLeft = chance;
+                }
+            }
+            evictableLeft = evicted == 0 ? 0 : evictableLeft - evicted;
+        }
+        return evicted;
     }
 
     /** Estimates the cutoff and the odds from a sample of the keys held; false if it found none. */
@@ -819,7 +849,7 @@ final class KeyTable {
                 awaitCopy(slots, 2 * i + 1);
             } else if (state == MOVED || state == DROPPED) {
                 tab = tab.next;
-            } else if (state == RETIRED || retire(slots, 2 * i, found, state)) {
+            } else if (state == RETIRED || retire(tab, 2 * i, found, state)) {
                 return;
             } else {
                 tab = table;

@@ -179,4 +179,48 @@ class InMemoryStoreConcurrencyTest {
         assertThat(store.evicted()).as("evicted: the old keys gone").isEqualTo(1_000 - oldKept);
         assertThat(store.size()).isEqualTo(oldKept + 801).isLessThanOrEqualTo(1_000);
     }
+    /**
+     * Four threads put 400,000 keys into a store of 100,000: its table (262,144 slots) is resized by the resizing
+     * thread while the four evict, from the old table's slots not moved yet and from the table being filled. No
+     * key may be lost or counted twice: every key is either held, with its count, or counted as evicted.
+     */
+    @org.junit.jupiter.api.Test
+    void evictingWhileTheTableIsResizedLosesNothing() throws Exception {
+        long t0 = 1_700_006_400L * 1_000_000_000L;
+        InMemoryStore store = InMemoryStore.builder().maxKeys(100_000).build();
+        dev.sluice.algorithm.Rule oneADay = dev.sluice.algorithm.Rule.of(Algorithm.FIXED_WINDOW,
+                List.of(Limit.parse("1/1d")));
+        int perThread = 100_000;
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Long>> runs = new ArrayList<>();
+        for (int thread = 0; thread < 4; thread++) {
+            int id = thread;
+            runs.add(pool.submit(() -> {
+                start.await();
+                long admitted = 0;
+                for (int i = 0; i < perThread; i++) {
+                    admitted += store.decide(oneADay, id + "-" + i, 1, t0 + i * 1_000L).allowed() ? 1 : 0;
+                }
+                return admitted;
+            }));
+        }
+        start.countDown();
+        long admitted = 0;
+        for (Future<Long> run : runs) {
+            admitted += run.get(2, TimeUnit.MINUTES);
+        }
+        pool.shutdown();
+        assertThat(admitted).as("every key new, or evicted and so new again").isEqualTo(4L * perThread);
+        long held = 0;
+        for (int thread = 0; thread < 4; thread++) {
+            for (int i = 0; i < perThread; i++) {
+                // a peek: 0 left if held, 1 if evicted (and a peek stores nothing)
+                held += 1 - store.decide(oneADay, thread + "-" + i, 0, t0 + perThread * 1_000L).remaining();
+            }
+        }
+        assertThat(store.size()).isEqualTo(held).isLessThanOrEqualTo(100_000);
+        assertThat(store.evicted()).isEqualTo(4L * perThread - held);
+        assertThat(store.turnedAway()).isZero();
+    }
 }
