@@ -105,6 +105,8 @@ final class KeyTable {
     private static final Object DROPPED = new Object();
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(Object[].class);
     private static final int MIN_CAPACITY = 16;
+    /** Tables of at least this many slots count the room a resize keeps by keys, not slots alone. */
+    private static final int COUNTED_ROOM = 1_024;
     /**
      * A table whose keys mostly come and go gets up to four times the capacity its live keys need, up to this
      * many slots (8 MB of array): see {@link #resize}.
@@ -167,13 +169,22 @@ final class KeyTable {
         }
 
         /**
-         * At most how many keys may still come into {@code next}, the table this one's resize fills: copies, and new
-         * keys under way. Each is a key of the store not in {@code next} yet, and each needs a slot not moved yet
-         * or is one being inserted. ({@code next.live} is read first: a copy made meanwhile only makes it more.)
+         * Whether {@code next}, the table this one's resize fills, would keep too little room for the keys still to
+         * come into it (copies, and new keys under way, this one included) were one more key to go in. Each such key
+         * needs an old slot not moved yet or is being inserted; in a table of {@value #COUNTED_ROOM} slots or more,
+         * each is also a key of the store not in {@code next} yet, which is the tighter count when old and new
+         * tables are of one size. The store's size is read first and {@code used} last: a copy, a removal or an
+         * insertion finished between the reads only makes the count larger (but for an insertion reserved after
+         * the first read and finished before the second, one per thread, well within the eighth kept free); small
+         * tables, whose free eighth is a few slots, count the slots alone.
          */
-        long stillToCome(Table next, AtomicLong keys) {
-            long inNext = next.live.get();
-            return Math.min(notMoved(), keys.get() - inNext);
+        boolean overfull(Table next, AtomicLong keys) {
+            long toCome = notMoved();
+            if (next.mask + 1 >= COUNTED_ROOM) {
+                long store = keys.get();
+                toCome = Math.min(toCome, store - next.live.get());
+            }
+            return next.used.get() + 1 + toCome > next.fullAt();
         }
     }
 
@@ -184,6 +195,8 @@ final class KeyTable {
     private final ReentrantLock maintenance = new ReentrantLock();
     /** Runs after each key a resize moves: tests pause a resize half-way with it. */
     volatile Runnable afterEachCopy;
+    /** Runs once a resize has read the store's size, before it publishes the new table (tests). */
+    volatile Runnable afterSizing;
     private final long maxKeys;
 
     KeyTable(long maxKeys) {
@@ -277,7 +290,9 @@ final class KeyTable {
             Outcome outcome = rule.decide(state, clock == null ? now : clock.nanos(), cost);
             KeyState next = outcome.next();
             if (next == state) {
-                touch(state, outcome.time()); // a rejection or a peek: the key is in use all the same, as nginx counts it
+                if (state != null) { // null: a peek at a key whose inserter has not set its state yet
+                    touch(state, outcome.time()); // a rejection or a peek: in use all the same, as nginx counts it
+                }
                 return outcome.decision();
             }
             // a key back to untouched is removed, never set back to null: a state slot goes from null only
@@ -318,16 +333,19 @@ final class KeyTable {
 
     /** Puts a new key with its first state in, probing on from the empty slot {@code from}. */
     private int insert(Table tab, int from, String key, int hash, KeyState state, long sweepAt) {
-        Table next = tab.next;
-        if (next != null && tab.stillToCome(next, size) + 1 + next.used.get() > next.fullAt()) {
-            return awaitResize(); // see "New keys during a resize"
-        }
+        // reserved before looking for a resize under way: a resize that reads the store's size once it has
+        // published its new table counts this key, or this thread sees that table (see resize)
         if (!reserve()) {
             return NO_ROOM;
         }
+        Table next = tab.next;
+        if (next != null && tab.overfull(next, size)) {
+            size.decrementAndGet();
+            return awaitResize(); // see "New keys during a resize"
+        }
         long used = tab.used.incrementAndGet();
         Table source = tab.source;
-        if (source != null && used + source.stillToCome(tab, size) > tab.fullAt()) {
+        if (source != null && source.overfull(tab, size)) {
             tab.used.decrementAndGet();
             size.decrementAndGet();
             return awaitResize();
@@ -436,16 +454,24 @@ final class KeyTable {
             sweep(full, now);
             Object[] slots = full.slots;
             long live = size.get();
-            int capacity = MIN_CAPACITY;
-            while (capacity < (1 << 30) && capacity / 2 < live + 1) {
-                capacity *= 2;
+            if (afterSizing != null) {
+                afterSizing.run();
             }
-            if (full.used.get() - live > live) {
-                capacity = Math.max(capacity, Math.min(4 * capacity, CHURN_CAPACITY));
-            }
-            Table fresh = new Table(capacity, seed);
+            Table fresh = new Table(capacityFor(live, full.used.get()), seed);
             fresh.source = full;
             full.next = fresh; // before any slot is frozen: whoever meets a frozen slot finds the next table
+            // keys put into the old table while the new one was made, by threads that did not see it yet, are
+            // counted now (each reserved its key first); until a slot is frozen no key goes into the new table,
+            // so a bigger one may still take its place. A bug found in review: a table whose keys had nearly all
+            // expired got a new table of a few slots, keys that came meanwhile outnumbered them, and the copy
+            // looked for an empty slot forever, holding the lock
+            long counted = size.get();
+            int needed = capacityFor(counted, full.used.get());
+            if (needed > fresh.mask + 1) {
+                fresh = new Table(needed, seed);
+                fresh.source = full;
+                full.next = fresh;
+            }
             for (int i = 0; i < slots.length; i += 2) {
                 if ((i & 127) == 0) {
                     full.moved = i / 2; // the slots before i are done with: no key of them is copied again
@@ -485,6 +511,21 @@ final class KeyTable {
         } finally {
             maintenance.unlock();
         }
+    }
+
+    /**
+     * The slots of a table for {@code live} keys, where the old one had {@code used} slots taken: at most half
+     * full, and four times that (up to {@link #CHURN_CAPACITY}) where keys come and go (see {@link #resize}).
+     */
+    private static int capacityFor(long live, long used) {
+        int capacity = MIN_CAPACITY;
+        while (capacity < (1 << 30) && capacity / 2 < live + 1) {
+            capacity *= 2;
+        }
+        if (used - live > live) {
+            capacity = Math.max(capacity, Math.min(4 * capacity, CHURN_CAPACITY));
+        }
+        return capacity;
     }
 
     /**

@@ -128,6 +128,42 @@ class KeyTableResizeTest {
     }
 
     /**
+     * A bug pinned, found in review: a resize read the store's size, then made and published the new table. Keys
+     * put in between went into the old table, unbounded (no resize was visible yet), and the copy had to find
+     * them room. Here the old table's 769 keys have all expired, so the new table is sized for almost none (64
+     * slots), and 100 keys come while it is being made: the copy looked for an empty slot forever. Now the
+     * resize counts the keys again once its table is published, and makes a bigger one.
+     */
+    @Test
+    void keysThatComeWhileTheNewTableIsMadeFindRoomInIt() throws Exception {
+        Rule onePerSecond = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1s")));
+        KeyTable table = new KeyTable(1_000_000);
+        for (int i = 0; i < 768; i++) {
+            table.decide(onePerSecond, "gone-" + i, 1, null, T0, 0);
+        }
+        assertThat(table.capacity()).isEqualTo(1_024);
+        long later = T0 + 2_000_000_000L; // every key above untouched again
+        AtomicBoolean first = new AtomicBoolean(true);
+        table.afterSizing = () -> {
+            if (first.getAndSet(false)) {
+                CompletableFuture.runAsync(() -> {
+                    for (int i = 0; i < 100; i++) {
+                        assertThat(table.decide(THREE_AN_HOUR, "meanwhile-" + i, 1, null, later, 0).remaining()).isEqualTo(2);
+                    }
+                }).orTimeout(10, TimeUnit.SECONDS).join();
+            }
+        };
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(20), () -> {
+            table.decide(onePerSecond, "crowding", 1, null, later, 0); // the 769th: the table is resized
+        });
+        for (int i = 0; i < 100; i++) {
+            assertThat(table.decide(THREE_AN_HOUR, "meanwhile-" + i, 1, null, later, 0).remaining()).as("meanwhile-%d", i)
+                    .isEqualTo(1);
+        }
+        assertThat(table.size()).isEqualTo(101);
+    }
+
+    /**
      * A bug pinned: new keys went into a table being resized with no bound, filled the new table (sized for the
      * keys live when the resize began), and the copy of the next old key looked for an empty slot forever,
      * holding the lock every other new key then waited on. Here a table of 512 slots holds 200 keys, half of
