@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -387,12 +388,15 @@ final class KeyTable {
     static final int BACKGROUND_CAPACITY = 1 << 16;
     /**
      * The thread that resizes large tables, for every store: resizes are rare, and one store's waits behind
-     * another's only until that store's own callers, finding its table full, resize it themselves.
+     * another's only until that store's own callers, finding its table full, resize it themselves. It ends a
+     * second after its last resize and holds no context class loader, so that an application redeployed in a
+     * servlet container (sluice-servlet) leaves no thread of it behind.
      */
-    private static final java.util.concurrent.ExecutorService RESIZER = java.util.concurrent.Executors
-            .newSingleThreadExecutor(task -> {
+    private static final java.util.concurrent.ExecutorService RESIZER = new java.util.concurrent.ThreadPoolExecutor(
+            0, 1, 1, TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), task -> {
                 Thread thread = new Thread(task, "sluice-key-table-resize");
                 thread.setDaemon(true);
+                thread.setContextClassLoader(null);
                 return thread;
             });
 

@@ -125,6 +125,17 @@ class KeyTableResizeTest {
             assertThat(table.decide(THREE_AN_HOUR, "k-" + i, 1, null, T0, 0).remaining()).as("k-%d", i).isEqualTo(1);
         }
         assertThat(table.size()).isEqualTo(keys);
+        // the resizing thread ends once idle: an application redeployed in a container leaves no thread behind
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (resizingThreadAlive() && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        assertThat(resizingThreadAlive()).as("sluice-key-table-resize still running").isFalse();
+    }
+
+    private static boolean resizingThreadAlive() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(thread -> thread.getName().equals("sluice-key-table-resize") && thread.isAlive());
     }
 
     /**
