@@ -650,6 +650,47 @@ class RateLimitServiceTest {
         }
     }
 
+    /**
+     * Found by attacking the port: connections that sent nothing, or the HTTP/2 preface alone, were kept for ever,
+     * about 15 KB and a file descriptor each. A connection with no call open is now ended once idle (five minutes;
+     * here 300 ms), as gRPC's {@code maxConnectionIdle} does: with a GOAWAY and a PING, then, the PING unanswered,
+     * closed 10 s later (gRPC's grace for a client to finish). A channel in use is not.
+     */
+    @Test
+    void anIdleConnectionIsEndedAndOneInUseIsNot() throws Exception {
+        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0, java.time.Duration.ofMillis(300));
+        ManagedChannel busy = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+        try (java.net.Socket silent = new java.net.Socket("127.0.0.1", service.port());
+             java.net.Socket prefaceOnly = new java.net.Socket("127.0.0.1", service.port())) {
+            // the client's preface, then an empty SETTINGS frame (length 0, type 4, no flags, stream 0)
+            prefaceOnly.getOutputStream().write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            prefaceOnly.getOutputStream().write(new byte[] {0, 0, 0, 4, 0, 0, 0, 0, 0});
+            prefaceOnly.getOutputStream().flush();
+            var stub = RateLimitServiceGrpc.newBlockingStub(busy);
+            long started = System.nanoTime();
+            for (java.net.Socket idle : List.of(silent, prefaceOnly)) {
+                idle.setSoTimeout(30_000);
+                java.io.InputStream in = idle.getInputStream();
+                while (in.read() != -1) { // the server's SETTINGS and GOAWAY, then the end
+                    // meanwhile the busy channel keeps a call open now and then
+                    stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                            .addDescriptors(descriptor("bulk", "b")).build());
+                }
+            }
+            assertThat(System.nanoTime() - started).as("both ended, well before the read timeout")
+                    .isLessThan(TimeUnit.SECONDS.toNanos(20));
+            for (int i = 0; i < 8; i++) { // 800 ms with calls 100 ms apart: never idle 300 ms
+                Thread.sleep(100);
+                assertThat(stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("bulk", "b" + i)).build()).getOverallCode()).isEqualTo(Code.OK);
+            }
+            assertThat(busy.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
+        } finally {
+            busy.shutdownNow();
+            service.close();
+        }
+    }
+
     @org.junit.jupiter.params.ParameterizedTest(name = "on_store_failure: {0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"open", "closed"})
     void aStoreThatIsDownIsDecidedByTheFailurePolicyAndDecisionsResumeWhenItIsBack(String policy) throws Exception {
