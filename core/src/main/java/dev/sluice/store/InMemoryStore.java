@@ -63,8 +63,6 @@ public final class InMemoryStore implements Store {
     private final long outOfOrderNanos;
     /** New keys the store had no room for, rejected or admitted without being stored. */
     private final java.util.concurrent.atomic.LongAdder turnedAway = new java.util.concurrent.atomic.LongAdder();
-    /** Keys evicted to make room for new ones. */
-    private final java.util.concurrent.atomic.LongAdder evicted = new java.util.concurrent.atomic.LongAdder();
 
     private InMemoryStore(Builder builder) {
         this.outOfOrderNanos = builder.outOfOrderNanos;
@@ -122,15 +120,13 @@ public final class InMemoryStore implements Store {
         }
         while (true) { // a new key found the store full
             long now = decidingClock != null ? decidingClock.nanos() : nowNanos;
-            if (!keys.makeRoom(now - grace)) {
-                if (whenFull != WhenFull.EVICT) {
-                    return full(rule, cost, now, now - grace);
-                }
-                long out = keys.evictLeastRecent(now);
-                evicted.add(out);
-                if (out == 0) {
+            if (whenFull == WhenFull.EVICT) {
+                // expired keys the eviction meets go first; no sweep of the whole table (see evictLeastRecent)
+                if (keys.evictLeastRecent(now, now - grace) == 0 && keys.size() >= maxKeys) {
                     Thread.yield(); // what it would evict was being decided: another thread will make room, or it will
                 }
+            } else if (!keys.makeRoom(now - grace)) {
+                return full(rule, cost, now, now - grace);
             }
             decision = keys.decide(rule, key, cost, decidingClock, nowNanos, grace);
             if (decision != null) {
@@ -188,7 +184,7 @@ public final class InMemoryStore implements Store {
 
     /** How many keys were evicted to make room for new ones ({@link WhenFull#EVICT}): each lost its state. */
     public long evicted() {
-        return evicted.sum();
+        return keys.evicted();
     }
 
     /** Settings of an {@link InMemoryStore}. */

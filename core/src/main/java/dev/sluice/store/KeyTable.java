@@ -667,6 +667,7 @@ final class KeyTable {
     private static final int REACH = 16_384;
     /** Held while evicting: the hand and the cutoff below are its. */
     private final ReentrantLock evicting = new ReentrantLock();
+    private final java.util.concurrent.atomic.LongAdder evictions = new java.util.concurrent.atomic.LongAdder();
     private Table handTable;
     private int hand;
     private int cutoff;
@@ -676,6 +677,8 @@ final class KeyTable {
     private int among;
     private int chanceLeft;
     private int amongLeft;
+    /** Whether the sample found keys expired: while so, the hand drops those and evicts none. */
+    private boolean expiredFirst;
 
     /**
      * Evicts keys among the sixteenth decided least recently, to make room in a full table: up to {@value #BATCH}
@@ -705,10 +708,17 @@ final class KeyTable {
      * meets it, and a key admitted after that is kept ({@link #retire} fails on a state that changed), so eviction
      * never undoes a decision.
      *
+     * <p>Keys the hand meets that have expired by {@code expiredBy} are dropped first, whatever the cutoff and
+     * the odds: their state no longer counts, so dropping them is no eviction (and is not counted as one). This
+     * is what frees a full store whose keys expire as fast as new ones come: it had swept the whole table to find
+     * the one key expired since the last sweep, for each new key (a million keys of 1/1s, a new one every
+     * microsecond: fewer than 5,000 new keys a second once full, found by measuring it).
+     *
      * @param now the time of the request that found the table full, from which ages are counted
-     * @return how many keys were evicted
+     * @param expiredBy keys untouched by then are dropped as expired (the time less any out-of-order skew)
+     * @return how many keys were taken out: dropped as expired, or evicted ({@link #evicted()} counts those)
      */
-    long evictLeastRecent(long now) {
+    long evictLeastRecent(long now, long expiredBy) {
         evicting.lock();
         try {
             long held = size.get();
@@ -718,20 +728,20 @@ final class KeyTable {
             Table current = table;
             Table next = current.next;
             if (next == null) {
-                return evictFrom(current, held, now);
+                return evictFrom(current, held, now, expiredBy);
             }
             // a resize is under way: evict from the old table's slots not moved yet, or from the table it fills,
             // as remove() would; first from the one holding most keys, which early in the copy is the old one
             boolean oldFirst = current.moved < (current.mask + 1) / 2;
-            long evicted = evictFrom(oldFirst ? current : next, held, now);
-            return evicted > 0 ? evicted : evictFrom(oldFirst ? next : current, held, now);
+            long removed = evictFrom(oldFirst ? current : next, held, now, expiredBy);
+            return removed > 0 ? removed : evictFrom(oldFirst ? next : current, held, now, expiredBy);
         } finally {
             evicting.unlock();
         }
     }
 
     /** {@link #evictLeastRecent} in {@code tab}. */
-    private long evictFrom(Table tab, long held, long now) {
+    private long evictFrom(Table tab, long held, long now, long expiredBy) {
         Object[] slots = tab.slots;
         int capacity = tab.mask + 1;
         int nowStamp = stampOf(now);
@@ -741,24 +751,33 @@ final class KeyTable {
             hand = random.nextInt(capacity);
             evictableLeft = 0;
         }
-        long evicted = 0;
-        for (int look = 0; look < 2 && evicted == 0; look++) {
-            if (evictableLeft <= 0 && !estimateCutoff(slots, held, nowStamp, random)) {
+        long removed = 0;
+        for (int look = 0; look < 2 && removed == 0; look++) {
+            if (evictableLeft <= 0 && !estimateCutoff(slots, held, nowStamp, expiredBy, random)) {
                 return 0;
             }
             long batch = Math.min(evictableLeft, BATCH);
-            for (int scanned = 0; scanned < Math.min(capacity, REACH) && evicted < batch; scanned++) {
+            long evicted = 0;
+            for (int scanned = 0; scanned < Math.min(capacity, REACH) && removed < batch; scanned++) {
                 int i = hand;
                 hand = (hand + 1) & tab.mask;
                 Object key = SLOTS.getAcquire(slots, 2 * i);
                 Object state = SLOTS.getAcquire(slots, 2 * i + 1);
-                if (!isLive(key, state) || lastDecided((KeyState) state) - cutoff > 0) {
+                if (!isLive(key, state)) {
+                    continue;
+                }
+                if (((KeyState) state).expired(expiredBy)) {
+                    removed += retire(tab, 2 * i, key, state) ? 1 : 0; // dropped, not evicted: its state no longer counts
+                    continue;
+                }
+                if (expiredFirst || lastDecided((KeyState) state) - cutoff > 0) {
                     continue;
                 }
                 boolean drawn = random.nextInt(amongLeft) < chanceLeft; // selection sampling: chanceLeft of amongLeft
                 amongLeft--;
                 if (drawn && retire(tab, 2 * i, key, state)) {
                     evicted++;
+                    removed++;
                     chanceLeft--;
                 }
                 if (amongLeft == 0) {
@@ -766,28 +785,42 @@ final class KeyTable {
                     chanceLeft = chance;
                 }
             }
-            evictableLeft = evicted == 0 ? 0 : evictableLeft - evicted;
+            if (expiredFirst && removed == 0) {
+                expiredFirst = false; // none expired within reach: evict in the next look
+                continue;
+            }
+            evictableLeft = removed == 0 ? 0 : evictableLeft - evicted;
+            evictions.add(evicted);
         }
-        return evicted;
+        return removed;
     }
 
-    /** Estimates the cutoff and the odds from a sample of the keys held; false if it found none. */
-    private boolean estimateCutoff(Object[] slots, long held, int nowStamp, ThreadLocalRandom random) {
+    /** Keys evicted (not those dropped as expired) since the table was made. */
+    long evicted() {
+        return evictions.sum();
+    }
+
+    /**
+     * Estimates the cutoff and the odds from a sample of the keys held, and whether some have expired by
+     * {@code expiredBy}; false if it found no key.
+     */
+    private boolean estimateCutoff(Object[] slots, long held, int nowStamp, long expiredBy, ThreadLocalRandom random) {
         int capacity = slots.length / 2;
         int[] ages = new int[SAMPLE];
         int count = 0;
-        if (held <= SAMPLE) {
-            for (int i = 0; i < capacity && count < SAMPLE; i++) {
-                count = sampled(slots, i, nowStamp, ages, count);
-            }
-        } else {
-            for (int tries = 0; tries < 16 * SAMPLE && count < SAMPLE; tries++) {
-                count = sampled(slots, random.nextInt(capacity), nowStamp, ages, count);
+        boolean expired = false;
+        for (int tries = 0; tries < (held <= SAMPLE ? capacity : 16 * SAMPLE) && count < SAMPLE; tries++) {
+            int i = held <= SAMPLE ? tries : random.nextInt(capacity);
+            Object state = SLOTS.getAcquire(slots, 2 * i + 1);
+            if (isLive(SLOTS.getAcquire(slots, 2 * i), state)) {
+                ages[count++] = nowStamp - lastDecided((KeyState) state);
+                expired |= ((KeyState) state).expired(expiredBy);
             }
         }
         if (count == 0) {
             return false;
         }
+        expiredFirst = expired;
         int sixteenth = Math.max(1, count / 16);
         int oldest = largest(ages, count, sixteenth);
         cutoff = nowStamp - oldest;
@@ -799,15 +832,6 @@ final class KeyTable {
         among = amongLeft = past;
         evictableLeft = Math.max(1, held / 16);
         return true;
-    }
-
-    /** Adds the age of the key at slot {@code i}, if one is there, to {@code ages}; returns the new count. */
-    private static int sampled(Object[] slots, int i, int nowStamp, int[] ages, int count) {
-        Object state = SLOTS.getAcquire(slots, 2 * i + 1);
-        if (isLive(SLOTS.getAcquire(slots, 2 * i), state)) {
-            ages[count++] = nowStamp - lastDecided((KeyState) state);
-        }
-        return count;
     }
 
     /** The longest run of taken key slots in the table in use (tests: what a probe may have to walk). */

@@ -104,12 +104,19 @@ class InMemoryStoreTest {
      */
     @Test
     void byDefaultASweepDropsWhatHasExpiredByItsTime() {
-        InMemoryStore store = InMemoryStore.builder().maxKeys(2).build();
+        InMemoryStore store = InMemoryStore.builder().maxKeys(2).whenFull(WhenFull.REJECT).build();
         Rule rule = Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("7/1s")));
         store.decide(rule, "a", 5, T0 + 100 * MS);
         store.decide(rule, "b", 1, T0 + 200 * MS);
         assertThat(store.decide(rule, "c", 1, T0 + 2_100 * MS).allowed()).as("a and b swept").isTrue();
         assertThat(store.size()).isEqualTo(1);
+        // a store that evicts drops an expired key as it needs room, and evicts none
+        InMemoryStore evicting = InMemoryStore.builder().maxKeys(2).build();
+        evicting.decide(rule, "a", 5, T0 + 100 * MS);
+        evicting.decide(rule, "b", 1, T0 + 200 * MS);
+        assertThat(evicting.decide(rule, "c", 1, T0 + 2_100 * MS).allowed()).as("a or b dropped").isTrue();
+        assertThat(evicting.size()).isEqualTo(2);
+        assertThat(evicting.evicted()).isZero();
         assertThatThrownBy(() -> InMemoryStore.builder().outOfOrder(Duration.ofSeconds(-1)))
                 .hasMessage("out-of-order skew must be >= 0 and at most 3335d, got PT-1S");
         // a past bug: a skew past any time overflowed a full store's retry_after to 1 ns
@@ -244,6 +251,31 @@ class InMemoryStoreTest {
         }
         assertThat(store.evicted()).as("the room made is used before more is evicted").isEqualTo(4);
         assertThat(store.size()).isEqualTo(64);
+    }
+
+    /**
+     * Expired keys go before any key is evicted, and are not counted as evicted: their state no longer counts.
+     * A bug found by measuring: a full store whose keys expired as fast as new ones came (a million keys of 1/1s,
+     * a new one every microsecond) swept its whole table to find the one key expired since the last sweep, for
+     * each new key: fewer than 5,000 new keys a second. Now the eviction drops the expired keys it meets.
+     */
+    @Test
+    void aFullStoreDropsExpiredKeysBeforeItEvictsAnyAndWithoutSweepingItAll() {
+        InMemoryStore store = InMemoryStore.builder().maxKeys(4).build();
+        Rule perSecond = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1s")));
+        Rule perDay = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1d")));
+        store.decide(perSecond, "a", 1, T0);
+        store.decide(perSecond, "b", 1, T0);
+        store.decide(perDay, "c", 1, T0);
+        store.decide(perDay, "d", 1, T0);
+        assertThat(store.decide(perDay, "e", 1, T0 + 2 * S).allowed()).isTrue();
+        assertThat(store.size()).as("one expired key dropped for e, not every one: no sweep of the table").isEqualTo(4);
+        assertThat(store.decide(perDay, "f", 1, T0 + 2 * S).allowed()).isTrue();
+        assertThat(store.evicted()).as("a and b had expired: dropped, not evicted").isZero();
+        assertThat(store.size()).isEqualTo(4);
+        for (String key : new String[] {"c", "d", "e", "f"}) {
+            assertThat(store.decide(perDay, key, 0, T0 + 3 * S).remaining()).as(key).isZero();
+        }
     }
 
     /** The selection that picks the sixteenth oldest, on many orders of values, duplicates and wrapped ages among them. */

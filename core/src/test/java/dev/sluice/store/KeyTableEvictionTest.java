@@ -33,7 +33,7 @@ class KeyTableEvictionTest {
             for (int i = 0; i < KEYS; i++) {
                 String key = round + "-" + i;
                 while (table.decide(ONE_A_DAY, key, 1, null, now, 0) == null) {
-                    assertThat(table.evictLeastRecent(now)).isBetween(1L, 64L);
+                    assertThat(table.evictLeastRecent(now, now)).isBetween(1L, 64L);
                 }
             }
         }
@@ -59,12 +59,12 @@ class KeyTableEvictionTest {
         }
         assertThat(table.decide(rule, "k-0", 1, null, t1 + 40_000_000_000L, 0).allowed()).as("in use").isFalse();
         table.decide(rule, "k-1", 0, null, t1 + 40_000_000_000L, 0); // a peek: in use too
-        assertThat(table.evictLeastRecent(t1 + 41_000_000_000L)).as("32 / 16").isEqualTo(2);
+        assertThat(table.evictLeastRecent(t1 + 41_000_000_000L, t1 + 41_000_000_000L)).as("32 / 16").isEqualTo(2);
         assertThat(table.size()).isEqualTo(30);
         for (int i = 0; i < 32; i++) {
             long remaining = table.decide(rule, "k-" + i, 0, null, t1 + 42_000_000_000L, 0).remaining();
             assertThat(remaining).as("k-%d", i).isEqualTo(i == 2 || i == 3 ? 1 : 0);
         }
-        assertThat(table.evictLeastRecent(t1 + 42_000_000_000L)).as("room already").isZero();
+        assertThat(table.evictLeastRecent(t1 + 42_000_000_000L, t1 + 42_000_000_000L)).as("room already").isZero();
     }
 }
