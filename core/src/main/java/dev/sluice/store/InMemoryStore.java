@@ -42,9 +42,10 @@ import java.util.concurrent.CompletionStage;
  *
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it
- * full, the store sweeps expired keys at once (if any can have expired); if it is still full, it does as
- * {@link WhenFull} says: evicts the keys least recently decided and stores the new one (the default), rejects
- * the request, or admits it without storing the key.
+ * full, it does as {@link WhenFull} says: drops expired keys and evicts keys among the least recently decided,
+ * a few at a time, and stores the new one (the default; see {@link KeyTable#evictLeastRecent}); or sweeps the
+ * table for expired keys (if any can have expired) and, if it is still full, rejects the request, or admits it
+ * without storing the key.
  *
  * <p>Why evict by default. Rejecting kept every known key exact, but a client that sent a new key with each
  * request, under limits of a day, filled a million keys in seconds, and then every new client was rejected for a
