@@ -6,6 +6,8 @@ import dev.sluice.Decision;
 import dev.sluice.Limit;
 import dev.sluice.ManualClock;
 import dev.sluice.RateLimiter;
+import dev.sluice.algorithm.Rule;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -27,26 +29,43 @@ class InMemoryStoreConcurrencyTest {
 
     /** Runs {@code THREADS × ATTEMPTS} decisions at once and returns the sum of what each thread counted. */
     private static long hammer(RateLimiter limiter, ToLongFunction<Decision> count) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+        return sum(atOnce(THREADS, thread -> {
+            long counted = 0;
+            for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+                counted += count.applyAsLong(limiter.tryAcquire("the-key"));
+            }
+            return counted;
+        }));
+    }
+
+    /** A task of a thread started with others at once: given its number, it returns what it counted. */
+    private interface Counting {
+        long run(int thread) throws Exception;
+    }
+
+    /** Runs {@code threads} tasks, each on a thread of its own, all let go at once; returns what each counted. */
+    private static List<Long> atOnce(int threads, Counting task) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
         CountDownLatch start = new CountDownLatch(1);
-        List<Future<Long>> results = new ArrayList<>();
-        for (int i = 0; i < THREADS; i++) {
-            results.add(pool.submit(() -> {
+        List<Future<Long>> runs = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            int thread = i;
+            runs.add(pool.submit(() -> {
                 start.await();
-                long counted = 0;
-                for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-                    counted += count.applyAsLong(limiter.tryAcquire("the-key"));
-                }
-                return counted;
+                return task.run(thread);
             }));
         }
         start.countDown();
-        long total = 0;
-        for (Future<Long> result : results) {
-            total += result.get(2, TimeUnit.MINUTES);
+        List<Long> counted = new ArrayList<>();
+        for (Future<Long> run : runs) {
+            counted.add(run.get(2, TimeUnit.MINUTES));
         }
         pool.shutdown();
-        return total;
+        return counted;
+    }
+
+    private static long sum(List<Long> counts) {
+        return counts.stream().mapToLong(Long::longValue).sum();
     }
 
     @ParameterizedTest
@@ -80,7 +99,7 @@ class InMemoryStoreConcurrencyTest {
      * store (and made the room). Here thread y finds the store full and waits while x sweeps the two expired keys
      * and takes one place: y then finds the other, as a store with room must give it.
      */
-    @org.junit.jupiter.api.Test
+    @Test
     void aNewKeyTakesTheRoomAnotherThreadsSweepMade() throws Exception {
         ManualClock manual = new ManualClock(0);
         CountDownLatch yFoundItFull = new CountDownLatch(1);
@@ -119,50 +138,40 @@ class InMemoryStoreConcurrencyTest {
      * evicts only keys idler than the hot key, so the hot key is decided exactly (100 of 4,000 admitted), every
      * new key is stored, and every key stored is either still there or counted as evicted.
      */
-    @org.junit.jupiter.api.Test
+    @Test
     void aFloodOfNewKeysEvictsIdleKeysAndNeverTheOneInUse() throws Exception {
         long t0 = 1_700_000_000_000_000_000L;
         long t1 = t0 + 1_000_000_000L; // about 60 stamps later
         InMemoryStore store = InMemoryStore.builder().maxKeys(1_000).build();
-        dev.sluice.algorithm.Rule oneADay = dev.sluice.algorithm.Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1d")));
-        dev.sluice.algorithm.Rule hundredADay = dev.sluice.algorithm.Rule.of(Algorithm.FIXED_WINDOW,
+        Rule oneADay = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1d")));
+        Rule hundredADay = Rule.of(Algorithm.FIXED_WINDOW,
                 List.of(Limit.parse("100/1d")));
         for (int i = 0; i < 1_000; i++) {
             store.decide(oneADay, "old-" + i, 1, t0);
         }
-        ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-        CountDownLatch start = new CountDownLatch(1);
-        List<Future<Long>> hot = new ArrayList<>();
-        List<Future<Long>> flood = new ArrayList<>();
-        for (int thread = 0; thread < THREADS / 2; thread++) {
-            int id = thread;
-            hot.add(pool.submit(() -> {
-                start.await();
-                long admitted = 0;
+        // even threads decide the hot key 1,000 times each, odd ones put 200 new keys in each
+        List<Long> counts = atOnce(THREADS, thread -> {
+            long admitted = 0;
+            if (thread % 2 == 0) {
                 for (int attempt = 0; attempt < 1_000; attempt++) {
                     admitted += store.decide(hundredADay, "hot", 1, t1).allowed() ? 1 : 0;
                 }
-                return admitted;
-            }));
-            flood.add(pool.submit(() -> {
-                start.await();
-                long admitted = 0;
+            } else {
                 for (int i = 0; i < 200; i++) {
-                    admitted += store.decide(oneADay, "new-" + id + "-" + i, 1, t1).allowed() ? 1 : 0;
+                    admitted += store.decide(oneADay, "new-" + thread / 2 + "-" + i, 1, t1).allowed() ? 1 : 0;
                 }
-                return admitted;
-            }));
-        }
-        start.countDown();
+            }
+            return admitted;
+        });
         long hotAdmitted = 0;
-        for (Future<Long> result : hot) {
-            hotAdmitted += result.get(2, TimeUnit.MINUTES);
-        }
         long newAdmitted = 0;
-        for (Future<Long> result : flood) {
-            newAdmitted += result.get(2, TimeUnit.MINUTES);
+        for (int thread = 0; thread < THREADS; thread++) {
+            if (thread % 2 == 0) {
+                hotAdmitted += counts.get(thread);
+            } else {
+                newAdmitted += counts.get(thread);
+            }
         }
-        pool.shutdown();
         assertThat(hotAdmitted).as("the hot key kept its count").isEqualTo(100);
         assertThat(newAdmitted).isEqualTo(800);
         assertThat(store.turnedAway()).isZero();
@@ -184,33 +193,20 @@ class InMemoryStoreConcurrencyTest {
      * thread while the four evict, from the old table's slots not moved yet and from the table being filled. No
      * key may be lost or counted twice: every key is either held, with its count, or counted as evicted.
      */
-    @org.junit.jupiter.api.Test
+    @Test
     void evictingWhileTheTableIsResizedLosesNothing() throws Exception {
         long t0 = 1_700_006_400L * 1_000_000_000L;
         InMemoryStore store = InMemoryStore.builder().maxKeys(100_000).build();
-        dev.sluice.algorithm.Rule oneADay = dev.sluice.algorithm.Rule.of(Algorithm.FIXED_WINDOW,
+        Rule oneADay = Rule.of(Algorithm.FIXED_WINDOW,
                 List.of(Limit.parse("1/1d")));
         int perThread = 100_000;
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        CountDownLatch start = new CountDownLatch(1);
-        List<Future<Long>> runs = new ArrayList<>();
-        for (int thread = 0; thread < 4; thread++) {
-            int id = thread;
-            runs.add(pool.submit(() -> {
-                start.await();
-                long admitted = 0;
-                for (int i = 0; i < perThread; i++) {
-                    admitted += store.decide(oneADay, id + "-" + i, 1, t0 + i * 1_000L).allowed() ? 1 : 0;
-                }
-                return admitted;
-            }));
-        }
-        start.countDown();
-        long admitted = 0;
-        for (Future<Long> run : runs) {
-            admitted += run.get(2, TimeUnit.MINUTES);
-        }
-        pool.shutdown();
+        long admitted = sum(atOnce(4, thread -> {
+            long counted = 0;
+            for (int i = 0; i < perThread; i++) {
+                counted += store.decide(oneADay, thread + "-" + i, 1, t0 + i * 1_000L).allowed() ? 1 : 0;
+            }
+            return counted;
+        }));
         assertThat(admitted).as("every key new, or evicted and so new again").isEqualTo(4L * perThread);
         long held = 0;
         for (int thread = 0; thread < 4; thread++) {
