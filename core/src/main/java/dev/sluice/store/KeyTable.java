@@ -89,11 +89,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *       costs two multiplications a character on every decision, so a table takes it only when attacked, and
  *       keeps it. Each table knows its hash, and a decider that follows a resize hashes its key again for the
  *       next table.</li>
- *   <li><b>Evicting</b> (when the store is told to, once the table holds its maximum of keys and none has
- *       expired) removes keys among the sixteenth least recently decided, a few at a time, as removing does: see
+ *   <li><b>Evicting</b> (when the store is told to, once the table holds its maximum of keys) drops the
+ *       expired keys it meets and removes keys among the sixteenth least recently decided, a few at a time: see
  *       {@link #evictLeastRecent}. It takes keys out as removing does, with a compare-and-set on the state, so
- *       it needs no lock of the table's: during a resize it evicts from the table being filled (keys not copied
- *       yet are left for later), and no new key waits for the copy to make room. When a key
+ *       it needs no lock of the table's: during a resize it evicts from the old table's slots not moved yet or
+ *       from the table being filled, and no new key waits for the copy to make room. When a key
  *       was last decided is in its state: when last admitted ({@link KeyState#time()}) and when last rejected or
  *       peeked at ({@link KeyState#lastUsed()}, which costs no memory).</li>
  * </ul>
@@ -472,7 +472,12 @@ final class KeyTable {
             long counted = size.get();
             int needed = capacityFor(counted, full.used.get());
             if (needed > fresh.mask + 1) {
-                fresh = new Table(needed, seed);
+                try {
+                    fresh = new Table(needed, seed);
+                } catch (OutOfMemoryError e) {
+                    full.next = null; // no slot frozen yet: the table stays as it was (a review found it wedged)
+                    throw e;
+                }
                 fresh.source = full;
                 full.next = fresh;
             }
@@ -693,8 +698,9 @@ final class KeyTable {
      * sixteenth, drawn at random, so it meets one to evict every sixteen keys or so, and the keys it evicts are
      * spread over the whole table. When a table holds no more than the sample, the count is exact, the hand
      * goes round it all, and it evicts exactly the sixteenth oldest (the tied ones drawn at random). Once a
-     * sixteenth of the table has been evicted under one cutoff, or a look of {@value #REACH} slots evicts
-     * nothing, the cutoff is estimated again.
+     * sixteenth of the table has been evicted under one cutoff, or a call of two looks of {@value #REACH} slots
+     * takes out nothing, the cutoff is estimated again. While the sample shows expired keys, a look drops those
+     * alone; one that finds fewer than its count within reach ends that, and the next evicts.
      *
      * <p>Why so. The first version picked exactly the sixteenth oldest in two passes over the table: at a
      * million keys that held every new key for 100 to 400 ms (on a server, the event loop deciding it), and it
@@ -785,9 +791,11 @@ final class KeyTable {
                     chanceLeft = chance;
                 }
             }
-            if (expiredFirst && removed == 0) {
-                expiredFirst = false; // none expired within reach: evict in the next look
-                continue;
+            if (expiredFirst && removed < batch) {
+                expiredFirst = false; // few expired within reach: evict from the next look on, not scan for them
+                if (removed == 0) {
+                    continue;
+                }
             }
             evictableLeft = removed == 0 ? 0 : evictableLeft - evicted;
             evictions.add(evicted);
