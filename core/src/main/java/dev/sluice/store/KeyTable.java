@@ -57,8 +57,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *       not reached yet are decided in the old table as usual (and copied later). So while a million keys
  *       move (tens of milliseconds) no decider waits for them; before, every thread that met a moved slot
  *       waited for the whole copy.</li>
- *   <li><b>Resizing off the caller.</b> A table of {@value #BACKGROUND_CAPACITY} slots or more is resized by a
- *       thread of its own ({@code sluice-key-table-resize}): the new key that finds it crowded (three quarters)
+ *   <li><b>Resizing off the caller.</b> A table of {@value #BACKGROUND_CAPACITY} slots or more, unless its keys
+ *       mostly come and go ({@code Table.churning}), is resized by a thread of its own ({@code sluice-key-table-resize}): the new key that finds it crowded (three quarters)
  *       hands the resize over and goes in, and so do new keys after it, up to seven eighths, by when the copy is
  *       long done (a million keys move in 100 to 400 ms; an eighth of two million slots is 262,144 new keys).
  *       Only past seven eighths does a caller resize, or wait for the resize, itself. Before, the one request
@@ -135,14 +135,23 @@ final class KeyTable {
         volatile int moved;
         /** 0 for the plain hash; else the secret base of the seeded hash (see "Keys chosen to collide"). */
         final long seed;
+        /**
+         * Whether keys come and go in it: the resize that made it dropped more keys than it kept. Such a table is
+         * resized by the caller that finds it crowded, as before: its resize is mostly a sweep, which frees room at
+         * once, and new keys going on in at up to seven eighths full while a thread of its own swept walked probes
+         * four times as long (a million keys drawn at random, each back to untouched soon: 1.33 to 1.54 million
+         * decisions a second against 1.85 to 2.0, measured by {@code ManyKeysBenchmark}).
+         */
+        final boolean churning;
         /** Whether its resize has been handed to the resizing thread. */
         final java.util.concurrent.atomic.AtomicBoolean resizeAsked = new java.util.concurrent.atomic.AtomicBoolean();
 
-        Table(int capacity, long seed) {
+        Table(int capacity, long seed, boolean churning) {
             this.slots = new Object[2 * capacity];
             this.hashes = new int[capacity];
             this.mask = capacity - 1;
             this.seed = seed;
+            this.churning = churning;
         }
 
         /** The hash of {@code key} in this table, given its {@linkplain #hashOf(String) plain hash}. */
@@ -189,7 +198,7 @@ final class KeyTable {
         }
     }
 
-    private volatile Table table = new Table(MIN_CAPACITY, 0);
+    private volatile Table table = new Table(MIN_CAPACITY, 0, false);
     private final AtomicLong size = new AtomicLong();
     /** No stored key expires before this (states only ever expire later after a decision). */
     private final AtomicLong firstExpiry = new AtomicLong(Long.MAX_VALUE);
@@ -354,7 +363,7 @@ final class KeyTable {
         // crowded: resize, unless a resize is under way already, which will copy this key too (it freezes
         // every slot, so a key cannot land in a table after its copy); nobody waits for it while there is room.
         // A large table is resized by a thread of its own while this key goes in (see "Resizing off the caller")
-        if (used > tab.crowdedAt() && used <= tab.fullAt() && tab.mask + 1 >= BACKGROUND_CAPACITY) {
+        if (used > tab.crowdedAt() && used <= tab.fullAt() && tab.mask + 1 >= BACKGROUND_CAPACITY && !tab.churning) {
             resizeInBackground(tab, sweepAt);
         } else if (used > tab.crowdedAt() && (used > tab.fullAt() || !maintenance.isLocked())) {
             tab.used.decrementAndGet();
@@ -461,7 +470,8 @@ final class KeyTable {
             if (afterSizing != null) {
                 afterSizing.run();
             }
-            Table fresh = new Table(capacityFor(live, full.used.get()), seed);
+            boolean churning = full.used.get() - live > live;
+            Table fresh = new Table(capacityFor(live, full.used.get()), seed, churning);
             fresh.source = full;
             full.next = fresh; // before any slot is frozen: whoever meets a frozen slot finds the next table
             // keys put into the old table while the new one was made, by threads that did not see it yet, are
@@ -473,7 +483,7 @@ final class KeyTable {
             int needed = capacityFor(counted, full.used.get());
             if (needed > fresh.mask + 1) {
                 try {
-                    fresh = new Table(needed, seed);
+                    fresh = new Table(needed, seed, churning);
                 } catch (OutOfMemoryError e) {
                     full.next = null; // no slot frozen yet: the table stays as it was (a review found it wedged)
                     throw e;
