@@ -651,6 +651,91 @@ class RateLimitServiceTest {
     }
 
     /**
+     * HTTP/2 "rapid reset" (CVE-2023-44487), found by attacking the port: one connection opened and reset 543,000
+     * streams a second, and 137,000 of them were decided. A connection that resets more than 10,000 streams a second
+     * is now ended with a GOAWAY of ENHANCE_YOUR_CALM. Here a raw HTTP/2 client opens and resets 30,000 calls as fast
+     * as it can write them; a gRPC client on another connection goes on being answered.
+     */
+    @Test
+    void aConnectionThatResetsStreamsFasterThanTenThousandASecondIsEnded() throws Exception {
+        try (java.net.Socket raw = new java.net.Socket("127.0.0.1", server.port())) {
+            raw.setSoTimeout(20_000);
+            java.io.DataInputStream in = new java.io.DataInputStream(new java.io.BufferedInputStream(raw.getInputStream()));
+            java.util.concurrent.CompletableFuture<Long> goAway = java.util.concurrent.CompletableFuture.supplyAsync(() -> { // reads every frame the server sends
+                try {
+                    while (true) {
+                        int length = in.readUnsignedShort() << 8 | in.readUnsignedByte();
+                        int type = in.readUnsignedByte();
+                        in.readUnsignedByte(); // flags
+                        in.readInt(); // stream
+                        byte[] payload = in.readNBytes(length);
+                        if (type == 7) { // GOAWAY: last stream, then the error code
+                            return java.nio.ByteBuffer.wrap(payload, 4, 4).getInt() & 0xFFFFFFFFL;
+                        }
+                    }
+                } catch (java.io.IOException e) {
+                    return -1L; // closed without a GOAWAY
+                }
+            });
+            java.io.OutputStream out = new java.io.BufferedOutputStream(raw.getOutputStream(), 1 << 16);
+            out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            out.write(frame(4, 0, 0, new byte[0])); // SETTINGS
+            byte[] headers = requestHeaders();
+            long sent = 0;
+            try {
+                for (int stream = 1; stream < 2 * 30_000 && !goAway.isDone(); stream += 2) {
+                    out.write(frame(1, 0x4, stream, headers)); // HEADERS, END_HEADERS
+                    out.write(frame(3, 0, stream, new byte[] {0, 0, 0, 8})); // RST_STREAM, CANCEL
+                    sent++;
+                }
+                out.flush();
+            } catch (java.io.IOException e) {
+                // the server ended the connection while the client was still writing
+            }
+            assertThat(goAway.get(20, TimeUnit.SECONDS)).as("GOAWAY ENHANCE_YOUR_CALM after %d resets", sent).isEqualTo(0xB);
+        }
+        assertThat(ask("edge", descriptor("bulk", "after")).getOverallCode()).isEqualTo(Code.OK);
+    }
+
+    /** An HTTP/2 frame: a 9-byte head (length, type, flags, stream) and its payload. */
+    private static byte[] frame(int type, int flags, int stream, byte[] payload) {
+        return java.nio.ByteBuffer.allocate(9 + payload.length).put((byte) (payload.length >> 16))
+                .put((byte) (payload.length >> 8)).put((byte) payload.length).put((byte) type).put((byte) flags)
+                .putInt(stream).put(payload).array();
+    }
+
+    /** The headers of a ShouldRateLimit call, in HPACK without Huffman coding or the dynamic table. */
+    private static byte[] requestHeaders() {
+        java.io.ByteArrayOutputStream block = new java.io.ByteArrayOutputStream();
+        block.write(0x83); // :method POST (static 3)
+        block.write(0x86); // :scheme http (static 6)
+        literal(block, 0x04, "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"); // :path (static 4)
+        literal(block, 0x01, "localhost"); // :authority (static 1)
+        literal(block, 31, "application/grpc"); // content-type (static 31)
+        block.write(0x00); // te: trailers, a new name, not indexed
+        hpackString(block, "te");
+        hpackString(block, "trailers");
+        return block.toByteArray();
+    }
+
+    /** A header field without indexing whose name is the static table's entry {@code index}. */
+    private static void literal(java.io.ByteArrayOutputStream block, int index, String value) {
+        if (index < 15) {
+            block.write(index);
+        } else {
+            block.write(0x0F);
+            block.write(index - 15);
+        }
+        hpackString(block, value);
+    }
+
+    private static void hpackString(java.io.ByteArrayOutputStream block, String text) {
+        byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        block.write(bytes.length); // under 127: one byte, no Huffman
+        block.writeBytes(bytes);
+    }
+
+    /**
      * Found by attacking the port: connections that sent nothing, or the HTTP/2 preface alone, were kept for ever,
      * about 15 KB and a file descriptor each. A connection with no call open is now ended once idle (five minutes;
      * here 300 ms), as gRPC's {@code maxConnectionIdle} does: with a GOAWAY and a PING, then, the PING unanswered,
