@@ -8,10 +8,16 @@ import dev.sluice.algorithm.Rule;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.security.SecureRandom;
 import java.util.Arrays;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -144,7 +150,7 @@ final class KeyTable {
          */
         final boolean churning;
         /** Whether its resize has been handed to the resizing thread. */
-        final java.util.concurrent.atomic.AtomicBoolean resizeAsked = new java.util.concurrent.atomic.AtomicBoolean();
+        final AtomicBoolean resizeAsked = new AtomicBoolean();
 
         Table(int capacity, long seed, boolean churning) {
             this.slots = new Object[2 * capacity];
@@ -401,8 +407,8 @@ final class KeyTable {
      * second after its last resize and holds no context class loader, so that an application redeployed in a
      * servlet container (sluice-servlet) leaves no thread of it behind.
      */
-    private static final java.util.concurrent.ExecutorService RESIZER = new java.util.concurrent.ThreadPoolExecutor(
-            0, 1, 1, TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), task -> {
+    private static final ExecutorService RESIZER = new ThreadPoolExecutor(
+            0, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
                 Thread thread = new Thread(task, "sluice-key-table-resize");
                 thread.setDaemon(true);
                 thread.setContextClassLoader(null);
@@ -682,7 +688,7 @@ final class KeyTable {
     private static final int REACH = 16_384;
     /** Held while evicting: the hand and the cutoff below are its. */
     private final ReentrantLock evicting = new ReentrantLock();
-    private final java.util.concurrent.atomic.LongAdder evictions = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder evictions = new LongAdder();
     private Table handTable;
     private int hand;
     private int cutoff;
@@ -983,7 +989,7 @@ final class KeyTable {
             if (table != crowded) {
                 return false;
             }
-            resize(crowded, Long.MIN_VALUE, new java.security.SecureRandom().nextLong(1L << 32, PRIME));
+            resize(crowded, Long.MIN_VALUE, new SecureRandom().nextLong(1L << 32, PRIME));
             return true;
         } finally {
             maintenance.unlock();
