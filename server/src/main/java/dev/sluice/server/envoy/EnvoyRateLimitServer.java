@@ -43,6 +43,13 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      */
     private static final Logger MESSAGES = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerStream");
     /**
+     * gRPC's log of stream errors, at SEVERE only: a connection ended with calls open whose answers had not been
+     * sent (a client cut off for reading none, {@link UnreadAnswers}) logged a 30-line "Stream closed before write
+     * could take place" warning for each call, 2,000 for one connection in a test. Such errors are of a client's
+     * making; the call ends either way.
+     */
+    private static final Logger STREAMS = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerHandler", Level.SEVERE);
+    /**
      * The most calls one connection may have open at once (HTTP/2's {@code SETTINGS_MAX_CONCURRENT_STREAMS}); a client
      * wanting more waits for one to end, or opens another connection, as Envoy does. gRPC's default is unbounded: one
      * connection opened a million calls that sent their headers and nothing else, 2 KB of heap each, and a server of
@@ -65,39 +72,63 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      * again when it needs one; five minutes idle is far longer than its traffic leaves a connection unused.
      */
     static final Duration IDLE_CONNECTION = Duration.ofMinutes(5);
+    /**
+     * How long a connection's answers may wait unread before it is cut off ({@link UnreadAnswers}); it is read no
+     * further meanwhile. nginx's {@code send_timeout} default, as the gateway's.
+     */
+    static final Duration SEND_TIMEOUT = Duration.ofSeconds(60);
 
     private static Logger quieted(String name) {
+        return quieted(name, Level.WARNING);
+    }
+
+    private static Logger quieted(String name, Level level) {
         Logger logger = Logger.getLogger(name);
-        logger.setLevel(Level.WARNING);
+        logger.setLevel(level);
         return logger;
     }
 
     private final Server server;
     private final HealthStatusManager health;
+    private final GrpcTransport transport;
 
-    private EnvoyRateLimitServer(Server server, HealthStatusManager health) {
+    private EnvoyRateLimitServer(Server server, HealthStatusManager health, GrpcTransport transport) {
         this.server = server;
         this.health = health;
+        this.transport = transport;
     }
 
     /** Listens on {@code host:port} (0: a free port). */
     public static EnvoyRateLimitServer start(LiveConfig live, String host, int port) throws IOException {
-        return start(live, host, port, IDLE_CONNECTION);
+        return start(live, host, port, IDLE_CONNECTION, SEND_TIMEOUT);
     }
 
-    /** {@link #start(LiveConfig, String, int)}, ending connections idle for {@code idle} (tests wait less). */
-    static EnvoyRateLimitServer start(LiveConfig live, String host, int port, Duration idle) throws IOException {
+    /**
+     * {@link #start(LiveConfig, String, int)}, ending connections idle for {@code idle} and those whose answers wait
+     * unread for {@code sendTimeout} (tests wait less).
+     */
+    static EnvoyRateLimitServer start(LiveConfig live, String host, int port, Duration idle, Duration sendTimeout)
+            throws IOException {
         HealthStatusManager health = new HealthStatusManager();
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
-        return new EnvoyRateLimitServer(NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
-                .directExecutor()
-                .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
-                .maxRstFramesPerWindow(MOST_RESETS_A_SECOND, 1)
-                .maxConnectionIdle(idle.toNanos(), TimeUnit.NANOSECONDS)
-                .addService(new RateLimitService(live).definition())
-                .addService(health.getHealthService())
-                .build()
-                .start(), health);
+        GrpcTransport transport = new GrpcTransport(sendTimeout);
+        OpenCalls open = new OpenCalls(MOST_CALLS_PER_CONNECTION);
+        try {
+            return new EnvoyRateLimitServer(transport.apply(NettyServerBuilder.forAddress(new InetSocketAddress(host, port)))
+                    .directExecutor()
+                    .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
+                    .addTransportFilter(open)
+                    .intercept(open)
+                    .maxRstFramesPerWindow(MOST_RESETS_A_SECOND, 1)
+                    .maxConnectionIdle(idle.toNanos(), TimeUnit.NANOSECONDS)
+                    .addService(new RateLimitService(live).definition())
+                    .addService(health.getHealthService())
+                    .build()
+                    .start(), health, transport);
+        } catch (IOException | RuntimeException e) {
+            transport.close(); // the port was taken, say: its threads would otherwise outlive the failure
+            throw e;
+        }
     }
 
     public int port() {
@@ -108,8 +139,13 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
     public void close() throws InterruptedException {
         health.enterTerminalState(); // watchers hear NOT_SERVING before the calls stop
         server.shutdown();
-        if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
-            server.shutdownNow();
+        try {
+            if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+                server.shutdownNow();
+                server.awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } finally {
+            transport.close();
         }
     }
 }

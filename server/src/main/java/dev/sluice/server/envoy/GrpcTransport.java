@@ -1,0 +1,76 @@
+package dev.sluice.server.envoy;
+
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
+import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
+import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
+
+import java.time.Duration;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * The Netty transport under the gRPC server: what gRPC would choose itself (epoll where Linux has it, NIO elsewhere;
+ * one accepting thread, two event loops a core, daemon threads), with one thing added, {@link UnreadAnswers} first
+ * in every connection's pipeline. gRPC gives no hook into a connection's pipeline, so the listening channel carries
+ * one: it sees each connection as it is accepted, before gRPC's own handlers are added behind it. Since gRPC then
+ * does not own the event loops, {@link #close} ends them, after the server.
+ */
+final class GrpcTransport implements AutoCloseable {
+    private final EventLoopGroup accepting;
+    private final EventLoopGroup connections;
+    private final Supplier<ServerChannel> listening;
+
+    GrpcTransport(Duration sendTimeout) {
+        boolean epoll = Epoll.isAvailable();
+        ThreadFactory acceptor = new DefaultThreadFactory("sluice-grpc-accept", true);
+        ThreadFactory loop = new DefaultThreadFactory("sluice-grpc", true);
+        this.accepting = epoll ? new EpollEventLoopGroup(1, acceptor) : new NioEventLoopGroup(1, acceptor);
+        this.connections = epoll ? new EpollEventLoopGroup(0, loop) : new NioEventLoopGroup(0, loop);
+        ChannelHandler watch = new Watch(sendTimeout);
+        this.listening = () -> {
+            ServerChannel channel = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
+            channel.pipeline().addLast(watch); // before the acceptor gRPC's bootstrap adds
+            return channel;
+        };
+    }
+
+    /** {@code builder}, set to run on this transport. */
+    NettyServerBuilder apply(NettyServerBuilder builder) {
+        return builder.channelFactory(listening::get).bossEventLoopGroup(accepting).workerEventLoopGroup(connections);
+    }
+
+    @Override
+    public void close() {
+        accepting.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        connections.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+    }
+
+    /** On the listening channel: puts an {@link UnreadAnswers} first in each connection accepted. */
+    @ChannelHandler.Sharable
+    private static final class Watch extends ChannelInboundHandlerAdapter {
+        private final Duration sendTimeout;
+
+        Watch(Duration sendTimeout) {
+            this.sendTimeout = sendTimeout;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object accepted) {
+            if (accepted instanceof Channel connection) {
+                connection.pipeline().addFirst(new UnreadAnswers(sendTimeout));
+            }
+            ctx.fireChannelRead(accepted);
+        }
+    }
+}

@@ -1,0 +1,325 @@
+package dev.sluice.server.envoy;
+
+import dev.sluice.server.HeldStore;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.envoy.RawHttp2Client.Frame;
+import dev.sluice.server.metrics.ServerMetrics;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Headers;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static dev.sluice.server.envoy.EnvoyRateLimitServer.MOST_CALLS_PER_CONNECTION;
+import static dev.sluice.server.envoy.EnvoyRateLimitServer.SEND_TIMEOUT;
+import static dev.sluice.server.envoy.RateLimitServiceTest.descriptor;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What one connection to Envoy's rate limit service may hold, each bound found by attacking the port: calls open at
+ * once, resets, idleness, answers left unread. Clients that no library would be are written frame by frame
+ * ({@link RawHttp2Client}); each test also checks that a well-behaved client on another connection is still answered.
+ */
+class ConnectionBoundsTest {
+    private LiveConfig live;
+    private EnvoyRateLimitServer server;
+    private ManagedChannel channel;
+    private RateLimitServiceGrpc.RateLimitServiceBlockingStub envoy;
+
+    @BeforeEach
+    void start() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("envoy.yaml", RateLimitServiceTest.CONFIG), new ServerMetrics());
+        server = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
+        channel = NettyChannelBuilder.forAddress("127.0.0.1", server.port()).usePlaintext().build();
+        envoy = RateLimitServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        server.close();
+        live.close();
+    }
+
+    private static RateLimitRequest request(RateLimitDescriptor... descriptors) {
+        return RateLimitRequest.newBuilder().setDomain("edge").addAllDescriptors(List.of(descriptors)).build();
+    }
+
+    private RateLimitResponse ask(RateLimitDescriptor... descriptors) {
+        return envoy.shouldRateLimit(request(descriptors));
+    }
+
+    /**
+     * Found by attacking the port: one connection opened a million calls that sent their headers and nothing more,
+     * and a server of 512 MB ran out of memory. One connection now has at most a thousand calls open at once; a
+     * client such as grpc-java's, or Envoy, holds the rest until one ends, and every call is answered.
+     */
+    @Test
+    void oneConnectionHasAtMostAThousandCallsOpenAtOnce() throws Exception {
+        dev.sluice.server.HeldStore store = new dev.sluice.server.HeldStore();
+        int most = MOST_CALLS_PER_CONNECTION;
+        int total = most + 50;
+        try (LiveConfig held = LiveConfig.of(ConfigLoader.parse("envoy.yaml", RateLimitServiceTest.CONFIG), store, new ServerMetrics())) {
+            EnvoyRateLimitServer service = EnvoyRateLimitServer.start(held, "127.0.0.1", 0);
+            ManagedChannel one = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+            try {
+                store.hold();
+                var stub = RateLimitServiceGrpc.newFutureStub(one).withDeadlineAfter(60, TimeUnit.SECONDS);
+                java.util.List<com.google.common.util.concurrent.ListenableFuture<RateLimitResponse>> calls =
+                        new java.util.ArrayList<>();
+                for (int i = 0; i < total; i++) {
+                    calls.add(stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                            .addDescriptors(descriptor("bulk", "b" + i)).build()));
+                }
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (store.asked() < most && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                Thread.sleep(500); // time for more, were more let in
+                assertThat(store.asked()).as("calls being decided at once").isEqualTo(most);
+                store.release();
+                for (var call : calls) {
+                    assertThat(call.get(60, TimeUnit.SECONDS).getOverallCode()).isEqualTo(Code.OK);
+                }
+                assertThat(store.asked()).isEqualTo(total);
+            } finally {
+                store.release();
+                one.shutdownNow();
+                service.close();
+            }
+        }
+    }
+
+    /**
+     * HTTP/2 "rapid reset" (CVE-2023-44487), found by attacking the port: one connection opened and reset 543,000
+     * streams a second, and 137,000 of them were decided. A connection that resets more than 10,000 streams a second
+     * is now ended with a GOAWAY of ENHANCE_YOUR_CALM. Here a raw HTTP/2 client opens and resets 30,000 calls as fast
+     * as it can write them; a gRPC client on another connection goes on being answered.
+     */
+    @Test
+    void aConnectionThatResetsStreamsFasterThanTenThousandASecondIsEnded() throws Exception {
+        try (RawHttp2Client client = new RawHttp2Client(server.port(), 0)) {
+            CompletableFuture<Long> goAway = CompletableFuture.supplyAsync(() -> { // reads every frame the server sends
+                try {
+                    while (true) {
+                        Frame frame = client.read();
+                        if (frame.type() == RawHttp2Client.GOAWAY) {
+                            return RawHttp2Client.goAwayCode(frame);
+                        }
+                    }
+                } catch (IOException e) {
+                    return -1L; // closed without a GOAWAY
+                }
+            });
+            client.preface();
+            byte[] headers = RawHttp2Client.callHeaders();
+            long sent = 0;
+            try {
+                for (int stream = 1; stream < 2 * 30_000 && !goAway.isDone(); stream += 2) {
+                    client.write(RawHttp2Client.HEADERS, RawHttp2Client.END_HEADERS, stream, headers);
+                    client.write(RawHttp2Client.RST_STREAM, 0, stream, new byte[] {0, 0, 0, 8}); // CANCEL
+                    sent++;
+                }
+                client.flush();
+            } catch (IOException e) {
+                // the server ended the connection while the client was still writing
+            }
+            assertThat(goAway.get(20, TimeUnit.SECONDS)).as("GOAWAY ENHANCE_YOUR_CALM after %d resets", sent).isEqualTo(0xB);
+        }
+        assertThat(ask(descriptor("bulk", "after")).getOverallCode()).isEqualTo(Code.OK);
+    }
+
+    /**
+     * Found by attacking the port: HTTP/2 applies the server's {@code SETTINGS_MAX_CONCURRENT_STREAMS} only once the
+     * client acknowledges it, and a client that never did opened 192,000 calls on one connection, their answers held
+     * back by a window it never opened, until the server's heap ran out. Here such a client sends 5,000 calls and
+     * reads every frame: the calls answered before its window of 65,535 bytes ran out end {@code OK}; the next
+     * thousand stay open, their answers waiting for the window; every call after them is refused at once
+     * ({@code RESOURCE_EXHAUSTED}, saying why) and charges nothing. Once the window opens, the thousand are answered.
+     */
+    @Test
+    void aClientThatNeverAcknowledgesTheSettingsStillHasAtMostAThousandCallsOpen() throws Exception {
+        int calls = 5_000;
+        try (RawHttp2Client client = new RawHttp2Client(server.port(), 0)) {
+            client.preface(); // its own SETTINGS; the server's it never acknowledges, and it never opens its window
+            for (int i = 0; i < calls; i++) {
+                client.call(2 * i + 1, request(descriptor("bulk", "never-acked-" + i)));
+            }
+            client.flush();
+            List<Integer> answered = new ArrayList<>();
+            List<Integer> refused = new ArrayList<>();
+            try {
+                while (answered.size() + refused.size() < calls - MOST_CALLS_PER_CONNECTION) {
+                    readEnd(client, answered, refused);
+                }
+                client.socket().setSoTimeout(500);
+                readEnd(client, answered, refused); // were more than the thousand left open, this would end one
+                throw new AssertionError("a call ended beyond the thousand left open: " + answered.size() + " answered, "
+                        + refused.size() + " refused");
+            } catch (SocketTimeoutException e) {
+                assertThat(answered.size() + refused.size()).as("answered (%d) or refused", answered.size())
+                        .isEqualTo(calls - MOST_CALLS_PER_CONNECTION);
+            }
+            assertThat(answered).as("answered before the window ran out").isNotEmpty();
+            assertThat(refused).as("refused once a thousand were open").isNotEmpty()
+                    .allSatisfy(stream -> assertThat(stream).isGreaterThan(answered.get(answered.size() - 1)));
+            client.socket().setSoTimeout(20_000);
+            client.windowUpdate(0, 1 << 30);
+            client.flush();
+            int before = answered.size();
+            while (answered.size() < before + MOST_CALLS_PER_CONNECTION) {
+                readEnd(client, answered, refused);
+            }
+            assertThat(refused).as("none of the thousand refused").hasSize(calls - MOST_CALLS_PER_CONNECTION - before);
+            int lastRefused = refused.get(refused.size() - 1);
+            RateLimitResponse.DescriptorStatus status = ask(descriptor("bulk", "never-acked-" + (lastRefused - 1) / 2))
+                    .getStatuses(0);
+            assertThat(status.getLimitRemaining()).as("a refused call charged nothing").isEqualTo(99);
+        }
+    }
+
+    /**
+     * Reads frames up to the next that ends a call: an answer ({@code grpc-status} 0, after its message) is added to
+     * {@code answered}, a refusal (8, with why) to {@code refused}; anything else fails.
+     */
+    private static void readEnd(RawHttp2Client client, List<Integer> answered, List<Integer> refused) throws IOException {
+        while (true) {
+            Frame frame = client.read();
+            if (frame.type() != RawHttp2Client.HEADERS) {
+                continue;
+            }
+            Http2Headers headers = client.headers(frame); // every block, in order: HPACK's table is the connection's
+            if (!frame.ends()) {
+                continue;
+            }
+            String status = String.valueOf(headers.get("grpc-status"));
+            if (status.equals("0")) {
+                answered.add(frame.stream());
+            } else {
+                assertThat(status).as("stream %d's status", frame.stream()).isEqualTo("8");
+                assertThat(String.valueOf(headers.get("grpc-message")))
+                        .isEqualTo("more than 1000 calls open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS)");
+                refused.add(frame.stream());
+            }
+            return;
+        }
+    }
+
+    /**
+     * Found by attacking the port: gRPC read every call of a client that read no answers, and kept each with its
+     * answer waiting, 3 KB a call, until the direct memory ran out and the connection's event loop stalled for good
+     * (122,000 calls in seconds). Now a connection whose answers wait is read no further, so the client's own writes
+     * wait; and once its answers have waited the send timeout (60 s; here 2 s) it is cut off. Here the client sends
+     * up to 50,000 calls of 40 descriptors each, with a receive buffer of 4 KB and windows opened wide: its writes
+     * stop well before, while a client on another connection is answered, and its connection is then reset.
+     */
+    @Test
+    void aClientThatReadsNoAnswersIsReadNoFurtherAndCutOffAtTheSendTimeout() throws Exception {
+        int cap = 50_000;
+        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0,
+                EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(2));
+        ManagedChannel other = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+        try (RawHttp2Client client = new RawHttp2Client(service.port(), 4096)) {
+            client.preface(4, Integer.MAX_VALUE); // SETTINGS_INITIAL_WINDOW_SIZE: every stream's window wide open
+            client.windowUpdate(0, Integer.MAX_VALUE - 65_535); // and the connection's
+            RateLimitDescriptor[] forty = new RateLimitDescriptor[40];
+            java.util.Arrays.fill(forty, descriptor("generic_key", "trial")); // a shadow policy: forty full statuses
+            RateLimitRequest request = request(forty);
+            AtomicLong sent = new AtomicLong();
+            CompletableFuture<IOException> writing = CompletableFuture.supplyAsync(() -> {
+                try {
+                    for (int stream = 1; sent.get() < cap; stream += 2) {
+                        client.call(stream, request);
+                        if (sent.incrementAndGet() % 64 == 0) {
+                            client.flush();
+                        }
+                    }
+                    client.flush();
+                    return null;
+                } catch (IOException e) {
+                    return e;
+                }
+            });
+            long seen = -1;
+            long still = System.nanoTime();
+            long deadline = still + TimeUnit.SECONDS.toNanos(30);
+            while (System.nanoTime() - still < TimeUnit.SECONDS.toNanos(1) && System.nanoTime() < deadline
+                    && !writing.isDone()) {
+                Thread.sleep(100);
+                if (sent.get() != seen) {
+                    seen = sent.get();
+                    still = System.nanoTime();
+                }
+            }
+            assertThat(writing).as("the client's writes wait (%d calls sent)", sent.get()).isNotDone();
+            assertThat(sent.get()).as("calls sent before the server stopped reading").isLessThan(cap);
+            RateLimitResponse meanwhile = RateLimitServiceGrpc.newBlockingStub(other)
+                    .withDeadlineAfter(5, TimeUnit.SECONDS).shouldRateLimit(request(descriptor("bulk", "meanwhile")));
+            assertThat(meanwhile.getOverallCode()).isEqualTo(Code.OK);
+            IOException cut = writing.get(15, TimeUnit.SECONDS);
+            assertThat(cut).as("the connection was cut off").isNotNull();
+            assertThat(cut.getMessage()).contains("reset");
+        } finally {
+            other.shutdownNow();
+            service.close();
+        }
+    }
+
+    /**
+     * Found by attacking the port: connections that sent nothing, or the HTTP/2 preface alone, were kept for ever,
+     * about 15 KB and a file descriptor each. A connection with no call open is now ended once idle (five minutes;
+     * here 300 ms), as gRPC's {@code maxConnectionIdle} does: with a GOAWAY and a PING, then, the PING unanswered,
+     * closed 10 s later (gRPC's grace for a client to finish). A channel in use is not.
+     */
+    @Test
+    void anIdleConnectionIsEndedAndOneInUseIsNot() throws Exception {
+        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0, Duration.ofMillis(300), SEND_TIMEOUT);
+        ManagedChannel busy = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+        try (java.net.Socket silent = new java.net.Socket("127.0.0.1", service.port());
+             java.net.Socket prefaceOnly = new java.net.Socket("127.0.0.1", service.port())) {
+            // the client's preface, then an empty SETTINGS frame (length 0, type 4, no flags, stream 0)
+            prefaceOnly.getOutputStream().write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            prefaceOnly.getOutputStream().write(new byte[] {0, 0, 0, 4, 0, 0, 0, 0, 0});
+            prefaceOnly.getOutputStream().flush();
+            var stub = RateLimitServiceGrpc.newBlockingStub(busy);
+            long started = System.nanoTime();
+            for (java.net.Socket idle : List.of(silent, prefaceOnly)) {
+                idle.setSoTimeout(30_000);
+                java.io.InputStream in = idle.getInputStream();
+                while (in.read() != -1) { // the server's SETTINGS and GOAWAY, then the end
+                    // meanwhile the busy channel keeps a call open now and then
+                    stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                            .addDescriptors(descriptor("bulk", "b")).build());
+                }
+            }
+            assertThat(System.nanoTime() - started).as("both ended, well before the read timeout")
+                    .isLessThan(TimeUnit.SECONDS.toNanos(20));
+            for (int i = 0; i < 8; i++) { // 800 ms with calls 100 ms apart: never idle 300 ms
+                Thread.sleep(100);
+                assertThat(stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("bulk", "b" + i)).build()).getOverallCode()).isEqualTo(Code.OK);
+            }
+            assertThat(busy.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
+        } finally {
+            busy.shutdownNow();
+            service.close();
+        }
+    }
+
+}
