@@ -73,8 +73,9 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      */
     static final Duration IDLE_CONNECTION = Duration.ofMinutes(5);
     /**
-     * How long a connection's answers may wait unread before it is cut off ({@link UnreadAnswers}); it is read no
-     * further meanwhile. nginx's {@code send_timeout} default, as the gateway's.
+     * How long a connection's answers may wait unread, or held for a window its client does not open, before it is
+     * cut off ({@link UnreadAnswers}); while they wait unread it is read no further. nginx's {@code send_timeout}
+     * default, as the gateway's.
      */
     static final Duration SEND_TIMEOUT = Duration.ofSeconds(60);
 

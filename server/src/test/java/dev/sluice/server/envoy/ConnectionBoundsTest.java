@@ -195,6 +195,51 @@ class ConnectionBoundsTest {
     }
 
     /**
+     * Found by attacking the port: a client that reads its answers but never opens its HTTP/2 window leaves every
+     * answer past its first 65,535 bytes waiting in HTTP/2's queue, the call open (a thousand at most, 3 MB), and
+     * such a connection stayed for good. Now the answers HTTP/2 holds are looked at every send timeout (60 s; here
+     * 1 s), and a connection whose answer was held at two looks in a row is cut off with a reset.
+     */
+    @Test
+    void aClientThatNeverOpensItsWindowIsCutOffOnceAnAnswerHasWaitedTheSendTimeout() throws Exception {
+        int calls = 3_000;
+        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0,
+                EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(1));
+        ManagedChannel other = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+        try (RawHttp2Client client = new RawHttp2Client(service.port(), 0)) {
+            client.preface(); // and never a WINDOW_UPDATE
+            for (int i = 0; i < calls; i++) {
+                client.call(2 * i + 1, request(descriptor("bulk", "closed-window-" + i)));
+            }
+            client.flush();
+            long sent = System.nanoTime();
+            int ended = 0;
+            IOException cut;
+            try {
+                while (true) {
+                    Frame frame = client.read();
+                    if (frame.type() == RawHttp2Client.HEADERS && frame.ends()) {
+                        ended++;
+                    }
+                }
+            } catch (IOException e) {
+                cut = e;
+            }
+            long waited = System.nanoTime() - sent;
+            assertThat(cut).as("cut off, not left until the client's read timeout").isNotInstanceOf(SocketTimeoutException.class);
+            assertThat(cut.getMessage()).contains("reset");
+            assertThat(waited).as("cut off after a send timeout, not before").isGreaterThan(TimeUnit.SECONDS.toNanos(1));
+            assertThat(ended).as("calls ended before the window ran out").isPositive().isLessThan(calls);
+            RateLimitResponse meanwhile = RateLimitServiceGrpc.newBlockingStub(other)
+                    .withDeadlineAfter(5, TimeUnit.SECONDS).shouldRateLimit(request(descriptor("bulk", "after-cut")));
+            assertThat(meanwhile.getOverallCode()).isEqualTo(Code.OK);
+        } finally {
+            other.shutdownNow();
+            service.close();
+        }
+    }
+
+    /**
      * Reads frames up to the next that ends a call: an answer ({@code grpc-status} 0, after its message) is added to
      * {@code answered}, a refusal (8, with why) to {@code refused}; anything else fails.
      */
