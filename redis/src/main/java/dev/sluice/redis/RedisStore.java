@@ -109,9 +109,9 @@ import java.util.function.Supplier;
  *
  * <h2>Bounds</h2>
  * Lua's numbers are doubles, exact only up to 2^53, so the store refuses (with an error naming the limit)
- * what could pass that: a period that is not a whole number of milliseconds or is 104 days or longer,
- * {@code L × P} (in milliseconds) or {@code B × L} at 2^53 or more, {@code B × P / L} of 2^52 ns (52 days) or
- * more, and a {@code max_delay} of 52 days or more. The script's header says how the arithmetic stays exact.
+ * what could pass that: a period that is not a whole number of milliseconds or is 2^53 ns (104.2 days) or longer,
+ * {@code L × P} (in milliseconds) or {@code B × L} at 2^53 or more, {@code B × P / L} of 2^52 ns (52.1 days) or
+ * more, and a {@code max_delay} of 2^52 ns or more. The script's header says how the arithmetic stays exact.
  */
 public final class RedisStore implements Store, AutoCloseable {
     private final AutoCloseable client;
@@ -750,7 +750,7 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
-    /** 2^52 ns (about 52 days), less one: the longest max delay the scripts keep exact. */
+    /** 2^52 ns (about 52.1 days), less one: the longest max delay the scripts keep exact. */
     @Override
     public long longestDelayNanos() {
         return RuleScript.LONGEST_DELAY_NANOS;

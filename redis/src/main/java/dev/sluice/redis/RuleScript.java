@@ -29,7 +29,7 @@ record RuleScript(Script script, String[] fixed) {
     private static final long NS = 1_000_000L;
     private static final long EXACT = 1L << 53;
     private static final long HALF_EXACT = 1L << 52;
-    /** 2^52 ns (about 52 days), less one: the longest max delay the scripts keep exact (see ruleArguments). */
+    /** 2^52 ns (about 52.1 days), less one: the longest max delay the scripts keep exact (see ruleArguments). */
     static final long LONGEST_DELAY_NANOS = HALF_EXACT - 1;
     /** With a time passed in, Redis's own clock says nothing of when a key is untouched: keep keys an hour more. */
     private static final long EXPLICIT_TIME_TTL_MARGIN_MS = 3_600_000L;
@@ -124,7 +124,7 @@ record RuleScript(Script script, String[] fixed) {
                 Integer.toString(rule.limits().size())));
         if (rule.maxDelayNanos() >= HALF_EXACT) {
             throw new IllegalArgumentException("max delay " + dev.sluice.DurationFormat.format(rule.maxDelayNanos())
-                    + " is too long for the Redis store: at most 2^52 ns (52 days)");
+                    + " is too long for the Redis store: it must be under 2^52 ns (52.1 days)");
         }
         for (Limit limit : rule.limits()) {
             checkFits(limit, rule.algorithm());
@@ -158,14 +158,14 @@ record RuleScript(Script script, String[] fixed) {
         if (period % NS != 0) {
             refused = "its period is not a whole number of milliseconds";
         } else if (period >= EXACT) {
-            refused = "its period is 104 days or longer";
+            refused = "its period is 2^53 ns (104.2 days) or longer";
         } else if (Math.multiplyHigh(limit.amount(), period / NS) != 0 || limit.amount() * (period / NS) >= EXACT) {
             refused = "L × P(ms) is 2^53 or more";
         } else if (algorithm.hasBurst() && limit.burst() * limit.amount() >= EXACT) {
             refused = "B × L is 2^53 or more";
         } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
                 .divide(BigInteger.valueOf(limit.amount())).compareTo(BigInteger.valueOf(HALF_EXACT)) >= 0) {
-            refused = "B × P / L is 52 days or longer";
+            refused = "B × P / L is 2^52 ns (52.1 days) or longer";
         }
         if (refused != null) {
             throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused

@@ -12,7 +12,7 @@
 -- Exact arithmetic with doubles. Lua's numbers are doubles: integers are exact up to 2^53 and no further.
 -- A time since the epoch in nanoseconds (1.8e18) is past that, so a time is a pair: whole milliseconds
 -- (1.8e12) and the nanoseconds beyond them (< 10^6). Every other quantity is a duration or a count, and the
--- Redis store refuses limits that could take one past 2^53 (RedisStore.check): a period under 104 days,
+-- Redis store refuses limits that could take one past 2^53 (RedisStore.check): a period under 2^53 ns (104.2 days),
 -- L·P(ms), B·L and B·P/L(ns) under 2^53. Products that could still pass it (prev·(P − e) of the sliding
 -- window, k·T of gcra's remaining) are split in milliseconds and nanoseconds and carried by hand. Every
 -- division is a floor division corrected by its remainder, so no rounding of a quotient can leak out.

@@ -340,16 +340,22 @@ class RedisStoreTest {
                 .hasMessage("limit 10/1500us is beyond the Redis store: its period is not a whole number of "
                         + "milliseconds (Lua's numbers are exact only up to 2^53)");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/200d"))), "k", 1, t))
-                .hasMessageContaining("its period is 104 days or longer");
+                .hasMessageContaining("its period is 2^53 ns (104.2 days) or longer");
+        // the bound is 2^53 ns, 104.2 days, not 104 days as the message once said: the longest whole number of
+        // milliseconds under it is a period the store decides (found by walking through the docs)
+        assertThat(store.decide(Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.of(10, 9_007_199_254_000_000L))), "longest",
+                1, t).allowed()).isTrue();
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.of(10, 9_007_199_255_000_000L))),
+                "k", 1, t)).hasMessageContaining("its period is 2^53 ns (104.2 days) or longer");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("1000000000/30d"))), "k", 1, t))
                 .hasMessageContaining("L × P(ms) is 2^53 or more");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("100000000/1s burst=100000000"))), "k", 1, t))
                 .hasMessageContaining("B × L is 2^53 or more");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1d burst=100"))), "k", 1, t))
-                .hasMessageContaining("B × P / L is 52 days or longer");
+                .hasMessageContaining("B × P / L is 2^52 ns (52.1 days) or longer");
         // a limiter is refused as it is built, not on each of its decisions; the same rule in memory is exact
         assertThatThrownBy(() -> RateLimiter.builder().store(store).algorithm(Algorithm.FIXED_WINDOW).limit("1/200d").build())
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("its period is 104 days or longer");
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("its period is 2^53 ns (104.2 days) or longer");
         assertThat(RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/200d").build().tryAcquire("k")
                 .allowed()).isTrue();
         assertThatThrownBy(() -> RedisStore.connect("http://localhost:6379"))

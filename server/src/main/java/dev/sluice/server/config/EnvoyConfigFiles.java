@@ -55,7 +55,7 @@ final class EnvoyConfigFiles {
 
     private final Map<String, Integer> sluiceNames;
     private final String sluiceFile;
-    /** Whether the store is Redis, whose Lua arithmetic stays exact for periods under 104 days only: no year. */
+    /** Whether the store is Redis, whose Lua arithmetic stays exact for periods under 2^53 ns (104.2 days) only: no year. */
     private final boolean onRedis;
     private final Map<String, String> names = new HashMap<>();
     /** Whether files of one domain are merged (Envoy's {@code MERGE_DOMAIN_CONFIG}) rather than refused. */

@@ -492,7 +492,7 @@ class EnvoyConfigFilesTest {
 
     @Test
     void aYearOnTheRedisStoreIsRefusedWhereTheEnvoyFileSaysIt() throws Exception {
-        // Lua's numbers keep a window exact up to 104 days: loaded, a year would fail every decision on Redis
+        // Lua's numbers keep a window exact under 2^53 ns (104.2 days): loaded, a year would fail every decision on Redis
         Files.writeString(dir.resolve("edge.yaml"), "domain: edge\ndescriptors:\n  - key: a\n"
                 + "    rate_limit: {unit: month, requests_per_unit: 5}\n  - key: b\n    rate_limit:\n      unit: year\n"
                 + "      requests_per_unit: 10\n");
@@ -500,7 +500,7 @@ class EnvoyConfigFilesTest {
         Files.writeString(sluice, "store: redis://localhost:6379\nenvoy_configs: [edge.yaml]\n");
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).isInstanceOf(ConfigException.class)
                 .hasMessage(dir.resolve("edge.yaml") + ":7: descriptors[1].rate_limit.unit: limit 10/365d is beyond the"
-                        + " Redis store: its period is 104 days or longer (Lua's numbers are exact only up to 2^53)");
+                        + " Redis store: its period is 2^53 ns (104.2 days) or longer (Lua's numbers are exact only up to 2^53)");
         Files.writeString(sluice, "envoy_configs: [edge.yaml]\n");
         assertThat(ConfigLoader.load(sluice).policies()).extracting(PolicyConfig::name).containsExactly("edge.a", "edge.b");
     }

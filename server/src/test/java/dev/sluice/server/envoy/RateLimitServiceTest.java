@@ -717,7 +717,7 @@ class RateLimitServiceTest {
                         e -> {
                             assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
                             assertThat(e.getStatus().getDescription()).isEqualTo("descriptors[1].limit: limit 5/365d is"
-                                    + " beyond the Redis store: its period is 104 days or longer (Lua's numbers are exact"
+                                    + " beyond the Redis store: its period is 2^53 ns (104.2 days) or longer (Lua's numbers are exact"
                                     + " only up to 2^53)");
                         });
                 try (Resp resp = redis.connect()) {
