@@ -43,25 +43,35 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      */
     private static final Logger MESSAGES = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerStream");
     /**
-     * gRPC's log of stream errors, at SEVERE only: a connection ended with calls open whose answers had not been
-     * sent (a client cut off for reading none, {@link UnreadAnswers}) logged a 30-line "Stream closed before write
-     * could take place" warning for each call, 2,000 for one connection in a test. Such errors are of a client's
-     * making; the call ends either way.
+     * gRPC's log of its connections' HTTP/2 handling, less its "Stream Error" warnings: each is a 30-line stack trace
+     * for one call a client's frames broke (a WINDOW_UPDATE of 0, a call past the thousand, answers left unsent on a
+     * connection cut off for leaving them unread, {@link UnreadAnswers}), and a client sending such frames wrote
+     * 15,000 of them in two seconds (found by the tests). The call is reset either way, and a client that makes the
+     * server reset its calls too fast has its connection ended ({@link #MOST_RESETS_A_SECOND}); Envoy's own service
+     * logs none of these at its default level. The handler's other warnings are kept.
      */
-    private static final Logger STREAMS = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerHandler", Level.SEVERE);
+    private static final Logger STREAMS = withoutStreamErrors("io.grpc.netty.shaded.io.grpc.netty.NettyServerHandler");
     /**
      * The most calls one connection may have open at once (HTTP/2's {@code SETTINGS_MAX_CONCURRENT_STREAMS}); a client
      * wanting more waits for one to end, or opens another connection, as Envoy does. gRPC's default is unbounded: one
      * connection opened a million calls that sent their headers and nothing else, 2 KB of heap each, and a server of
      * 512 MB ran out of memory (found by attacking the port). A thousand is far more than Envoy keeps in flight on
-     * a connection: a call is decided in microseconds.
+     * a connection: a call is decided in microseconds. The bound holds from the connection's start, whether or not
+     * the client has acknowledged the SETTINGS that carry it (gRPC's Netty applies it at once since gRPC 1.85; on
+     * 1.62 a client that never acknowledged opened 192,000 calls): a call past it is refused with
+     * {@code REFUSED_STREAM}, which a client may send again, and one that sends on a refused call regardless has its
+     * connection ended ({@code PROTOCOL_ERROR}: Netty takes such a frame for one on a call that never was).
+     * {@code ConnectionBoundsTest} pins both.
      */
     static final int MOST_CALLS_PER_CONNECTION = 1_000;
     /**
      * The most streams a client may reset in a second on one connection before the connection is ended (HTTP/2
      * "rapid reset", CVE-2023-44487): gRPC does not bound it unless told, and one connection opened and reset 543,000
-     * streams a second, 137,000 of them decided, holding a core (found by attacking the port). Envoy resets a call
-     * when its own timeout passes; ten thousand a second on one connection is far beyond that.
+     * streams a second, 137,000 of them decided, holding a core (found by attacking the port). Since gRPC 1.75 the
+     * resets the server sends count too: a client could otherwise have the server reset its calls for it, by a frame
+     * that calls for one ("MadeYouReset", CVE-2025-8671: 30,000 calls, each decided, then reset, went unbounded on
+     * gRPC 1.62). Envoy resets a call when its own timeout passes; ten thousand a second on one connection is far
+     * beyond that.
      */
     static final int MOST_RESETS_A_SECOND = 10_000;
     /**
@@ -80,12 +90,14 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
     static final Duration SEND_TIMEOUT = Duration.ofSeconds(60);
 
     private static Logger quieted(String name) {
-        return quieted(name, Level.WARNING);
+        Logger logger = Logger.getLogger(name);
+        logger.setLevel(Level.WARNING);
+        return logger;
     }
 
-    private static Logger quieted(String name, Level level) {
+    private static Logger withoutStreamErrors(String name) {
         Logger logger = Logger.getLogger(name);
-        logger.setLevel(level);
+        logger.setFilter(record -> !"Stream Error".equals(record.getMessage()));
         return logger;
     }
 
@@ -113,13 +125,10 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
         HealthStatusManager health = new HealthStatusManager();
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
         GrpcTransport transport = new GrpcTransport(sendTimeout);
-        OpenCalls open = new OpenCalls(MOST_CALLS_PER_CONNECTION);
         try {
             return new EnvoyRateLimitServer(transport.apply(NettyServerBuilder.forAddress(new InetSocketAddress(host, port)))
                     .directExecutor()
                     .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
-                    .addTransportFilter(open)
-                    .intercept(open)
                     .maxRstFramesPerWindow(MOST_RESETS_A_SECOND, 1)
                     .maxConnectionIdle(idle.toNanos(), TimeUnit.NANOSECONDS)
                     .addService(new RateLimitService(live).definition())

@@ -50,10 +50,13 @@ final class GrpcTransport implements AutoCloseable {
         return builder.channelFactory(listening::get).bossEventLoopGroup(accepting).workerEventLoopGroup(connections);
     }
 
+    /** Ends the event loops, waiting up to 5 s for their threads: a closed server leaves none behind. */
     @Override
     public void close() {
         accepting.shutdownGracefully(0, 0, TimeUnit.SECONDS);
         connections.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        accepting.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        connections.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 
     /** On the listening channel: puts an {@link UnreadAnswers} first in each connection accepted. */

@@ -35,7 +35,7 @@ import java.util.concurrent.TimeUnit;
  * the direct memory ran out and the connection's event loop stalled for good, in the JVM's wait for memory, with
  * every other connection of that loop. Not reading is what makes the client's own writes wait instead: what one
  * connection holds is then what was read before its answers filled the buffers (the answers of one read, at most).
- * A client that never opens its window holds at most a thousand calls ({@link OpenCalls}), 3 MB; cutting it off
+ * A client that never opens its window holds at most a thousand calls (HTTP/2's bound), 3 MB; cutting it off
  * after the send timeout keeps many such connections from adding up.
  *
  * <p>An honest client is never slowed by this: Netty's outgoing buffer only fills once the kernel's send buffer
@@ -84,6 +84,7 @@ final class UnreadAnswers extends ChannelDuplexHandler {
             channel.config().setAutoRead(false);
             if (unwritable == null) {
                 unwritable = ctx.executor().schedule(() -> {
+                    unwritable = null; // a notice of writability that came late finds no timer to cancel, and the next one arms one
                     if (!channel.isWritable()) {
                         cutOff(ctx);
                     }

@@ -5,6 +5,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.envoy.RawHttp2Client.Frame;
 import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.testkit.LogCapture;
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
@@ -115,18 +116,7 @@ class ConnectionBoundsTest {
     @Test
     void aConnectionThatResetsStreamsFasterThanTenThousandASecondIsEnded() throws Exception {
         try (RawHttp2Client client = new RawHttp2Client(server.port(), 0)) {
-            CompletableFuture<Long> goAway = CompletableFuture.supplyAsync(() -> { // reads every frame the server sends
-                try {
-                    while (true) {
-                        Frame frame = client.read();
-                        if (frame.type() == RawHttp2Client.GOAWAY) {
-                            return RawHttp2Client.goAwayCode(frame);
-                        }
-                    }
-                } catch (IOException e) {
-                    return -1L; // closed without a GOAWAY
-                }
-            });
+            CompletableFuture<Long> goAway = client.goAway();
             client.preface();
             byte[] headers = RawHttp2Client.callHeaders();
             long sent = 0;
@@ -146,51 +136,79 @@ class ConnectionBoundsTest {
     }
 
     /**
-     * Found by attacking the port: HTTP/2 applies the server's {@code SETTINGS_MAX_CONCURRENT_STREAMS} only once the
-     * client acknowledges it, and a client that never did opened 192,000 calls on one connection, their answers held
-     * back by a window it never opened, until the server's heap ran out. Here such a client sends 5,000 calls and
-     * reads every frame: the calls answered before its window of 65,535 bytes ran out end {@code OK}; the next
-     * thousand stay open, their answers waiting for the window; every call after them is refused at once
-     * ({@code RESOURCE_EXHAUSTED}, saying why) and charges nothing. Once the window opens, the thousand are answered.
+     * HTTP/2 "MadeYouReset" (CVE-2025-8671): the client makes the server reset its streams, by a frame the server must
+     * answer with a reset (here a WINDOW_UPDATE of 0 on a call already sent whole, a stream error), and so opens and
+     * ends calls as fast as rapid reset did while sending no reset of its own. gRPC counted only the resets it
+     * received against the bound (until 1.75); here 30,000 calls, each decided, then reset by the server, end the
+     * connection with GOAWAY ENHANCE_YOUR_CALM as rapid reset does. And the log stays quiet: each of those resets
+     * logged a 30-line warning, 15,000 in two seconds.
      */
     @Test
-    void aClientThatNeverAcknowledgesTheSettingsStillHasAtMostAThousandCallsOpen() throws Exception {
-        int calls = 5_000;
-        try (RawHttp2Client client = new RawHttp2Client(server.port(), 0)) {
-            client.preface(); // its own SETTINGS; the server's it never acknowledges, and it never opens its window
-            for (int i = 0; i < calls; i++) {
-                client.call(2 * i + 1, request(descriptor("bulk", "never-acked-" + i)));
-            }
-            client.flush();
-            List<Integer> answered = new ArrayList<>();
-            List<Integer> refused = new ArrayList<>();
+    void aConnectionThatMakesTheServerResetStreamsFasterThanTenThousandASecondIsEnded() throws Exception {
+        try (LogCapture grpc = LogCapture.of("io.grpc");
+             RawHttp2Client client = new RawHttp2Client(server.port(), 0)) {
+            CompletableFuture<Long> goAway = client.goAway();
+            client.preface();
+            RateLimitRequest call = request(descriptor("bulk", "made-you-reset"));
+            long sent = 0;
             try {
-                while (answered.size() + refused.size() < calls - MOST_CALLS_PER_CONNECTION) {
-                    readEnd(client, answered, refused);
+                for (int stream = 1; stream < 2 * 30_000 && !goAway.isDone(); stream += 2) {
+                    client.call(stream, call);
+                    client.windowUpdate(stream, 0); // PROTOCOL_ERROR on the stream: the server resets it
+                    sent++;
                 }
-                client.socket().setSoTimeout(500);
-                readEnd(client, answered, refused); // were more than the thousand left open, this would end one
-                throw new AssertionError("a call ended beyond the thousand left open: " + answered.size() + " answered, "
-                        + refused.size() + " refused");
-            } catch (SocketTimeoutException e) {
-                assertThat(answered.size() + refused.size()).as("answered (%d) or refused", answered.size())
-                        .isEqualTo(calls - MOST_CALLS_PER_CONNECTION);
+                client.flush();
+            } catch (IOException e) {
+                // the server ended the connection while the client was still writing
             }
-            assertThat(answered).as("answered before the window ran out").isNotEmpty();
-            assertThat(refused).as("refused once a thousand were open").isNotEmpty()
-                    .allSatisfy(stream -> assertThat(stream).isGreaterThan(answered.get(answered.size() - 1)));
-            client.socket().setSoTimeout(20_000);
-            client.windowUpdate(0, 1 << 30);
+            assertThat(goAway.get(20, TimeUnit.SECONDS)).as("GOAWAY ENHANCE_YOUR_CALM after %d resets", sent).isEqualTo(0xB);
+            assertThat(grpc.records()).as("gRPC's log of those calls").isEmpty();
+        }
+        assertThat(ask(descriptor("bulk", "after")).getOverallCode()).isEqualTo(Code.OK);
+    }
+
+    /**
+     * Found by attacking the port on gRPC 1.62: HTTP/2 let it apply the server's
+     * {@code SETTINGS_MAX_CONCURRENT_STREAMS} only once the client acknowledged it, and a client that never did
+     * opened 192,000 calls on one connection, until the server's heap ran out. The bound now holds from the start.
+     * Here such a client opens 1,005 calls, their headers only: the last five are refused ({@code RST_STREAM
+     * REFUSED_STREAM}); the thousand, sent whole, are answered; and a call after them on the same connection is too.
+     */
+    @Test
+    void aClientThatNeverAcknowledgesTheSettingsIsHeldToAThousandCallsAllTheSame() throws Exception {
+        int over = 5;
+        try (RawHttp2Client client = new RawHttp2Client(server.port(), 0)) {
+            client.preface(); // its own SETTINGS; the server's it never acknowledges
+            client.windowUpdate(0, 1 << 30); // room for a thousand answers of some 190 bytes
+            byte[] headers = RawHttp2Client.callHeaders();
+            for (int i = 0; i < MOST_CALLS_PER_CONNECTION + over; i++) {
+                client.write(RawHttp2Client.HEADERS, RawHttp2Client.END_HEADERS, 2 * i + 1, headers);
+            }
             client.flush();
-            int before = answered.size();
-            while (answered.size() < before + MOST_CALLS_PER_CONNECTION) {
-                readEnd(client, answered, refused);
+            List<Integer> refused = new ArrayList<>();
+            while (refused.size() < over) {
+                Frame frame = client.read();
+                assertThat(frame.type()).as("a frame the server sent").isNotIn(RawHttp2Client.HEADERS, RawHttp2Client.GOAWAY);
+                if (frame.type() == RawHttp2Client.RST_STREAM) {
+                    assertThat(java.nio.ByteBuffer.wrap(frame.payload()).getInt()).as("REFUSED_STREAM").isEqualTo(7);
+                    refused.add(frame.stream());
+                }
             }
-            assertThat(refused).as("none of the thousand refused").hasSize(calls - MOST_CALLS_PER_CONNECTION - before);
-            int lastRefused = refused.get(refused.size() - 1);
-            RateLimitResponse.DescriptorStatus status = ask(descriptor("bulk", "never-acked-" + (lastRefused - 1) / 2))
-                    .getStatuses(0);
-            assertThat(status.getLimitRemaining()).as("a refused call charged nothing").isEqualTo(99);
+            int firstOver = 2 * MOST_CALLS_PER_CONNECTION + 1;
+            assertThat(refused).containsExactly(firstOver, firstOver + 2, firstOver + 4, firstOver + 6, firstOver + 8);
+            for (int i = 0; i < MOST_CALLS_PER_CONNECTION; i++) {
+                client.write(RawHttp2Client.DATA, RawHttp2Client.END_STREAM, 2 * i + 1,
+                        RawHttp2Client.message(request(descriptor("bulk", "never-acked-" + i))));
+            }
+            client.flush();
+            java.util.Set<Integer> answered = new java.util.HashSet<>();
+            while (answered.size() < MOST_CALLS_PER_CONNECTION) {
+                answered.add(answer(client));
+            }
+            assertThat(answered).allSatisfy(stream -> assertThat(stream).isLessThan(firstOver));
+            client.call(firstOver + 2 * over, request(descriptor("bulk", "never-acked-after")));
+            client.flush();
+            assertThat(answer(client)).isEqualTo(firstOver + 2 * over);
         }
     }
 
@@ -198,18 +216,20 @@ class ConnectionBoundsTest {
      * Found by attacking the port: a client that reads its answers but never opens its HTTP/2 window leaves every
      * answer past its first 65,535 bytes waiting in HTTP/2's queue, the call open (a thousand at most, 3 MB), and
      * such a connection stayed for good. Now the answers HTTP/2 holds are looked at every send timeout (60 s; here
-     * 1 s), and a connection whose answer was held at two looks in a row is cut off with a reset.
+     * 1 s), and a connection whose answer was held at two looks in a row is cut off with a reset. Here 500 calls of
+     * 40 descriptors each (answers of about a kilobyte): the first few dozen fill the window.
      */
     @Test
     void aClientThatNeverOpensItsWindowIsCutOffOnceAnAnswerHasWaitedTheSendTimeout() throws Exception {
-        int calls = 3_000;
+        int calls = 500;
         EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0,
                 EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(1));
         ManagedChannel other = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
         try (RawHttp2Client client = new RawHttp2Client(service.port(), 0)) {
             client.preface(); // and never a WINDOW_UPDATE
+            RateLimitRequest forty = fortyDescriptors();
             for (int i = 0; i < calls; i++) {
-                client.call(2 * i + 1, request(descriptor("bulk", "closed-window-" + i)));
+                client.call(2 * i + 1, forty);
             }
             client.flush();
             long sent = System.nanoTime();
@@ -239,38 +259,76 @@ class ConnectionBoundsTest {
         }
     }
 
+    /** A call of forty descriptors of a shadow policy: an answer of forty full statuses, about a kilobyte. */
+    private static RateLimitRequest fortyDescriptors() {
+        RateLimitDescriptor[] forty = new RateLimitDescriptor[40];
+        java.util.Arrays.fill(forty, descriptor("generic_key", "trial"));
+        return request(forty);
+    }
+
     /**
-     * Reads frames up to the next that ends a call: an answer ({@code grpc-status} 0, after its message) is added to
-     * {@code answered}, a refusal (8, with why) to {@code refused}; anything else fails.
+     * Reads frames up to the next that ends a call, which must be an answer ({@code grpc-status} 0); its stream.
+     * Decodes every header block on the way, in order: HPACK's table is the connection's.
      */
-    private static void readEnd(RawHttp2Client client, List<Integer> answered, List<Integer> refused) throws IOException {
+    private static int answer(RawHttp2Client client) throws IOException {
         while (true) {
             Frame frame = client.read();
+            assertThat(frame.type()).as("a frame the server sent").isNotIn(RawHttp2Client.RST_STREAM, RawHttp2Client.GOAWAY);
             if (frame.type() != RawHttp2Client.HEADERS) {
                 continue;
             }
-            Http2Headers headers = client.headers(frame); // every block, in order: HPACK's table is the connection's
-            if (!frame.ends()) {
-                continue;
+            Http2Headers headers = client.headers(frame);
+            if (frame.ends()) {
+                assertThat(String.valueOf(headers.get("grpc-status"))).as("stream %d's status", frame.stream()).isEqualTo("0");
+                return frame.stream();
             }
-            String status = String.valueOf(headers.get("grpc-status"));
-            if (status.equals("0")) {
-                answered.add(frame.stream());
-            } else {
-                assertThat(status).as("stream %d's status", frame.stream()).isEqualTo("8");
-                assertThat(String.valueOf(headers.get("grpc-message")))
-                        .isEqualTo("more than 1000 calls open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS)");
-                refused.add(frame.stream());
-            }
-            return;
         }
+    }
+
+    /**
+     * Sends {@code request} on {@code client} as fast as it can write, on another thread, up to {@code cap} calls;
+     * {@code sent} counts them. Completes with the failure that ended the writing, or null if every call went.
+     */
+    private static CompletableFuture<IOException> sendUpTo(RawHttp2Client client, RateLimitRequest request, int cap,
+                                                           AtomicLong sent) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                for (int stream = 1; sent.get() < cap; stream += 2) {
+                    client.call(stream, request);
+                    if (sent.incrementAndGet() % 64 == 0) {
+                        client.flush();
+                    }
+                }
+                client.flush();
+                return null;
+            } catch (IOException e) {
+                return e;
+            }
+        });
+    }
+
+    /** Waits until {@code sent} has not moved for a second (true), or the writing is done, or 30 s have passed. */
+    private static boolean stalls(AtomicLong sent, CompletableFuture<?> writing) throws InterruptedException {
+        long seen = -1;
+        long still = System.nanoTime();
+        long deadline = still + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline && !writing.isDone()) {
+            Thread.sleep(100);
+            if (sent.get() != seen) {
+                seen = sent.get();
+                still = System.nanoTime();
+            } else if (System.nanoTime() - still >= TimeUnit.SECONDS.toNanos(1)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
      * Found by attacking the port: gRPC read every call of a client that read no answers, and kept each with its
      * answer waiting, 3 KB a call, until the direct memory ran out and the connection's event loop stalled for good
      * (122,000 calls in seconds). Now a connection whose answers wait is read no further, so the client's own writes
-     * wait; and once its answers have waited the send timeout (60 s; here 2 s) it is cut off. Here the client sends
+     * wait; and once its answers have waited the send timeout (60 s; here 5 s) it is cut off. Here the client sends
      * up to 50,000 calls of 40 descriptors each, with a receive buffer of 4 KB and windows opened wide: its writes
      * stop well before, while a client on another connection is answered, and its connection is then reset.
      */
@@ -278,51 +336,52 @@ class ConnectionBoundsTest {
     void aClientThatReadsNoAnswersIsReadNoFurtherAndCutOffAtTheSendTimeout() throws Exception {
         int cap = 50_000;
         EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0,
-                EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(2));
+                EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(5));
         ManagedChannel other = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
         try (RawHttp2Client client = new RawHttp2Client(service.port(), 4096)) {
             client.preface(4, Integer.MAX_VALUE); // SETTINGS_INITIAL_WINDOW_SIZE: every stream's window wide open
             client.windowUpdate(0, Integer.MAX_VALUE - 65_535); // and the connection's
-            RateLimitDescriptor[] forty = new RateLimitDescriptor[40];
-            java.util.Arrays.fill(forty, descriptor("generic_key", "trial")); // a shadow policy: forty full statuses
-            RateLimitRequest request = request(forty);
             AtomicLong sent = new AtomicLong();
-            CompletableFuture<IOException> writing = CompletableFuture.supplyAsync(() -> {
-                try {
-                    for (int stream = 1; sent.get() < cap; stream += 2) {
-                        client.call(stream, request);
-                        if (sent.incrementAndGet() % 64 == 0) {
-                            client.flush();
-                        }
-                    }
-                    client.flush();
-                    return null;
-                } catch (IOException e) {
-                    return e;
-                }
-            });
-            long seen = -1;
-            long still = System.nanoTime();
-            long deadline = still + TimeUnit.SECONDS.toNanos(30);
-            while (System.nanoTime() - still < TimeUnit.SECONDS.toNanos(1) && System.nanoTime() < deadline
-                    && !writing.isDone()) {
-                Thread.sleep(100);
-                if (sent.get() != seen) {
-                    seen = sent.get();
-                    still = System.nanoTime();
-                }
-            }
-            assertThat(writing).as("the client's writes wait (%d calls sent)", sent.get()).isNotDone();
-            assertThat(sent.get()).as("calls sent before the server stopped reading").isLessThan(cap);
+            CompletableFuture<IOException> writing = sendUpTo(client, fortyDescriptors(), cap, sent);
+            assertThat(stalls(sent, writing)).as("the client's writes wait (%d calls sent of %d)", sent.get(), cap).isTrue();
+            long stalled = System.nanoTime();
             RateLimitResponse meanwhile = RateLimitServiceGrpc.newBlockingStub(other)
                     .withDeadlineAfter(5, TimeUnit.SECONDS).shouldRateLimit(request(descriptor("bulk", "meanwhile")));
             assertThat(meanwhile.getOverallCode()).isEqualTo(Code.OK);
-            IOException cut = writing.get(15, TimeUnit.SECONDS);
+            IOException cut = writing.get(20, TimeUnit.SECONDS);
             assertThat(cut).as("the connection was cut off").isNotNull();
             assertThat(cut.getMessage()).contains("reset");
+            assertThat(System.nanoTime() - stalled).as("cut off at the send timeout, not at once")
+                    .isGreaterThan(TimeUnit.SECONDS.toNanos(2));
         } finally {
             other.shutdownNow();
             service.close();
+        }
+    }
+
+    /**
+     * The other side of {@link #aClientThatReadsNoAnswersIsReadNoFurtherAndCutOffAtTheSendTimeout}: a client that
+     * stops reading until its writes wait, then reads, is read again and loses nothing. Every one of its 40,000 calls
+     * is answered, and the connection goes on. A read held back and never asked for again would leave it waiting.
+     */
+    @Test
+    void aClientThatReadsAgainIsReadAgainAndEveryCallAnswered() throws Exception {
+        int calls = 40_000;
+        try (RawHttp2Client client = new RawHttp2Client(server.port(), 4096)) {
+            client.preface(4, Integer.MAX_VALUE);
+            client.windowUpdate(0, Integer.MAX_VALUE - 65_535);
+            AtomicLong sent = new AtomicLong();
+            CompletableFuture<IOException> writing = sendUpTo(client, fortyDescriptors(), calls, sent);
+            assertThat(stalls(sent, writing)).as("the client's writes wait (%d calls sent of %d)", sent.get(), calls).isTrue();
+            int answered = 0;
+            while (answered < calls) {
+                answer(client);
+                answered++;
+            }
+            assertThat(writing.get(20, TimeUnit.SECONDS)).as("every call written").isNull();
+            client.call(2 * calls + 1, request(descriptor("bulk", "read-again")));
+            client.flush();
+            assertThat(answer(client)).isEqualTo(2 * calls + 1);
         }
     }
 

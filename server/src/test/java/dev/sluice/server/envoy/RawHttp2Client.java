@@ -15,6 +15,7 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * An HTTP/2 client written by hand, frame by frame, for the clients no library would be: one that resets every
@@ -99,9 +100,23 @@ final class RawHttp2Client implements AutoCloseable {
         }
     }
 
-    /** The first 4 bytes of a GOAWAY's payload are the last stream; the next 4 the error code. */
-    static long goAwayCode(Frame frame) {
-        return ByteBuffer.wrap(frame.payload(), 4, 4).getInt() & 0xFFFF_FFFFL;
+    /**
+     * Reads every frame the server sends, on another thread, up to a GOAWAY: its error code, or -1 if the connection
+     * ends without one. Nothing else may read meanwhile.
+     */
+    CompletableFuture<Long> goAway() {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                while (true) {
+                    Frame frame = read();
+                    if (frame.type() == GOAWAY) { // the last stream in 4 bytes, then the error code
+                        return ByteBuffer.wrap(frame.payload(), 4, 4).getInt() & 0xFFFF_FFFFL;
+                    }
+                }
+            } catch (IOException e) {
+                return -1L;
+            }
+        });
     }
 
     Socket socket() {
