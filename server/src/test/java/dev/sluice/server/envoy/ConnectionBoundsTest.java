@@ -130,7 +130,7 @@ class ConnectionBoundsTest {
             } catch (IOException e) {
                 // the server ended the connection while the client was still writing
             }
-            assertThat(goAway.get(20, TimeUnit.SECONDS)).as("GOAWAY ENHANCE_YOUR_CALM after %d resets", sent).isEqualTo(0xB);
+            assertEndedForResets(goAway, sent);
         }
         assertThat(ask(descriptor("bulk", "after")).getOverallCode()).isEqualTo(Code.OK);
     }
@@ -161,10 +161,21 @@ class ConnectionBoundsTest {
             } catch (IOException e) {
                 // the server ended the connection while the client was still writing
             }
-            assertThat(goAway.get(20, TimeUnit.SECONDS)).as("GOAWAY ENHANCE_YOUR_CALM after %d resets", sent).isEqualTo(0xB);
+            assertEndedForResets(goAway, sent);
             assertThat(grpc.records()).as("gRPC's log of those calls").isEmpty();
         }
         assertThat(ask(descriptor("bulk", "after")).getOverallCode()).isEqualTo(Code.OK);
+    }
+
+    /**
+     * The connection was ended for its resets: a GOAWAY of ENHANCE_YOUR_CALM, or a reset of the socket before the
+     * client read that GOAWAY. The server closes right after its GOAWAY, with the client's later frames still unread,
+     * so its kernel answers with a reset, and the client's kernel may drop what it had not read yet, the GOAWAY
+     * among it (a CI run saw so). Unbounded, the connection is never ended and this waits in vain.
+     */
+    private static void assertEndedForResets(CompletableFuture<Long> goAway, long sent) throws Exception {
+        assertThat(goAway.get(20, TimeUnit.SECONDS)).as("GOAWAY ENHANCE_YOUR_CALM (or the reset that may hide it) "
+                + "after %d resets", sent).isIn(0xBL, -1L);
     }
 
     /**
