@@ -11,8 +11,6 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
-import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Headers;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -39,21 +37,16 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ConnectionBoundsTest {
     private LiveConfig live;
-    private EnvoyRateLimitServer server;
-    private ManagedChannel channel;
-    private RateLimitServiceGrpc.RateLimitServiceBlockingStub envoy;
+    private ServiceUnderTest server;
 
     @BeforeEach
     void start() throws Exception {
         live = LiveConfig.of(ConfigLoader.parse("envoy.yaml", RateLimitServiceTest.CONFIG), new ServerMetrics());
-        server = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
-        channel = NettyChannelBuilder.forAddress("127.0.0.1", server.port()).usePlaintext().build();
-        envoy = RateLimitServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+        server = ServiceUnderTest.start(live);
     }
 
     @AfterEach
     void stop() throws Exception {
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         server.close();
         live.close();
     }
@@ -63,7 +56,7 @@ class ConnectionBoundsTest {
     }
 
     private RateLimitResponse ask(RateLimitDescriptor... descriptors) {
-        return envoy.shouldRateLimit(request(descriptors));
+        return server.envoy().shouldRateLimit(request(descriptors));
     }
 
     /**
@@ -73,15 +66,14 @@ class ConnectionBoundsTest {
      */
     @Test
     void oneConnectionHasAtMostAThousandCallsOpenAtOnce() throws Exception {
-        dev.sluice.server.HeldStore store = new dev.sluice.server.HeldStore();
+        HeldStore store = new HeldStore();
         int most = MOST_CALLS_PER_CONNECTION;
         int total = most + 50;
-        try (LiveConfig held = LiveConfig.of(ConfigLoader.parse("envoy.yaml", RateLimitServiceTest.CONFIG), store, new ServerMetrics())) {
-            EnvoyRateLimitServer service = EnvoyRateLimitServer.start(held, "127.0.0.1", 0);
-            ManagedChannel one = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+        try (LiveConfig held = LiveConfig.of(ConfigLoader.parse("envoy.yaml", RateLimitServiceTest.CONFIG), store, new ServerMetrics());
+             ServiceUnderTest service = ServiceUnderTest.start(held)) {
             try {
                 store.hold();
-                var stub = RateLimitServiceGrpc.newFutureStub(one).withDeadlineAfter(60, TimeUnit.SECONDS);
+                var stub = RateLimitServiceGrpc.newFutureStub(service.channel()).withDeadlineAfter(60, TimeUnit.SECONDS);
                 java.util.List<com.google.common.util.concurrent.ListenableFuture<RateLimitResponse>> calls =
                         new java.util.ArrayList<>();
                 for (int i = 0; i < total; i++) {
@@ -101,8 +93,6 @@ class ConnectionBoundsTest {
                 assertThat(store.asked()).isEqualTo(total);
             } finally {
                 store.release();
-                one.shutdownNow();
-                service.close();
             }
         }
     }
@@ -233,10 +223,8 @@ class ConnectionBoundsTest {
     @Test
     void aClientThatNeverOpensItsWindowIsCutOffOnceAnAnswerHasWaitedTheSendTimeout() throws Exception {
         int calls = 500;
-        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0,
-                EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(1));
-        ManagedChannel other = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
-        try (RawHttp2Client client = new RawHttp2Client(service.port(), 0)) {
+        try (ServiceUnderTest service = ServiceUnderTest.start(live, EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(1));
+             RawHttp2Client client = new RawHttp2Client(service.port(), 0)) {
             client.preface(); // and never a WINDOW_UPDATE
             RateLimitRequest forty = fortyDescriptors();
             for (int i = 0; i < calls; i++) {
@@ -261,12 +249,8 @@ class ConnectionBoundsTest {
             assertThat(cut.getMessage()).contains("reset");
             assertThat(waited).as("cut off after a send timeout, not before").isGreaterThan(TimeUnit.SECONDS.toNanos(1));
             assertThat(ended).as("calls ended before the window ran out").isPositive().isLessThan(calls);
-            RateLimitResponse meanwhile = RateLimitServiceGrpc.newBlockingStub(other)
-                    .withDeadlineAfter(5, TimeUnit.SECONDS).shouldRateLimit(request(descriptor("bulk", "after-cut")));
+            RateLimitResponse meanwhile = service.envoy().shouldRateLimit(request(descriptor("bulk", "after-cut")));
             assertThat(meanwhile.getOverallCode()).isEqualTo(Code.OK);
-        } finally {
-            other.shutdownNow();
-            service.close();
         }
     }
 
@@ -346,27 +330,21 @@ class ConnectionBoundsTest {
     @Test
     void aClientThatReadsNoAnswersIsReadNoFurtherAndCutOffAtTheSendTimeout() throws Exception {
         int cap = 50_000;
-        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0,
-                EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(5));
-        ManagedChannel other = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
-        try (RawHttp2Client client = new RawHttp2Client(service.port(), 4096)) {
+        try (ServiceUnderTest service = ServiceUnderTest.start(live, EnvoyRateLimitServer.IDLE_CONNECTION, Duration.ofSeconds(5));
+             RawHttp2Client client = new RawHttp2Client(service.port(), 4096)) {
             client.preface(4, Integer.MAX_VALUE); // SETTINGS_INITIAL_WINDOW_SIZE: every stream's window wide open
             client.windowUpdate(0, Integer.MAX_VALUE - 65_535); // and the connection's
             AtomicLong sent = new AtomicLong();
             CompletableFuture<IOException> writing = sendUpTo(client, fortyDescriptors(), cap, sent);
             assertThat(stalls(sent, writing)).as("the client's writes wait (%d calls sent of %d)", sent.get(), cap).isTrue();
             long stalled = System.nanoTime();
-            RateLimitResponse meanwhile = RateLimitServiceGrpc.newBlockingStub(other)
-                    .withDeadlineAfter(5, TimeUnit.SECONDS).shouldRateLimit(request(descriptor("bulk", "meanwhile")));
+            RateLimitResponse meanwhile = service.envoy().shouldRateLimit(request(descriptor("bulk", "meanwhile")));
             assertThat(meanwhile.getOverallCode()).isEqualTo(Code.OK);
             IOException cut = writing.get(20, TimeUnit.SECONDS);
             assertThat(cut).as("the connection was cut off").isNotNull();
             assertThat(cut.getMessage()).contains("reset");
             assertThat(System.nanoTime() - stalled).as("cut off at the send timeout, not at once")
                     .isGreaterThan(TimeUnit.SECONDS.toNanos(2));
-        } finally {
-            other.shutdownNow();
-            service.close();
         }
     }
 
@@ -404,15 +382,14 @@ class ConnectionBoundsTest {
      */
     @Test
     void anIdleConnectionIsEndedAndOneInUseIsNot() throws Exception {
-        EnvoyRateLimitServer service = EnvoyRateLimitServer.start(live, "127.0.0.1", 0, Duration.ofMillis(300), SEND_TIMEOUT);
-        ManagedChannel busy = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
-        try (java.net.Socket silent = new java.net.Socket("127.0.0.1", service.port());
+        try (ServiceUnderTest service = ServiceUnderTest.start(live, Duration.ofMillis(300), SEND_TIMEOUT);
+             java.net.Socket silent = new java.net.Socket("127.0.0.1", service.port());
              java.net.Socket prefaceOnly = new java.net.Socket("127.0.0.1", service.port())) {
             // the client's preface, then an empty SETTINGS frame (length 0, type 4, no flags, stream 0)
             prefaceOnly.getOutputStream().write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             prefaceOnly.getOutputStream().write(new byte[] {0, 0, 0, 4, 0, 0, 0, 0, 0});
             prefaceOnly.getOutputStream().flush();
-            var stub = RateLimitServiceGrpc.newBlockingStub(busy);
+            var stub = RateLimitServiceGrpc.newBlockingStub(service.channel());
             long started = System.nanoTime();
             for (java.net.Socket idle : List.of(silent, prefaceOnly)) {
                 idle.setSoTimeout(30_000);
@@ -430,10 +407,7 @@ class ConnectionBoundsTest {
                 assertThat(stub.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
                         .addDescriptors(descriptor("bulk", "b" + i)).build()).getOverallCode()).isEqualTo(Code.OK);
             }
-            assertThat(busy.getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
-        } finally {
-            busy.shutdownNow();
-            service.close();
+            assertThat(service.channel().getState(false)).isEqualTo(io.grpc.ConnectivityState.READY);
         }
     }
 

@@ -101,6 +101,7 @@ class RateLimitServiceTest {
             """;
 
     private LiveConfig live;
+    private ServiceUnderTest service;
     private EnvoyRateLimitServer server;
     private ManagedChannel channel;
     private RateLimitServiceGrpc.RateLimitServiceBlockingStub envoy;
@@ -114,15 +115,15 @@ class RateLimitServiceTest {
             Thread.sleep(toTheMinute + 20);
         }
         live = LiveConfig.of(ConfigLoader.parse("envoy.yaml", CONFIG), new ServerMetrics());
-        server = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
-        channel = NettyChannelBuilder.forAddress("127.0.0.1", server.port()).usePlaintext().build();
-        envoy = RateLimitServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+        service = ServiceUnderTest.start(live);
+        server = service.server();
+        channel = service.channel();
+        envoy = service.envoy();
     }
 
     @AfterEach
     void stop() throws Exception {
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        server.close();
+        service.close();
         live.close();
     }
 
