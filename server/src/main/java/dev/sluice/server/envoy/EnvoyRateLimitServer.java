@@ -60,8 +60,9 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      * the client has acknowledged the SETTINGS that carry it (gRPC's Netty applies it at once since gRPC 1.85; on
      * 1.62 a client that never acknowledged opened 192,000 calls): a call past it is refused with
      * {@code REFUSED_STREAM}, which a client may send again, and one that sends on a refused call regardless has its
-     * connection ended ({@code PROTOCOL_ERROR}: Netty takes such a frame for one on a call that never was).
-     * {@code ConnectionBoundsTest} pins both.
+     * connection ended ({@code PROTOCOL_ERROR}: Netty takes such a frame for one on a call that never was). An
+     * honest client never meets either before it has the SETTINGS: nghttp2 (Envoy's HTTP/2 library of old), Go's
+     * and Rust's h2 open at most 100 streams until then. {@code ConnectionBoundsTest} pins both.
      */
     static final int MOST_CALLS_PER_CONNECTION = 1_000;
     /**
