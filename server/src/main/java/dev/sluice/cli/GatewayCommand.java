@@ -47,6 +47,7 @@ final class GatewayCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         URI target = upstream();
         long timeoutMs = upstreamTimeoutMs();
+        long idleMs = options.idleTimeoutMs();
         if (adminPort != null) {
             ServiceOptions.checkPort("--admin-port", adminPort);
         }
@@ -54,7 +55,7 @@ final class GatewayCommand implements Callable<Integer> {
         List<AutoCloseable> running = new ArrayList<>();
         Gateway gateway;
         try {
-            gateway = Gateway.start(live, target, options.host, options.port, timeoutMs);
+            gateway = Gateway.start(live, target, options.host, options.port, timeoutMs, idleMs);
         } catch (Exception e) {
             live.close();
             throw options.cannotListen("--port", options.port, e);
@@ -62,7 +63,7 @@ final class GatewayCommand implements Callable<Integer> {
         running.add(gateway);
         if (adminPort != null) {
             try {
-                running.add(0, ApiServer.start(live, options.host, adminPort));
+                running.add(0, ApiServer.start(live, options.host, adminPort, idleMs));
             } catch (Exception e) {
                 gateway.close();
                 live.close();
@@ -84,15 +85,7 @@ final class GatewayCommand implements Callable<Integer> {
     }
 
     private long upstreamTimeoutMs() throws BadInput {
-        try {
-            long nanos = dev.sluice.DurationFormat.parseNanos(upstreamTimeout);
-            if (nanos >= 1_000_000) {
-                return nanos / 1_000_000;
-            }
-        } catch (IllegalArgumentException e) {
-            // falls through to the message
-        }
-        throw new BadInput("--upstream-timeout: expected a duration of at least 1ms such as 30s, got \"" + upstreamTimeout + "\"");
+        return ServiceOptions.durationMs("--upstream-timeout", upstreamTimeout, 1);
     }
 
     private URI upstream() throws BadInput {

@@ -39,10 +39,11 @@ final class ServeCommand implements Callable<Integer> {
         if (grpcPort != null) {
             ServiceOptions.checkPort("--grpc-port", grpcPort);
         }
+        long idleMs = options.idleTimeoutMs();
         LiveConfig live = options.load();
         ApiServer server;
         try {
-            server = ApiServer.start(live, options.host, options.port);
+            server = ApiServer.start(live, options.host, options.port, idleMs);
         } catch (Exception e) {
             live.close();
             throw options.cannotListen("--port", options.port, e);

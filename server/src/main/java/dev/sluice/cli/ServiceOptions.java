@@ -27,6 +27,29 @@ final class ServiceOptions {
     @Option(names = "--host", paramLabel = "ADDRESS", description = "default 0.0.0.0 (every interface)")
     String host = "0.0.0.0";
 
+    @Option(names = "--idle-timeout", paramLabel = "DURATION", description = "how long a client's HTTP connection may "
+            + "carry no request before it is closed, as nginx's keepalive_timeout (default 60s, at least 1s)")
+    String idleTimeout = "60s";
+
+    /** {@code --idle-timeout} in milliseconds: at least a second, since the watch looks every quarter of it. */
+    long idleTimeoutMs() throws BadInput {
+        return durationMs("--idle-timeout", idleTimeout, 1_000);
+    }
+
+    /** The duration {@code value} of {@code option} in milliseconds, at least {@code leastMs}, or why not. */
+    static long durationMs(String option, String value, long leastMs) throws BadInput {
+        try {
+            long nanos = dev.sluice.DurationFormat.parseNanos(value);
+            if (nanos >= leastMs * 1_000_000) {
+                return nanos / 1_000_000;
+            }
+        } catch (IllegalArgumentException e) {
+            // falls through to the message
+        }
+        throw new BadInput(option + ": expected a duration of at least "
+                + dev.sluice.DurationFormat.format(leastMs * 1_000_000) + " such as 30s, got \"" + value + "\"");
+    }
+
     /**
      * Where a client on this machine reaches a server listening on {@code host}: {@code localhost} when it
      * listens on every interface, else the address itself (an IPv6 one in brackets, as a URL writes it).

@@ -81,6 +81,33 @@ class GatewayLauncherIT {
         }
     }
 
+    /** {@code --idle-timeout} holds for the gateway's clients and for its admin port alike. */
+    @Test
+    void closesConnectionsThatCarryNoRequestAfterTheIdleTimeoutGiven() throws Exception {
+        Path config = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n");
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", "--upstream",
+                "http://127.0.0.1:1", "--config", config.toString(), "--port", "0", "--host", "127.0.0.1",
+                "--admin-port", "0", "--idle-timeout", "1s").redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            Matcher gateway = Pattern.compile("sluice: gateway on http://127.0.0.1:(\\d+) .*").matcher(out.readLine());
+            Matcher admin = Pattern.compile(" +API, dashboard and metrics on http://127.0.0.1:(\\d+)/").matcher(out.readLine());
+            assertThat(gateway.matches() && admin.matches()).isTrue();
+            for (Matcher port : List.of(gateway, admin)) {
+                try (java.net.Socket idle = new java.net.Socket("127.0.0.1", Integer.parseInt(port.group(1)))) {
+                    idle.setSoTimeout(30_000);
+                    long opened = System.nanoTime();
+                    assertThat(idle.getInputStream().read()).as("closed, nothing sent").isEqualTo(-1);
+                    assertThat(System.nanoTime() - opened).as("closed between 1 and 1.25 s after it was made, give or take")
+                            .isBetween(TimeUnit.MILLISECONDS.toNanos(900), TimeUnit.SECONDS.toNanos(10));
+                }
+            }
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
     @Test
     void refusesABadUpstream() throws Exception {
         for (List<String> arguments : List.of(List.of("--upstream", "localhost:80"), List.of("--upstream", "http://h:1/api"),

@@ -184,6 +184,27 @@ class ServeLauncherIT {
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()).body();
     }
 
+    /** {@code --idle-timeout} sets how long a connection that carries no request is kept (60 s unless told). */
+    @Test
+    void closesAConnectionThatCarriesNoRequestAfterTheIdleTimeoutGiven() throws Exception {
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
+                "--idle-timeout", "1s").directory(dir.toFile()).redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            Matcher where = Pattern.compile(".* on http://localhost:(\\d+) .*").matcher(out.readLine());
+            assertThat(where.matches()).isTrue();
+            try (java.net.Socket idle = new java.net.Socket("localhost", Integer.parseInt(where.group(1)))) {
+                idle.setSoTimeout(30_000);
+                long opened = System.nanoTime();
+                assertThat(idle.getInputStream().read()).as("closed, nothing sent").isEqualTo(-1);
+                assertThat(System.nanoTime() - opened).as("closed between 1 and 1.25 s after it was made, give or take")
+                        .isBetween(TimeUnit.MILLISECONDS.toNanos(900), TimeUnit.SECONDS.toNanos(10));
+            }
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
     @Test
     void refusesABadGrpcPort() throws Exception {
         Process process = new ProcessBuilder(List.of(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",

@@ -42,6 +42,23 @@ class ServiceCommandsTest {
         assertThat(out.toString()).isEmpty();
     }
 
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', value = {
+            "serve|500ms|--idle-timeout: expected a duration of at least 1s such as 30s, got \"500ms\"",
+            "serve|soon|--idle-timeout: expected a duration of at least 1s such as 30s, got \"soon\"",
+            "gateway|0s|--idle-timeout: expected a duration of at least 1s such as 30s, got \"0s\"",
+    })
+    void refusesABadIdleTimeoutBeforeStartingAnything(String command, String value, String message) throws Exception {
+        StringWriter err = new StringWriter();
+        String[] args = command.equals("serve")
+                ? new String[] {"serve", "--port", "0", "--idle-timeout", value}
+                : new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--port", "0", "--idle-timeout", value};
+        int status = Sluice.run(args, new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(),
+                new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: " + message + "\n");
+    }
+
     /** An address this machine does not have is the host's fault, not the port's. */
     @org.junit.jupiter.api.Test
     void refusesAHostThatIsNotThisMachines() throws Exception {

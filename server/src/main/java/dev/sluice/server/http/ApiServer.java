@@ -71,8 +71,8 @@ public final class ApiServer implements AutoCloseable {
         return start(live, host, port, IDLE_TIMEOUT_MS);
     }
 
-    /** Starts listening, closing a connection idle for {@code idleTimeoutMs} (tests make it short). */
-    static ApiServer start(LiveConfig live, String host, int port, long idleTimeoutMs) throws Exception {
+    /** Starts listening, closing a connection that carries no request for {@code idleTimeoutMs}. */
+    public static ApiServer start(LiveConfig live, String host, int port, long idleTimeoutMs) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
         try {
             ApiServer api = new ApiServer(vertx, live, idleTimeoutMs);

@@ -76,6 +76,15 @@ public final class Gateway implements AutoCloseable {
     }
 
     /**
+     * As {@link #start(LiveConfig, URI, String, int, long)}, a client's connection that carries no request let go
+     * after {@code idleClientMs} instead of {@value #IDLE_CLIENT_TIMEOUT_MS} ms.
+     */
+    public static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs,
+                                long idleClientMs) throws Exception {
+        return start(live, upstream, host, port, upstreamTimeoutMs, null, idleClientMs);
+    }
+
+    /**
      * As {@link #start(LiveConfig, URI, String, int, long)}, an {@code https} upstream's certificate checked with
      * {@code trusted}, or with the JDK's trusted certificates when null.
      */
