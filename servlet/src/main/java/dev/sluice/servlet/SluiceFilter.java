@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
@@ -51,10 +52,11 @@ import java.util.concurrent.TimeUnit;
  *   <li>A malformed cost header or query is a {@code 400} that names it; nothing is charged.</li>
  * </ul>
  *
- * <p>A request is decided on its first pass through the filter, as a request or as a forward (a filter before this
- * one that rewrites URLs by forwarding, say: a past bug left such requests undecided), at the path it has then;
- * forwards, includes, error pages and asynchronous dispatches of a request already decided are not counted again
- * (a request attribute marks it).
+ * <p>A request is decided on its first pass through the filter, as a request, as a forward (a filter before this
+ * one that rewrites URLs by forwarding, say: a past bug left such requests undecided) or as an asynchronous dispatch
+ * (a filter before this one parked it and resumed it), at the path it has then; forwards, includes, error pages and
+ * asynchronous dispatches of a request already decided are not counted again (a request attribute of this filter's
+ * own marks it).
  *
  * <p>Configured with the init parameter {@code config}, the path of the file (reloaded within a second of an edit,
  * as {@code sluice serve} does; a bad file stops the filter from starting with the message that names file, line
@@ -63,8 +65,22 @@ import java.util.concurrent.TimeUnit;
 public final class SluiceFilter implements Filter {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final System.Logger LOG = System.getLogger(SluiceFilter.class.getName());
-    /** The request attribute that marks a request this filter has decided. */
-    static final String DECIDED = SluiceFilter.class.getName() + ".decided";
+    private static final java.util.concurrent.atomic.AtomicLong FILTERS = new java.util.concurrent.atomic.AtomicLong();
+    /**
+     * The request attribute that marks a request this filter has decided: each filter its own, so that two (two
+     * configurations in one chain, or an application forwarded to from another that runs its own) each decide a
+     * request once. One name for all had the second let every request through undecided (from a review).
+     */
+    private final String decided = SluiceFilter.class.getName() + ".decided." + FILTERS.incrementAndGet();
+    /**
+     * The dispatches on which a request not yet decided by this filter is decided: as the client sent it, forwarded
+     * (a filter before this one that rewrites URLs by forwarding), or dispatched again after a filter before this one
+     * parked it (as Jetty's QoSFilter and DoSFilter resume the requests they suspend: a review found such requests let
+     * through undecided, under load, when they are parked). Includes and error pages are parts of an answer, not
+     * requests.
+     */
+    private static final Set<DispatcherType> FIRST_PASSES =
+            java.util.EnumSet.of(DispatcherType.REQUEST, DispatcherType.FORWARD, DispatcherType.ASYNC);
     /** Requests held for their turn: answered {@code 503} if the application stops before their turn comes. */
     private final java.util.Set<AsyncContext> held = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -72,6 +88,8 @@ public final class SluiceFilter implements Filter {
     /** Whether this filter made {@link #live} from its init parameter, and so closes it. */
     private boolean owned;
     private ScheduledExecutorService turns;
+    /** Between destroy and the next init: a container may init the same filter again, as Jetty does on a restart. */
+    private boolean destroyed;
 
     /** For a container that reads the init parameter {@code config}. */
     public SluiceFilter() {
@@ -84,6 +102,9 @@ public final class SluiceFilter implements Filter {
 
     @Override
     public void init(FilterConfig config) throws ServletException {
+        synchronized (this) {
+            destroyed = false;
+        }
         if (live != null) {
             return;
         }
@@ -111,12 +132,12 @@ public final class SluiceFilter implements Filter {
             throws IOException, ServletException {
         if (!(servletRequest instanceof HttpServletRequest request)
                 || !(servletResponse instanceof HttpServletResponse response)
-                || request.getAttribute(DECIDED) != null
-                || request.getDispatcherType() != DispatcherType.REQUEST && request.getDispatcherType() != DispatcherType.FORWARD) {
+                || request.getAttribute(decided) != null
+                || !FIRST_PASSES.contains(request.getDispatcherType())) {
             chain.doFilter(servletRequest, servletResponse);
             return;
         }
-        request.setAttribute(DECIDED, Boolean.TRUE);
+        request.setAttribute(decided, Boolean.TRUE);
         Policies policies = live.policies();
         Verdict verdict;
         try {
@@ -181,18 +202,31 @@ public final class SluiceFilter implements Filter {
         context.setTimeout(0); // the turn ends the wait, not the container's timeout for asynchronous requests
         context.addListener(new Releasing(verdict, held));
         held.add(context);
-        turns().schedule(() -> {
-            if (held.remove(context)) { // else answered as the application stopped
-                // the container's own again, for an application that goes asynchronous itself: a container may keep
-                // the 0 for its startAsync, and such a request never timed out (found by trying it on Jetty 12)
-                context.setTimeout(containers);
-                context.dispatch();
+        try {
+            ScheduledExecutorService timer = turns();
+            if (timer == null) {
+                throw new RejectedExecutionException("the filter is destroyed");
             }
-        }, delayMs, TimeUnit.MILLISECONDS);
+            timer.schedule(() -> {
+                if (held.remove(context)) { // else answered as the application stopped
+                    // the container's own again, for an application that goes asynchronous itself: a container may
+                    // keep the 0 for its startAsync, and such a request never timed out (found by trying it on Jetty 12)
+                    context.setTimeout(containers);
+                    context.dispatch();
+                }
+            }, delayMs, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) { // decided as the filter was destroyed: the application is stopping
+            if (held.remove(context)) {
+                stopping(context);
+            }
+        }
     }
 
-    /** The timer of held requests, made with the first. */
+    /** The timer of held requests, made with the first after each init; null once destroyed. */
     private synchronized ScheduledExecutorService turns() {
+        if (destroyed) {
+            return null;
+        }
         if (turns == null) {
             turns = Executors.newSingleThreadScheduledExecutor(task -> {
                 Thread thread = new Thread(task, "sluice-filter-turns");
@@ -269,8 +303,10 @@ public final class SluiceFilter implements Filter {
     @Override
     public void destroy() {
         synchronized (this) {
+            destroyed = true;
             if (turns != null) {
                 turns.shutdownNow();
+                turns = null; // an init of this same filter makes another (Jetty inits a filter it was given again)
             }
         }
         // the requests still waiting for their turn are answered, not stranded with their clients waiting
@@ -285,6 +321,9 @@ public final class SluiceFilter implements Filter {
             } catch (Exception e) {
                 // the application is stopping anyway
             }
+            live.metrics().close(); // else its listeners on the JVM's beans keep this application's class loader
+            live = null; // an init of this same filter reads the file again
+            owned = false;
         }
     }
 }

@@ -33,8 +33,10 @@ import java.util.function.ToLongFunction;
  * {@code sluice_store_<event>_total{store}}. The store's counts are read from the store when scraped
  * ({@link RedisStore#counts()}), those of the stores a reload replaced kept; the in-memory store never fails.
  */
-public final class ServerMetrics {
+public final class ServerMetrics implements AutoCloseable {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    /** The JVM's collections, heard through listeners on the JVM's own beans: they outlive this unless closed. */
+    private final JvmGcMetrics collections = new JvmGcMetrics();
     private final Map<String, Map<Checked.Outcome, Counter>> decisions = new ConcurrentHashMap<>();
     private final Timer storeTime;
     /** The store decided on now, and the failure counts of the stores it replaced (a counter never goes back). */
@@ -74,10 +76,20 @@ public final class ServerMetrics {
                         + " ones; each lost its state").register(registry);
         new ClassLoaderMetrics().bindTo(registry);
         new JvmMemoryMetrics().bindTo(registry);
-        new JvmGcMetrics().bindTo(registry);
+        collections.bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
         new ProcessorMetrics().bindTo(registry);
         new UptimeMetrics().bindTo(registry);
+    }
+
+    /**
+     * Stops listening to the JVM's collections. A server process ends with its metrics; an application that
+     * undeploys a filter that made its own must close them, or the listeners on the JVM's beans keep the
+     * application's class loader, and run at every collection, for as long as the JVM lives (micrometer#1349).
+     */
+    @Override
+    public void close() {
+        collections.close();
     }
 
     /** What a store's failure policy counts ({@link RedisStore.Counts}), and the meter of each by store kind. */
