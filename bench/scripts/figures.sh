@@ -1,4 +1,4 @@
-# Sourced by bench/run-redis and bench/run-http: the arithmetic of their figures.
+# Sourced by bench/run-redis, bench/run-http and bench/run-grpc: the arithmetic of their figures.
 
 # the middle value of its arguments (the lower middle for an even count)
 median() { printf "%s\n" "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }

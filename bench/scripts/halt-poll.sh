@@ -1,4 +1,4 @@
-# Sourced by bench/run-redis and bench/run-http: how long an idle vCPU polls before it halts, and HALT_POLL_NS to
+# Sourced by bench/run-redis, bench/run-http and bench/run-grpc: how long an idle vCPU polls before it halts, and HALT_POLL_NS to
 # set it for one run (the value before is put back when the run ends).
 #
 # Why it is printed with every run: on a virtual machine whose cpuidle driver is haltpoll, an idle vCPU first polls

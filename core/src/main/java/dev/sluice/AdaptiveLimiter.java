@@ -21,7 +21,7 @@ import java.time.Duration;
  * untouched whatever its rate). The bucket is kept as a level (the room taken) in units of token·nanosecond, so
  * every decision is exact in integers; that needs {@code ceiling × period} below 2^62 (a billion per second fits).
  *
- * <p>{@code retry_after} and {@code reset_after} are waits "if nothing else arrived" (spec/algorithms.md), and
+ * <p>{@code retry_after} and {@code reset_after} are waits "if nothing else arrived" (docs/algorithms.md), and
  * with nothing arriving the rate keeps moving: down once at the end of an interval that already saw congestion,
  * then up by {@code increase} at the end of every interval. So they are worked out along that schedule, interval
  * by interval while the bucket drains, then in one step for the rate to reach the cost; {@code retry_after} is

@@ -3,7 +3,7 @@ package dev.sluice;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 
-/** The rate algorithms of the contract (spec/algorithms.md), by the names used in configuration. */
+/** The rate algorithms of the contract (docs/algorithms.md), by the names used in configuration. */
 public enum Algorithm {
     FIXED_WINDOW("fixed-window"),
     SLIDING_LOG("sliding-log"),

@@ -8,7 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The concurrency limit of spec/algorithms.md: at most {@code L} units of cost in flight per key.
+ * The concurrency limit of docs/algorithms.md: at most {@code L} units of cost in flight per key.
  * {@link #tryAcquire} admits iff {@code in_flight + c ≤ L} and hands out a {@link Permit}; closing the permit
  * gives the cost back. A permit that is never closed (its holder crashed, or forgot) expires after the lease
  * timeout, so capacity cannot leak.
@@ -98,7 +98,7 @@ public final class ConcurrencyLimiter {
     }
 
     /**
-     * Asks for {@code cost} units of in-flight capacity on {@code key}. A cost of 0 is a peek (spec/algorithms.md):
+     * Asks for {@code cost} units of in-flight capacity on {@code key}. A cost of 0 is a peek (docs/algorithms.md):
      * allowed, with what is free now and when the leases held run out, and nothing held (closing its permit gives
      * nothing back).
      *

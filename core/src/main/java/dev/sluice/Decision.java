@@ -3,7 +3,7 @@ package dev.sluice;
 import java.time.Duration;
 
 /**
- * The answer to one request (spec/algorithms.md, "Every decision has these fields").
+ * The answer to one request (docs/algorithms.md, "Every decision has these fields").
  *
  * @param allowed         the request is admitted and its cost is taken
  * @param remaining       whole units of cost that could still be admitted now, after this decision (≥ 0)

@@ -1,6 +1,6 @@
 package dev.sluice.store;
 
-/** What a store that cannot answer in time decides (spec/server.md, {@code on_store_failure}). */
+/** What a store that cannot answer in time decides (docs/server.md, {@code on_store_failure}). */
 public enum FailurePolicy {
     /** Admit, as if the key were untouched: an outage of the store does not become an outage of the API. */
     OPEN,

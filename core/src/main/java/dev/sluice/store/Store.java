@@ -9,7 +9,7 @@ import java.util.concurrent.CompletionStage;
 /**
  * Where the state of keys lives and how one decision on it is made atomic: the in-memory store with one
  * compare-and-set, the Redis store with one script. Every store gives the same decisions on the same trace
- * (spec/algorithms.md); the store conformance suite in sluice-testkit holds each to it.
+ * (docs/algorithms.md); the store conformance suite in sluice-testkit holds each to it.
  *
  * <p>A store keeps one state per key: the keys of limiters with different rules that share a store must not
  * collide (give each limiter its own store, or keys of its own).

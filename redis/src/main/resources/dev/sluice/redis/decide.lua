@@ -1,4 +1,4 @@
--- Sluice: one decision on one key, every limit of the key at once, atomically (spec/algorithms.md).
+-- Sluice: one decision on one key, every limit of the key at once, atomically (docs/algorithms.md).
 --
 -- KEYS[1]  sluice:{<key>}: the state of every limit of the key, one string
 -- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode, max_delay_ns, ttl_margin_ms, limit count,

@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
- * {@code sluice gateway --upstream URL}: the limiter as a reverse proxy in front of an API (spec/server.md).
+ * {@code sluice gateway --upstream URL}: the limiter as a reverse proxy in front of an API (docs/server.md).
  * With {@code --admin-port} it also serves the HTTP API, {@code /metrics}, {@code /healthz} and the dashboard
  * on that port, on the same policies and counters.
  */

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
- * {@code sluice serve}: the rate limit service of spec/server.md over HTTP. With no {@code --config} it serves
+ * {@code sluice serve}: the rate limit service of docs/server.md over HTTP. With no {@code --config} it serves
  * {@code examples/sluice.yaml} on the in-memory store.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,

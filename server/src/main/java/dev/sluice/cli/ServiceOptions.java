@@ -28,7 +28,8 @@ final class ServiceOptions {
     String host = "0.0.0.0";
 
     @Option(names = "--idle-timeout", paramLabel = "DURATION", description = "how long a client's HTTP connection may "
-            + "carry no request before it is closed, as nginx's keepalive_timeout (default 60s, at least 1s)")
+            + "carry no request before it is closed, as nginx's keepalive_timeout, and, on the API, how long a "
+            + "request's body may take (default 60s, at least 1s; the gRPC port keeps its own 5m)")
     String idleTimeout = "60s";
 
     /** {@code --idle-timeout} in milliseconds: at least a second, since the watch looks every quarter of it. */

@@ -39,7 +39,7 @@ import java.util.UUID;
 import java.util.concurrent.Callable;
 
 /**
- * {@code sluice simulate}: replays a trace through the real limiter on a manual clock (spec/simulate.md).
+ * {@code sluice simulate}: replays a trace through the real limiter on a manual clock (docs/simulate.md).
  * Everything is read and checked first; a bad value stops the run with one {@code error:} line and exit
  * status 2 before any decision is written.
  */

@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Reads a whole trace (spec/simulate.md) before anything is decided, so that bad input stops the run before
+ * Reads a whole trace (docs/simulate.md) before anything is decided, so that bad input stops the run before
  * any output line is written. Every error names the file, the line and the value.
  */
 final class TraceFile {

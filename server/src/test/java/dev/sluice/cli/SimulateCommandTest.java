@@ -16,7 +16,7 @@ import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@code sluice simulate} in this JVM: every answer and every refusal of spec/simulate.md. */
+/** {@code sluice simulate} in this JVM: every answer and every refusal of docs/simulate.md. */
 class SimulateCommandTest {
     /** The seeds' walk: 3 per minute, refilled every minute, requests at 0, 10, 35, 45 and 60 s. */
     static final String SEED_WALK = "t_ms,key\n0,user_1\n10000,user_1\n35000,user_1\n45000,user_1\n60000,user_1\n";

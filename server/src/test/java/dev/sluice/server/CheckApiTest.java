@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The HTTP API of spec/server.md end to end: a real server on an ephemeral port, a real HTTP client. */
+/** The HTTP API of docs/server.md end to end: a real server on an ephemeral port, a real HTTP client. */
 class CheckApiTest {
     private static final String CONFIG = """
             headers: [ietf, legacy]

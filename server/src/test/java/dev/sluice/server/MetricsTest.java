@@ -18,7 +18,7 @@ import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@code GET /metrics}: Prometheus text with the names of spec/server.md, fed by real decisions and a real Redis failing. */
+/** {@code GET /metrics}: Prometheus text with the names of docs/server.md, fed by real decisions and a real Redis failing. */
 class MetricsTest {
     private static final HttpClient CLIENT = HttpClient.newHttpClient();
     private static final Pattern SAMPLE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\\{[^}]*})?) (\\S+)$");

@@ -15,7 +15,7 @@ import java.util.TreeMap;
 import java.util.function.LongPredicate;
 
 /**
- * spec/algorithms.md written a second time, as literally as possible, to check every store against.
+ * docs/algorithms.md written a second time, as literally as possible, to check every store against.
  *
  * <p>It shares no code with sluice-core and works another way: each algorithm keeps the variables the spec
  * names (a token count, a bucket level, a TAT, a log, counters per window) in unbounded integers, scaled so

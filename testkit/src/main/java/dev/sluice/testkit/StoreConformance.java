@@ -23,7 +23,7 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The contract of spec/algorithms.md as tests, for any {@link Store}: every example of the seeds, the
+ * The contract of docs/algorithms.md as tests, for any {@link Store}: every example of the seeds, the
  * exact boundaries, and random traces checked decision for decision against the {@link ReferenceModel}.
  *
  * <p>A store's test module extends this class and says how to make a fresh store; nothing else changes.

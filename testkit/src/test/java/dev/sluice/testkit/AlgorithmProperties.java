@@ -22,7 +22,7 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The laws of spec/algorithms.md that hold for every trace, checked on generated ones. */
+/** The laws of docs/algorithms.md that hold for every trace, checked on generated ones. */
 class AlgorithmProperties {
     private static final long MS = 1_000_000L;
     private static final long START = StoreConformance.TEN_O_CLOCK;

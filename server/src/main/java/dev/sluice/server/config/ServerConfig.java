@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * {@code sluice.yaml} (spec/server.md), checked.
+ * {@code sluice.yaml} (docs/server.md), checked.
  *
  * @param store          {@code memory}, {@code redis://host:port[/db]} or {@code redis-cluster://h1:p1,h2:p2}
  * @param maxKeys        the most keys the in-memory store holds; full, it evicts those decided least recently

@@ -6,11 +6,13 @@ import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
 import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.IoHandlerFactory;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 
@@ -35,8 +37,9 @@ final class GrpcTransport implements AutoCloseable {
         boolean epoll = Epoll.isAvailable();
         ThreadFactory acceptor = new DefaultThreadFactory("sluice-grpc-accept", true);
         ThreadFactory loop = new DefaultThreadFactory("sluice-grpc", true);
-        this.accepting = epoll ? new EpollEventLoopGroup(1, acceptor) : new NioEventLoopGroup(1, acceptor);
-        this.connections = epoll ? new EpollEventLoopGroup(0, loop) : new NioEventLoopGroup(0, loop);
+        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        this.accepting = new MultiThreadIoEventLoopGroup(1, acceptor, io);
+        this.connections = new MultiThreadIoEventLoopGroup(0, loop, io);
         ChannelHandler watch = new Watch(sendTimeout);
         this.listening = () -> {
             ServerChannel channel = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();

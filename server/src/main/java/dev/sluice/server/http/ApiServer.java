@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
 /**
- * The HTTP API of {@code sluice serve} (spec/server.md): {@code POST /v1/check}, {@code POST /v1/check-request},
+ * The HTTP API of {@code sluice serve} (docs/server.md): {@code POST /v1/check}, {@code POST /v1/check-request},
  * {@code GET /v1/policies}, {@code GET /healthz}, {@code GET /metrics}, and the dashboard ({@code GET /}, fed by
  * {@code GET /v1/stats}); and {@code POST /v1/release}, which gives back a concurrency policy's place before
  * its lease runs out ({@link HeldPlaces}). Decisions go through the limiter's async face: the in-memory store answers at once,
@@ -120,7 +120,7 @@ public final class ApiServer implements AutoCloseable {
                     body -> release(request, body));
             case "/v1/policies" -> get(request, () -> json(request.response(), 200, policiesJson(policies)));
             case "/v1/stats" -> get(request, () -> json(request.response(), 200, dashboard.stats(policies)));
-            // 200 while the service can decide (spec/server.md), and with the store down it still can, by the failure
+            // 200 while the service can decide (docs/server.md), and with the store down it still can, by the failure
             // policy: a 503 would make every load balancer and readiness probe take out every server on that Redis at
             // once, handing the calls to whatever their callers do without a limiter. The body tells of the store.
             case "/healthz" -> get(request, () -> {

@@ -22,7 +22,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code sluice gateway}: a reverse proxy that decides every request before it forwards it (spec/server.md).
+ * {@code sluice gateway}: a reverse proxy that decides every request before it forwards it (docs/server.md).
  *
  * <ul>
  *   <li>Admitted: forwarded, the upstream's answer returned with the rate limit headers added. In delay mode
@@ -39,8 +39,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>A request whose body could be delimited two ways (an unknown {@code Transfer-Encoding}, one with
  *       {@code Content-Length}) is a 400, and its connection read no further; a client with more than
  *       {@link StrictFraming#MOST_WAITING} requests pipelined and unanswered is cut off ({@link StrictFraming}).</li>
- *   <li>A client's connection that carries no request for {@link #IDLE_CLIENT_TIMEOUT_MS} (kept alive and unused, or
- *       sending a head that does not end) is closed ({@link IdleClients}); one whose request is being handled, never.</li>
+ *   <li>A client's connection that carries no request for the idle timeout given ({@code --idle-timeout};
+ *       {@link #IDLE_CLIENT_TIMEOUT_MS} ms unless told; kept alive and unused, or sending a head that does not end) is
+ *       closed ({@link IdleClients}); one whose request is being handled, never.</li>
  *   <li>The {@code ip} key is the connection's address, or the client named in {@code X-Forwarded-For} when the
  *       connection comes from a trusted proxy; the gateway appends the connection's address to
  *       {@code X-Forwarded-For} on the way to the upstream.</li>

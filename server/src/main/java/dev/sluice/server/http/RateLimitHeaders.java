@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The response headers of a decision (spec/server.md): the IETF draft's {@code RateLimit-Policy} (one item
+ * The response headers of a decision (docs/server.md): the IETF draft's {@code RateLimit-Policy} (one item
  * per limit of every enforced policy that decided) and {@code RateLimit} (the decision reported, the one closest
  * to rejecting), the legacy {@code X-RateLimit-*}, and {@code Retry-After} on every rejection that some wait can
  * cure (none when the cost can never fit: a Retry-After would be a lie). Durations are whole seconds, rounded up.

@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * How a {@link Verdict} is answered over HTTP: the status, the JSON body of spec/server.md and the rate limit
+ * How a {@link Verdict} is answered over HTTP: the status, the JSON body of docs/server.md and the rate limit
  * headers. {@code /v1/check}, {@code /v1/check-request} and the gateway all answer through here.
  */
 public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerSets) {

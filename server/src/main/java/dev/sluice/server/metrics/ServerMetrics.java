@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.ToLongFunction;
 
 /**
- * The server's counters under the Prometheus names of spec/server.md, and the JVM's own:
+ * The server's counters under the Prometheus names of docs/server.md, and the JVM's own:
  * {@code sluice_decisions_total{policy,outcome}}, {@code sluice_store_errors_total{store}},
  * {@code sluice_store_seconds} (a histogram of the time from asking the store to its answer),
  * {@code sluice_fail_open_total}, {@code sluice_fail_closed_total}, {@code sluice_config_reloads_total{result}};

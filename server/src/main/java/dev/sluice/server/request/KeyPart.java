@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.regex.Pattern;
 
 /**
- * One part of a policy's key (spec/server.md): the parts' values, joined with {@code |}, are the key a request
+ * One part of a policy's key (docs/server.md): the parts' values, joined with {@code |}, are the key a request
  * is counted under. {@code |} and {@code %} inside a value are percent-escaped, so two different requests
  * never share a key by accident ({@code a|b} + {@code c} against {@code a} + {@code b|c}).
  */

@@ -101,8 +101,9 @@ final class RawHttp2Client implements AutoCloseable {
     }
 
     /**
-     * Reads every frame the server sends, on another thread, up to a GOAWAY: its error code, or -1 if the connection
-     * ends without one. Nothing else may read meanwhile.
+     * Reads every frame the server sends, on another thread, up to a GOAWAY: its error code; -1 if the connection
+     * ends without one; -2 if nothing came for the read timeout (20 s), the connection still open. Nothing else may
+     * read meanwhile.
      */
     CompletableFuture<Long> goAway() {
         return CompletableFuture.supplyAsync(() -> {
@@ -113,6 +114,8 @@ final class RawHttp2Client implements AutoCloseable {
                         return ByteBuffer.wrap(frame.payload(), 4, 4).getInt() & 0xFFFF_FFFFL;
                     }
                 }
+            } catch (java.net.SocketTimeoutException e) {
+                return -2L;
             } catch (IOException e) {
                 return -1L;
             }

@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The gateway in front of a real upstream, end to end over real HTTP connections (spec/server.md, Gateway). */
+/** The gateway in front of a real upstream, end to end over real HTTP connections (docs/server.md, Gateway). */
 class GatewayTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
