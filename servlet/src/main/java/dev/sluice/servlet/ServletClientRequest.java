@@ -1,5 +1,6 @@
 package dev.sluice.servlet;
 
+import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.ReceivedRequest;
 import dev.sluice.server.request.TrustedProxies;
@@ -21,9 +22,19 @@ import java.util.List;
 final class ServletClientRequest extends ReceivedRequest {
     private final HttpServletRequest request;
 
-    ServletClientRequest(HttpServletRequest request, TrustedProxies proxies) {
+    /**
+     * Refuses, as the gateway does, a target whose path has a {@code %} not followed by two hex digits or that has a
+     * byte past ASCII: a container set to be lenient passes them on, and the filter charged them (from a review).
+     */
+    ServletClientRequest(HttpServletRequest request, TrustedProxies proxies) throws BadRequest {
         super(proxies);
         this.request = request;
+        String path = request.getRequestURI();
+        String query = request.getQueryString();
+        // each byte as sent a char, as the gateway reads a target, whether the container read it so or as UTF-8
+        String target = ClientRequest.asSent(query == null ? path : path + "?" + query);
+        ClientRequest.checkTarget(path, new String(target.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                java.nio.charset.StandardCharsets.ISO_8859_1));
     }
 
     @Override

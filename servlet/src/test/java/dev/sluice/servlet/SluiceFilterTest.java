@@ -245,6 +245,26 @@ class SluiceFilterTest {
         }
     }
 
+    /**
+     * From a review: a container set to be lenient passes a target the gateway refuses, and the filter charged it. It
+     * is a 400 naming it, as in the gateway, and charges nothing. (Jetty refuses a % not followed by two hex digits
+     * itself, even when lenient; a byte past ASCII it passes.)
+     */
+    @Test
+    void aTargetTheGatewayRefusesIsA400HereTooEvenWhereTheContainerIsLenient() throws Exception {
+        start();
+        for (org.eclipse.jetty.server.Connector connector : jetty.getConnectors()) {
+            connector.getConnectionFactory(org.eclipse.jetty.server.HttpConnectionFactory.class).getHttpConfiguration()
+                    .setUriCompliance(org.eclipse.jetty.http.UriCompliance.UNSAFE);
+        }
+        assertThat(raw("GET /shop/api/caf\u00e9 HTTP/1.1\r\nX-API-Key: ivy")).startsWith("HTTP/1.1 400 ").contains(
+                "{\"error\":\"request target \\\"/shop/api/caf\\\\xC3\\\\xA9\\\": byte 0xC3 is not ASCII; a target sends it"
+                        + " escaped, as %C3\"}");
+        assertThat(get("/api/items", "X-API-Key", "ivy").headers().firstValue("X-RateLimit-Remaining"))
+                .as("neither was charged").hasValue("1");
+        assertThat(reached).hasValue(1);
+    }
+
     /** A past bug: the context path was taken off the URI as written, so spelled otherwise it escaped every policy. */
     @Test
     void theContextPathSpelledOtherwiseIsStillTheContextPath() throws Exception {

@@ -64,31 +64,7 @@ final class ProxiedRequest extends ReceivedRequest {
         if ((path == null || !path.startsWith("/")) && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {
             throw new BadRequest("request target \"" + request.uri() + "\": expected a path from the root, such as /api/items");
         }
-        if (path != null && !ClientRequest.escapesWellFormed(path)) {
-            throw new BadRequest("request target \"" + request.uri() + "\": a % that is not followed by two hex digits");
-        }
-        String target = request.uri();
-        for (int i = 0; i < target.length(); i++) {
-            char c = target.charAt(i);
-            if (c >= 0x7F) {
-                // a target is ASCII (RFC 9112 3.2); the decoder reads each byte as a char, and the encoder towards
-                // the upstream writes chars as UTF-8: /caf\xE9 reached the upstream as /caf\xC3\xA9 (a bug found
-                // by trying the gateway)
-                throw new BadRequest("request target \"" + escapedBeyondAscii(target) + "\": byte "
-                        + String.format("0x%02X", (int) c) + " is not ASCII; a target sends it escaped, as "
-                        + String.format("%%%02X", (int) c));
-            }
-        }
-    }
-
-    /** {@code target} with each char past ASCII written {@code \xNN}, so that a message shows the bytes sent. */
-    private static String escapedBeyondAscii(String target) {
-        StringBuilder shown = new StringBuilder(target.length() + 8);
-        for (int i = 0; i < target.length(); i++) {
-            char c = target.charAt(i);
-            shown.append(c < 0x7F ? String.valueOf(c) : String.format("\\x%02X", (int) c));
-        }
-        return shown.toString();
+        ClientRequest.checkTarget(path == null ? "" : path, request.uri());
     }
 
     @Override

@@ -149,6 +149,37 @@ public interface ClientRequest {
         return true;
     }
 
+    /**
+     * Refuses a request target that the gateway and the servlet filter alike answer 400 before deciding it: a
+     * {@code %} in its {@code path} not followed by two hex digits, or a byte past ASCII anywhere in the
+     * {@code target} (RFC 9112 3.2: a target is ASCII; a container reads each byte as a char).
+     */
+    static void checkTarget(String path, String target) throws BadRequest {
+        if (!escapesWellFormed(path)) {
+            throw new BadRequest("request target \"" + target + "\": a % that is not followed by two hex digits");
+        }
+        for (int i = 0; i < target.length(); i++) {
+            char c = target.charAt(i);
+            if (c >= 0x7F) {
+                // the gateway's encoder towards the upstream writes chars as UTF-8: /caf\xE9 reached the upstream
+                // as /caf\xC3\xA9 (a bug found by trying the gateway)
+                throw new BadRequest("request target \"" + escapedBeyondAscii(target) + "\": byte "
+                        + String.format("0x%02X", (int) c) + " is not ASCII; a target sends it escaped, as "
+                        + String.format("%%%02X", (int) c));
+            }
+        }
+    }
+
+    /** {@code target} with each char past ASCII written {@code \xNN}, so that a message shows the bytes sent. */
+    private static String escapedBeyondAscii(String target) {
+        StringBuilder shown = new StringBuilder(target.length() + 8);
+        for (int i = 0; i < target.length(); i++) {
+            char c = target.charAt(i);
+            shown.append(c < 0x7F ? String.valueOf(c) : String.format("\\x%02X", (int) c));
+        }
+        return shown.toString();
+    }
+
     /** An ASCII hex digit's value, or -1 (not {@link Character#digit}, which takes other scripts' digits too). */
     private static int hexDigit(char c) {
         return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
