@@ -276,21 +276,35 @@ class SluiceFilterTest {
         assertThat(reached).hasValue(2);
     }
 
+    /** What a filter before Sluice does with a request as it first comes: true if it took the request elsewhere. */
+    private interface FirstPass {
+        boolean handle(HttpServletRequest request, HttpServletResponse response) throws IOException, jakarta.servlet.ServletException;
+    }
+
+    /** A filter to put before Sluice: {@code firstPass} on a request as the client sent it, the chain otherwise. */
+    private static FilterHolder beforeSluice(FirstPass firstPass) {
+        return new FilterHolder(new jakarta.servlet.http.HttpFilter() {
+            @Override
+            protected void doFilter(HttpServletRequest request, HttpServletResponse response, jakarta.servlet.FilterChain chain)
+                    throws IOException, jakarta.servlet.ServletException {
+                if (request.getDispatcherType() != DispatcherType.REQUEST || !firstPass.handle(request, response)) {
+                    chain.doFilter(request, response);
+                }
+            }
+        });
+    }
+
     /** A past bug: a request a filter before Sluice forwarded (a URL rewrite) was never decided. */
     @Test
     void aRequestForwardedBeforeSluiceIsDecidedAtItsNewPath() throws Exception {
         live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new ServerMetrics());
-        FilterHolder rewrite = new FilterHolder(new jakarta.servlet.http.HttpFilter() {
-            @Override
-            protected void doFilter(HttpServletRequest request, HttpServletResponse response, jakarta.servlet.FilterChain chain)
-                    throws IOException, jakarta.servlet.ServletException {
-                String path = request.getRequestURI().substring(request.getContextPath().length());
-                if (request.getDispatcherType() == DispatcherType.REQUEST && path.startsWith("/v1/")) {
-                    request.getRequestDispatcher("/api/" + path.substring(4)).forward(request, response);
-                    return;
-                }
-                chain.doFilter(request, response);
+        FilterHolder rewrite = beforeSluice((request, response) -> {
+            String path = request.getRequestURI().substring(request.getContextPath().length());
+            if (!path.startsWith("/v1/")) {
+                return false;
             }
+            request.getRequestDispatcher("/api/" + path.substring(4)).forward(request, response);
+            return true;
         });
         start(rewrite, new FilterHolder(new SluiceFilter(live)));
         assertThat(get("/v1/items", "X-API-Key", "erin").headers().firstValue("X-RateLimit-Remaining")).hasValue("1");
@@ -306,16 +320,9 @@ class SluiceFilterTest {
     @Test
     void aRequestAFilterBeforeSluiceParkedAndResumedIsDecided() throws Exception {
         live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new ServerMetrics());
-        FilterHolder parking = new FilterHolder(new jakarta.servlet.http.HttpFilter() {
-            @Override
-            protected void doFilter(HttpServletRequest request, HttpServletResponse response, jakarta.servlet.FilterChain chain)
-                    throws IOException, jakarta.servlet.ServletException {
-                if (request.getDispatcherType() == DispatcherType.REQUEST) {
-                    request.startAsync().dispatch(); // parked, and resumed at once
-                    return;
-                }
-                chain.doFilter(request, response);
-            }
+        FilterHolder parking = beforeSluice((request, response) -> {
+            request.startAsync().dispatch(); // parked, and resumed at once
+            return true;
         });
         parking.setAsyncSupported(true);
         start(parking, new FilterHolder(new SluiceFilter(live)));
