@@ -31,10 +31,16 @@ final class ServletClientRequest extends ReceivedRequest {
         this.request = request;
         String path = request.getRequestURI();
         String query = request.getQueryString();
-        // each byte as sent a char, as the gateway reads a target, whether the container read it so or as UTF-8
-        String target = ClientRequest.asSent(query == null ? path : path + "?" + query);
-        ClientRequest.checkTarget(path, new String(target.getBytes(java.nio.charset.StandardCharsets.UTF_8),
-                java.nio.charset.StandardCharsets.ISO_8859_1));
+        String target = query == null ? path : path + "?" + query;
+        for (int i = 0; i < target.length(); i++) {
+            if (target.charAt(i) >= 0x7F) { // refused below, shown as the bytes sent, as the gateway shows them,
+                // whether the container read each byte as a char or the whole as UTF-8
+                target = new String(ClientRequest.asSent(target).getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                        java.nio.charset.StandardCharsets.ISO_8859_1);
+                break;
+            }
+        }
+        ClientRequest.checkTarget(path, target);
     }
 
     @Override
