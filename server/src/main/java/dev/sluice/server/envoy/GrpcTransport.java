@@ -2,6 +2,7 @@ package dev.sluice.server.envoy;
 
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.ChannelFactory;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
 import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
@@ -19,7 +20,6 @@ import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import java.time.Duration;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 
 /**
  * The Netty transport under the gRPC server: what gRPC would choose itself (epoll where Linux has it, NIO elsewhere;
@@ -31,7 +31,7 @@ import java.util.function.Supplier;
 final class GrpcTransport implements AutoCloseable {
     private final EventLoopGroup accepting;
     private final EventLoopGroup connections;
-    private final Supplier<ServerChannel> listening;
+    private final ChannelFactory<ServerChannel> listening;
 
     GrpcTransport(Duration sendTimeout) {
         boolean epoll = Epoll.isAvailable();
@@ -50,7 +50,7 @@ final class GrpcTransport implements AutoCloseable {
 
     /** {@code builder}, set to run on this transport. */
     NettyServerBuilder apply(NettyServerBuilder builder) {
-        return builder.channelFactory(listening::get).bossEventLoopGroup(accepting).workerEventLoopGroup(connections);
+        return builder.channelFactory(listening).bossEventLoopGroup(accepting).workerEventLoopGroup(connections);
     }
 
     /** Ends the event loops, waiting up to 5 s for their threads: a closed server leaves none behind. */
