@@ -310,6 +310,10 @@ public final class ApiServer implements AutoCloseable {
         if (permit == null || !permit.isTextual()) {
             throw new BadRequest("permit: expected the permit string that /v1/check or /v1/check-request answered");
         }
+        if (!HeldPlaces.isId(permit.asText())) {
+            throw new BadRequest("permit: \"" + permit.asText() + "\" is not a permit (those are "
+                    + HeldPlaces.ID_DIGITS + " hex digits, as /v1/check and /v1/check-request answer them)");
+        }
         if (!held.release(permit.asText())) {
             error(http.response(), 404, "permit: no place is held under \"" + permit.asText()
                     + "\" (given back already, or its lease ran out)");

@@ -19,6 +19,9 @@ final class HeldPlaces {
     private record Held(Permit permit, long expiresAt) {
     }
 
+    /** How many lowercase hex digits an id has: 128 bits. */
+    static final int ID_DIGITS = 32;
+
     private final ConcurrentHashMap<String, Held> held = new ConcurrentHashMap<>();
     private final SecureRandom random = new SecureRandom();
 
@@ -28,11 +31,25 @@ final class HeldPlaces {
         if (permit == null || !permit.granted()) {
             return null;
         }
-        byte[] bits = new byte[16];
+        byte[] bits = new byte[ID_DIGITS / 2];
         random.nextBytes(bits);
         String id = HexFormat.of().formatHex(bits);
         held.put(id, new Held(permit, System.nanoTime() + checked.policy().inFlight().periodNanos()));
         return id;
+    }
+
+    /** Whether {@code text} has the form of an id this class hands out, so that a typo is told apart from a lease run out. */
+    static boolean isId(String text) {
+        if (text.length() != ID_DIGITS) {
+            return false;
+        }
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (!(c >= '0' && c <= '9' || c >= 'a' && c <= 'f')) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Gives back the place held under {@code id}; false when there is none (given back, or its lease ran out). */

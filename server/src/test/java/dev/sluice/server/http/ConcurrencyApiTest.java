@@ -90,7 +90,10 @@ class ConcurrencyApiTest {
             "no permit|{}|400|permit: expected the permit string that /v1/check or /v1/check-request answered",
             "a number|{\"permit\":7}|400|permit: expected the permit string that /v1/check or /v1/check-request answered",
             "another field|{\"permit\":\"a\",\"key\":\"k\"}|400|unknown field \"key\": expected permit",
-            "never handed out|{\"permit\":\"0123\"}|404|permit: no place is held under \"0123\" (given back already, or its lease ran out)"})
+            "too short|{\"permit\":\"0123\"}|400|permit: \"0123\" is not a permit (those are 32 hex digits, as /v1/check and /v1/check-request answer them)",
+            "not hex|{\"permit\":\"0123456789abcdef0123456789abcdeg\"}|400|permit: \"0123456789abcdef0123456789abcdeg\" is not a permit",
+            "upper case|{\"permit\":\"0123456789ABCDEF0123456789ABCDEF\"}|400|permit: \"0123456789ABCDEF0123456789ABCDEF\" is not a permit",
+            "never handed out|{\"permit\":\"0123456789abcdef0123456789abcdef\"}|404|permit: no place is held under \"0123456789abcdef0123456789abcdef\" (given back already, or its lease ran out)"})
     void aBadReleaseIsRefusedWithItsReason(String name, String body, int status, String error) throws Exception {
         String config = "policies:\n  - name: one\n    key: [ip]\n    algorithm: concurrency\n    limits: [1/1h]\n";
         try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", config), new ServerMetrics());
