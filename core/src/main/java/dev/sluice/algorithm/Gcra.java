@@ -72,7 +72,11 @@ final class Gcra implements Transition<Gcra.Tat> {
         this.depthFrac = MulDiv.mod(burst, period, rate);
     }
 
-    private static long depth(Limit limit) {
+    /**
+     * {@code floor(B·P/L)}, refused at {@link #MAX_DEPTH_NANOS} or more: a bucket's depth in time. The interval
+     * bucket is bound by it too, since the time until it is full again is at most its depth plus the delay.
+     */
+    static long depth(Limit limit) {
         long depth;
         try {
             depth = MulDiv.floor(limit.burst(), limit.periodNanos(), limit.amount());

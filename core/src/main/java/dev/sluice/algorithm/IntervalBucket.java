@@ -41,6 +41,7 @@ final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
         this.refill = limit.amount();
         this.period = limit.periodNanos();
         this.capacity = limit.burst();
+        Gcra.depth(limit); // so that fullAt, (refills − 1)·P past the next refill, stays inside a long
     }
 
     @Override

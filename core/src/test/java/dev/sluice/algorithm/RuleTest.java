@@ -33,6 +33,10 @@ class RuleTest {
                 .hasMessage("at least one limit is required");
         assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/3000d burst=1099511627776"))))
                 .hasMessageStartingWith("limit 1/3000d burst=1099511627776: burst × period / amount is longer than");
+        // a past bug: the interval refill took this bound unchecked, and its reset_after wrapped past 2^63 ns
+        assertThatThrownBy(() -> Rule.of(Algorithm.TOKEN_BUCKET, List.of(Limit.parse("1/1d burst=110000 refill=interval"))))
+                .hasMessage("limit 1/1d burst=110000 refill=interval: burst × period / amount is longer than "
+                        + (1L << 60) + "ns");
     }
 
     /** An interval refill's debt over max_delay (max_delay / P + 2 refills of L) must stay within 2^61. */
