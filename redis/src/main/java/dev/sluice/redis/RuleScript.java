@@ -128,6 +128,7 @@ record RuleScript(Script script, String[] fixed) {
         }
         for (Limit limit : rule.limits()) {
             checkFits(limit, rule.algorithm());
+            checkRefillsFit(limit, rule);
             arguments.add(Integer.toString(code(rule.algorithm(), limit)));
             arguments.add(Long.toString(limit.amount()));
             arguments.add(Long.toString(limit.periodNanos() / NS));
@@ -170,6 +171,24 @@ record RuleScript(Script script, String[] fixed) {
         if (refused != null) {
             throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused
                     + " (Lua's numbers are exact only up to 2^53)");
+        }
+    }
+
+    /**
+     * Refuses an interval refill whose {@code reset_after} could reach 2^53 ns. It is at most the max delay plus
+     * {@code ⌈B / L⌉} periods (the refills from empty to full, the next one included). Those periods alone stay
+     * under 2^53 ns, less than twice {@code B × P / L} or one period, so only a delay can take them past it.
+     */
+    private static void checkRefillsFit(Limit limit, Rule rule) {
+        if (rule.algorithm() != Algorithm.TOKEN_BUCKET || limit.refill() != Refill.INTERVAL) {
+            return;
+        }
+        long refills = (limit.burst() + limit.amount() - 1) / limit.amount();
+        if (BigInteger.valueOf(refills).multiply(BigInteger.valueOf(limit.periodNanos()))
+                .add(BigInteger.valueOf(rule.maxDelayNanos())).compareTo(BigInteger.valueOf(EXACT)) >= 0) {
+            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: ⌈B / L⌉ × P plus the"
+                    + " max delay (" + dev.sluice.DurationFormat.format(rule.maxDelayNanos()) + ") is 2^53 ns"
+                    + " (104.2 days) or longer (Lua's numbers are exact only up to 2^53)");
         }
     }
 

@@ -15,10 +15,13 @@
 -- Redis store refuses limits that could take one past 2^53 (RedisStore.check): a period under 2^53 ns (104.2 days),
 -- L·P(ms), B·L and B·P/L(ns) under 2^53. Products that could still pass it (prev·(P − e) of the sliding
 -- window, k·T of gcra's remaining) are split in milliseconds and nanoseconds and carried by hand. Every
--- division is a floor division corrected by its remainder, so no rounding of a quotient can leak out.
+-- division is a floor division corrected by its remainder, so no rounding of a quotient can leak out. Two
+-- times are compared by whole periods, not by their difference in nanoseconds, which passes 2^53 once they
+-- are 104.2 days apart: a state can last longer than that (a sliding log of a 100-day period keeps entries
+-- until 100 days have passed, an interval bucket in debt fills up B·P/L plus the delay later).
 
 local NS = 1000000        -- nanoseconds in a millisecond
-local FAR = 4503599627    -- milliseconds (2^52 ns): farther apart than any state lasts
+local SPLIT = 9007199254  -- floor(2^53 / 10^6): any x up to it has x·10^6 exact
 local NEVER = -1
 
 local function divmod(a, b)
@@ -36,7 +39,13 @@ end
 
 -- times: {ms, ns}
 local function diff(a, b) return (a[1] - b[1]) * NS + (a[2] - b[2]) end
-local function far(a, b) return a[1] - b[1] > FAR end
+-- the whole periods P from b to a (a at or after b), however far apart: a − b = q·P(ms)·10^6 + the rest,
+-- and the rest, r·10^6 + (a's ns − b's ns) with r < P(ms), lies in (−10^6, P), all exact
+local function periods(l, a, b)
+  local q, r = divmod(a[1] - b[1], l[2])
+  if r * NS + (a[2] - b[2]) < 0 then q = q - 1 end
+  return q
+end
 local function cmp(a, b)
   if a[1] ~= b[1] then return a[1] < b[1] and -1 or 1 end
   if a[2] ~= b[2] then return a[2] < b[2] and -1 or 1 end
@@ -103,16 +112,35 @@ function sliding.advance(l, s, t)
   return nil
 end
 -- prev·to_end against k·P, both in ns, with to_end = a ms + b ns: prev·a + floor(prev·b / 10^6) is the
--- whole-millisecond part of prev·to_end, and it stays under 2^53 because L·P(ms) does.
+-- whole-millisecond part of prev·to_end, and it stays under 2^53 because L·P(ms) does. prev·b itself can
+-- pass 2^53 (prev up to L, b up to 10^6 − 1), so prev is split too: prev = p1·10^6 + p0, and
+-- prev·b = p1·b·10^6 + p0·b, with p1·b < prev and p0·b < 10^12.
 local function weighted(prev, to_end)
   local a, b = divmod(to_end, NS)
-  local hi, lo = divmod(prev * b, NS)
-  return prev * a + hi, lo   -- prev·to_end = (first)·10^6 + second
+  local p1, p0 = divmod(prev, NS)
+  local hi, lo = divmod(p0 * b, NS)
+  return prev * a + p1 * b + hi, lo   -- prev·to_end = (first)·10^6 + second
+end
+-- floor(r·10^6 / y) for 0 <= r < y: at once while r·10^6 is exact, else by long division in base 2 over the
+-- bits of 10^6, with the remainder kept below y (a sum that would reach y is taken as a difference from it)
+local function millionths(r, y)
+  if r <= SPLIT then return (divmod(r * NS, y)) end
+  local q, rem, rest, bit = 0, 0, NS, 524288   -- 2^19: 10^6 has 20 bits
+  while bit >= 1 do
+    q = q * 2
+    if rem >= y - rem then rem = rem - (y - rem); q = q + 1 else rem = rem + rem end
+    if rest >= bit then
+      rest = rest - bit
+      if rem >= y - r then rem = rem - (y - r); q = q + 1 else rem = rem + r end
+    end
+    bit = bit / 2
+  end
+  return q
 end
 -- floor(x·P(ns) / y), for a result known to be below 2^53: x·P(ms) = q·y + r, then the 10^6 by hand
 local function scaled(l, x, y)
   local q, r = divmod(x * l[2], y)
-  return q * NS + (divmod(r * NS, y))
+  return q * NS + millionths(r, y)
 end
 function sliding.wait(l, s, t, c)
   if c > l[1] then return NEVER end
@@ -164,7 +192,7 @@ log = {}
 function log.advance(l, s, t)
   if s == nil then return nil end
   local first = 1
-  while first <= #s.e and (far(t, s.e[first]) or diff(t, s.e[first]) >= l[4]) do
+  while first <= #s.e and periods(l, t, s.e[first]) >= 1 do
     s.used = s.used - s.e[first][3]
     first = first + 1
   end
@@ -299,8 +327,7 @@ interval = {}
 local function refills_until(l, tokens, wanted) return ceildiv(wanted - tokens, l[1]) end
 function interval.advance(l, s, t)
   if s == nil or cmp(t, s.next) < 0 then return s end
-  if far(t, s.next) then return nil end
-  local refills = divmod(diff(t, s.next), l[4]) + 1
+  local refills = periods(l, t, s.next) + 1
   if refills >= refills_until(l, s.tokens, l[3]) then return nil end
   return {next = plus(s.next, refills * l[4]), tokens = s.tokens + refills * l[1]}
 end

@@ -1,6 +1,9 @@
 package dev.sluice.redis;
 
+import dev.sluice.Algorithm;
 import dev.sluice.Decision;
+import dev.sluice.Limit;
+import dev.sluice.Mode;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
@@ -8,6 +11,7 @@ import dev.sluice.testkit.RandomTraces;
 import dev.sluice.testkit.ReferenceModel;
 import dev.sluice.testkit.Request;
 import dev.sluice.testkit.StoreConformance;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -15,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -90,5 +95,104 @@ class DifferentialTest {
                         .isEqualTo(inMemory);
             }
         }
+    }
+
+    private static final long DAY = TimeUnit.DAYS.toNanos(1);
+    private static final long START = 1_763_800_000_000_000_000L;
+
+    /**
+     * Rules at the far ends of what the Redis store takes, where two times lie more than 2^53 ns apart or a
+     * count times a duration passes 2^53, and a double would round: random traces at their scale, costs
+     * scaled by {@code costScale} (odd, so that products are seldom round), give the same decisions on Redis as
+     * in memory and as the reference.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("farEnds")
+    void atTheFarEndsOfTheRedisBoundsRedisDecidesAlike(StoreConformance.Scenario scenario, long costScale) {
+        Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
+        RedisStore.checkExact(rule);
+        long maxCost = scenario.limits().stream().mapToLong(Limit::burst).max().orElseThrow() / costScale + 1;
+        for (long seed = 300; seed < 306; seed++) {
+            List<Request> trace = new ArrayList<>();
+            for (Request request : RandomTraces.generate(seed, 150, scenario.longestPeriod(), maxCost, true, START)) {
+                trace.add(new Request(request.nanos(), request.key(), request.cost() * costScale));
+            }
+            decideAlike(scenario, trace);
+        }
+    }
+
+    static Stream<org.junit.jupiter.params.provider.Arguments> farEnds() {
+        return Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of(scenario(Algorithm.SLIDING_LOG, Mode.REJECT, 0, "1/60d"), 1),
+                org.junit.jupiter.params.provider.Arguments.of(scenario(Algorithm.SLIDING_LOG, Mode.REJECT, 0, "3/100d", "2/9d"), 1),
+                org.junit.jupiter.params.provider.Arguments.of(scenario(Algorithm.TOKEN_BUCKET, Mode.DELAY, 40 * DAY,
+                        "2/60d burst=1 refill=interval"), 1),
+                org.junit.jupiter.params.provider.Arguments.of(scenario(Algorithm.TOKEN_BUCKET, Mode.REJECT, 0,
+                        "3/100d burst=1 refill=interval"), 1),
+                org.junit.jupiter.params.provider.Arguments.of(scenario(Algorithm.SLIDING_WINDOW, Mode.REJECT, 0,
+                        "10000000000/1m"), 999_999_937),
+                org.junit.jupiter.params.provider.Arguments.of(scenario(Algorithm.SLIDING_WINDOW, Mode.REJECT, 0,
+                        "1000000000000/3ms", "1099511627776/7ms"), 99_999_999_977L));
+    }
+
+    private static StoreConformance.Scenario scenario(Algorithm algorithm, Mode mode, long maxDelay, String... limits) {
+        return new StoreConformance.Scenario(algorithm + " " + String.join(" + ", limits) + (mode == Mode.DELAY
+                ? " delay " + maxDelay / DAY + "d" : ""), algorithm, Stream.of(limits).map(Limit::parse).toList(),
+                mode, maxDelay);
+    }
+
+    /** Decides {@code trace} on the reference, in memory and on Redis (emptied first), and asserts they agree. */
+    private static List<Decision> decideAlike(StoreConformance.Scenario scenario, List<Request> trace) {
+        Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
+        RedisStore store = emptied();
+        Store memory = replaying();
+        ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
+                scenario.maxDelayNanos());
+        List<Decision> decided = new ArrayList<>();
+        for (int i = 0; i < trace.size(); i++) {
+            Request request = trace.get(i);
+            Decision spec = reference.decide(request.key(), request.nanos(), request.cost());
+            Decision inMemory = memory.decide(rule, request.key(), request.cost(), request.nanos());
+            Decision onRedis = store.decide(rule, request.key(), request.cost(), request.nanos());
+            assertThat(inMemory).as("%s in memory, request %d: %s", scenario, i, request).isEqualTo(spec);
+            assertThat(onRedis).as("%s on Redis, request %d: %s", scenario, i, request).isEqualTo(inMemory);
+            decided.add(onRedis);
+        }
+        return decided;
+    }
+
+    /** A past bug: Redis forgot a sliding log's entries 52.1 days old (2^52 ns), whatever the period. */
+    @Test
+    void aSlidingLogOfSixtyDaysKeepsAnEntryFiftyThreeDaysOld() {
+        List<Decision> decided = decideAlike(scenario(Algorithm.SLIDING_LOG, Mode.REJECT, 0, "1/60d"),
+                List.of(new Request(START, "k", 1), new Request(START + 53 * DAY, "k", 1)));
+        assertThat(decided.get(1)).isEqualTo(new Decision(false, 0, 7 * DAY, 7 * DAY, 0, Limit.parse("1/60d")));
+    }
+
+    /** A past bug: Redis took an interval bucket in debt for full once 52.1 days had passed its next refill. */
+    @Test
+    void anIntervalBucketInDebtIsNotFullFiftyFiveDaysAfterItsNextRefill() {
+        List<Decision> decided = decideAlike(scenario(Algorithm.TOKEN_BUCKET, Mode.DELAY, 40 * DAY,
+                "2/60d burst=1 refill=interval"), List.of(new Request(START, "k", 1),
+                new Request(START + 30 * DAY, "k", 1), new Request(START + 30 * DAY, "k", 1),
+                new Request(START + 115 * DAY, "k", 1)));
+        // two in debt, the next refill at 60 days: full again at 120; at 115 the refill of 60 has brought 0 tokens
+        assertThat(decided.get(3).allowed()).isTrue();
+        assertThat(decided.get(3).delayNanos()).as("waits for the refill at 120 days").isEqualTo(5 * DAY);
+    }
+
+    /**
+     * A past bug: a sliding window of 10^10 a minute, at a time between milliseconds, rounded prev·(P − e) past
+     * 2^53 and admitted a request that overshoots the limit by one part in 10^16.
+     */
+    @Test
+    void aSlidingWindowOfTenBillionAMinuteWeighsExactlyBetweenMilliseconds() {
+        long window = 1_763_799_960_000_000_000L;
+        List<Decision> decided = decideAlike(scenario(Algorithm.SLIDING_WINDOW, Mode.REJECT, 0, "10000000000/1m"),
+                List.of(new Request(window, "k", 9_999_999_959L), new Request(window + 99_756_097_561L, "k", 6_626_016_274L),
+                        new Request(window + 99_756_097_561L, "k", 0)));
+        assertThat(decided.get(1).allowed()).isFalse();
+        assertThat(decided.get(1).retryAfterNanos()).isEqualTo(1);
+        assertThat(decided.get(2).remaining()).isEqualTo(6_626_016_273L);
     }
 }
