@@ -455,5 +455,9 @@ for i = 1, count do
   sections[i + 1] = limits[i].alg.save(states[i])
 end
 local result, reset = answer(true, 0, delay, nil)
-redis.call('SET', KEYS[1], table.concat(sections, '|'), 'PX', ceildiv(reset, NS) + ttl_margin)
+-- the expiry counts from now, not from t: a key's clock ahead of the server's (its clock stepped back, a
+-- replica promoted behind its master) would otherwise expire that much early and lose the state it holds
+local ahead = t[1] - now[1]
+if t[2] > now[2] then ahead = ahead + 1 end
+redis.call('SET', KEYS[1], table.concat(sections, '|'), 'PX', ceildiv(reset, NS) + ttl_margin + ahead)
 return result

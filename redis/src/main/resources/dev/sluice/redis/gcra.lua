@@ -160,7 +160,11 @@ local function decide(key, nm, nn, cost, ttl_margin)
   if part > 0 then ttl = ttl + 1 end
   -- '%d' formats a C long, 32 bits on some builds of Redis: above that, the number as Redis makes it text
   -- ('%.17g', exact for whole numbers below 2^53; a TTL is below 2^34 ms)
-  local px = ttl + ttl_margin
+  -- counted from the server's now, not from t: a key's clock ahead of it (the server's clock stepped back, a
+  -- replica promoted behind its master, decisions at times passed in) would expire that much early, and the
+  -- state it still holds be lost
+  local px = ttl + ttl_margin + (tm - nm)
+  if tn > nn then px = px + 1 end
   call('PSETEX', key, px < 2147483648 and format('%d', px) or px, pack('<Bddddd', BINARY, tm, tn, am, an, af))
   return result
 end

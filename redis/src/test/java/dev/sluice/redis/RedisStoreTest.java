@@ -73,6 +73,29 @@ class RedisStoreTest {
     }
 
     /**
+     * A key whose clock is ahead of the server's (here stamped by a decision at a time passed in, ten minutes
+     * on; in production the server's clock stepping back, or a replica promoted behind its master) is decided at
+     * its own clock, and expires when its state is untouched by that clock. A past bug: the expiry was counted
+     * from the server's now, so the key went ten minutes early with its state, and extra requests got in.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"gcra", "sliding-log"})
+    void aKeyWhoseClockIsAheadOfTheServersLivesUntilItIsUntouchedByItsOwnClock(String algorithm) throws IOException {
+        Rule rule = Rule.of(Algorithm.parse(algorithm), List.of(Limit.parse("10/1s")));
+        try (Resp resp = redis.connect()) {
+            List<?> time = (List<?>) resp.call("TIME");
+            long serverNanos = Long.parseLong((String) time.get(0)) * S + Long.parseLong((String) time.get(1)) * 1_000;
+            String key = "ahead-" + algorithm;
+            assertThat(store.decide(rule, key, 1, serverNanos + 600 * S).allowed()).isTrue();
+            Decision onServerClock = store.decide(rule, key, 1, Store.STORE_CLOCK);
+            assertThat(onServerClock.remaining()).as("decided at the key's clock").isEqualTo(8);
+            long ttl = (Long) resp.call("PTTL", "sluice:{" + key + "}");
+            assertThat(ttl).as("ten minutes ahead, plus its reset_after of %s", onServerClock.resetAfter())
+                    .isGreaterThan(600_000L).isLessThanOrEqualTo(600_000L + onServerClock.resetAfterNanos() / 1_000_000 + 1);
+        }
+    }
+
+    /**
      * A password (with and without a user) and a database in the address: both scripts' decisions, and a reset,
      * land in that database.
      */
