@@ -118,7 +118,10 @@ public final class RedisStore implements Store, AutoCloseable {
     private final AutoCloseable client;
     /** In a Cluster, the Lettuce connections; empty on a standalone Redis, which has {@link #scriptConnections}. */
     private final List<Lane> lanes;
-    /** How many connections the callers share, each thread always the same one ({@link #lane}). */
+    /**
+     * How many connections the callers share, each thread always the same one ({@link #lane}); on a standalone
+     * Redis one more follows them, for the calls reading threads wait for.
+     */
     private final int laneCount;
 
     /** One Lettuce connection to a Redis Cluster and its commands. */
@@ -154,7 +157,7 @@ public final class RedisStore implements Store, AutoCloseable {
     private final long timeoutNanos;
     /**
      * On a standalone Redis, the store's connections, {@link #laneCount} of them, for every call
-     * ({@link ScriptConnection} says why); empty in a Cluster.
+     * ({@link ScriptConnection} says why), then the waiting lane ({@link #lane}); empty in a Cluster.
      */
     private final List<ScriptConnection> scriptConnections;
     /**
@@ -206,7 +209,7 @@ public final class RedisStore implements Store, AutoCloseable {
         List<ScriptConnection> made = new ArrayList<>();
         if (own != null) {
             try {
-                for (int i = settings.connections; i > 0; i--) {
+                for (int i = settings.connections + 1; i > 0; i--) { // the last: the waiting lane
                     made.add(new ScriptConnection(own, (int) RedisAddress.HANDSHAKE.toMillis(), timeoutNanos, timer,
                             scriptReloads::increment));
                 }
@@ -216,7 +219,7 @@ public final class RedisStore implements Store, AutoCloseable {
             }
         }
         this.scriptConnections = List.copyOf(made);
-        this.laneCount = own != null ? made.size() : lanes.size();
+        this.laneCount = own != null ? made.size() - 1 : lanes.size();
     }
 
     /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
@@ -234,12 +237,12 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     public boolean healthy() {
         if (nodeBreakers == null) {
-            ping(breaker, () -> scriptConnections.get(lane()).command("PING"));
+            ping(breaker, () -> scriptConnections.get(lane(false)).command("PING"));
             return !breaker.isOpen();
         }
         Set<String> masters = masterIds();
         if (masters.isEmpty()) { // the topology is not known yet: the breaker standing in for every node
-            ping(breaker, () -> lanes.get(lane()).connection().async().ping().toCompletableFuture());
+            ping(breaker, () -> lanes.get(lane(false)).connection().async().ping().toCompletableFuture());
             return !breaker.isOpen();
         }
         // only the masters serving slots now: a master that failed over opened its breaker as it died, and no call
@@ -249,7 +252,7 @@ public final class RedisStore implements Store, AutoCloseable {
         for (String id : masters) {
             CircuitBreaker own = nodeBreakers.computeIfAbsent(id,
                     made -> new CircuitBreaker(breaker.threshold(), breaker.openNanos()));
-            ping(own, () -> lanes.get(lane()).connection().getConnectionAsync(id)
+            ping(own, () -> lanes.get(lane(false)).connection().getConnectionAsync(id)
                     .thenCompose(node -> node.async().ping()).toCompletableFuture());
             healthy &= !own.isOpen();
         }
@@ -451,15 +454,27 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * The calling thread's connection, by its index: always the same one, so one thread's commands stay in order.
-     * But never a connection's own reading thread's (a caller's continuation that decides or resets, and waits):
-     * only that thread can read the answer it would wait for (a bug a review found: a reset from a continuation
-     * waited out the timeout, and held up every call of that connection meanwhile).
+     *
+     * <p>But a caller's continuation runs on a reading thread, and one that {@code waits} for its answer (a
+     * decision or a reset made there) must never wait for a thread that may be waiting too. Its own connection's
+     * is itself (a bug a review found: such a reset waited out the timeout, and held up every call of that
+     * connection meanwhile); another connection's may be waiting for its own (a bug the next review found: two
+     * reading threads, each in a continuation that decides, waited for each other until both timed out, and
+     * their failures opened the breaker). So every reading thread, of any store, that waits sends on the waiting
+     * lane, the connection after the others: its reading thread runs no caller's continuation, since only the
+     * callers that wait send on it, and only hands them their answers. A continuation that does not wait sends
+     * on any connection but its own thread's, as other callers do.
      */
-    private int lane() {
+    private int lane(boolean waits) {
         Thread caller = Thread.currentThread();
         int lane = (int) (caller.getId() % laneCount);
-        if (!scriptConnections.isEmpty() && scriptConnections.get(lane).reader() == caller) {
-            return (lane + 1) % laneCount; // laneCount is at least 2 on a standalone Redis
+        if (!scriptConnections.isEmpty() && ScriptConnection.reads(caller)) {
+            if (waits) {
+                return laneCount;
+            }
+            if (scriptConnections.get(lane).reader() == caller) {
+                return (lane + 1) % laneCount; // laneCount is at least 2 on a standalone Redis
+            }
         }
         return lane;
     }
@@ -492,7 +507,7 @@ public final class RedisStore implements Store, AutoCloseable {
         long resetsBefore = rejections.resets();
         String answer;
         try {
-            answer = send(call, redisKey, cost, nowNanos).join();
+            answer = send(call, redisKey, cost, nowNanos, true).join();
         } catch (CompletionException e) {
             return failed(e.getCause(), rule, cost, nowNanos, watching);
         }
@@ -521,7 +536,7 @@ public final class RedisStore implements Store, AutoCloseable {
             return CompletableFuture.completedFuture(local);
         }
         long resetsBefore = rejections.resets();
-        return send(call, redisKey, cost, nowNanos).handle((answer, failure) -> failure == null
+        return send(call, redisKey, cost, nowNanos, false).handle((answer, failure) -> failure == null
                 ? answered(rule, key, cost, nowNanos, answer, watching, resetsBefore)
                 : failed(failure, rule, cost, nowNanos, watching));
     }
@@ -544,9 +559,12 @@ public final class RedisStore implements Store, AutoCloseable {
         return null;
     }
 
-    /** Asks Redis: with the decisions waiting on the caller's connection (gcra.lua, standalone), or alone. */
-    private CompletableFuture<String> send(Call call, String redisKey, long cost, long nowNanos) {
-        int lane = lane();
+    /**
+     * Asks Redis: with the decisions waiting on the caller's connection (gcra.lua, standalone), or alone. The
+     * caller {@code waits} for the answer, or goes on (see {@link #lane}).
+     */
+    private CompletableFuture<String> send(Call call, String redisKey, long cost, long nowNanos, boolean waits) {
+        int lane = lane(waits);
         if (call.batchers() != null) {
             return call.batchers()[lane].submit(redisKey, RuleScript.gcraArgument(cost, nowNanos));
         }
@@ -676,9 +694,9 @@ public final class RedisStore implements Store, AutoCloseable {
         return first != null ? first : made;
     }
 
-    /** The store's own connections (a standalone Redis), for tests. */
+    /** The store's own connections that callers share (a standalone Redis), for tests: not the waiting lane. */
     List<ScriptConnection> connections() {
-        return scriptConnections;
+        return scriptConnections.subList(0, laneCount);
     }
 
     /** The number of rules whose calls are kept (at most {@link #MAX_RULES}). */
@@ -692,7 +710,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (!script.batchable() || batchKeys <= 1) {
             return new Call(script, null);
         }
-        Batcher[] batchers = new Batcher[laneCount];
+        Batcher[] batchers = new Batcher[scriptConnections.size()]; // the waiting lane's too
         for (int i = 0; i < batchers.length; i++) {
             ScriptConnection connection = scriptConnections.get(i);
             batchers[i] = new Batcher(script.fixed(), (keys, arguments) -> connection.evaluate(RuleScript.GCRA.sha(),
@@ -735,9 +753,9 @@ public final class RedisStore implements Store, AutoCloseable {
         rejections.resetting(key);
         try {
             if (lanes.isEmpty()) {
-                timed(scriptConnections.get(lane()).command("DEL", redisKey)).join();
+                timed(scriptConnections.get(lane(true)).command("DEL", redisKey)).join();
             } else {
-                lanes.get(lane()).keys().del(redisKey);
+                lanes.get(lane(false)).keys().del(redisKey);
             }
         } catch (CompletionException e) { // on the store's own connections: what Redis did, as Lettuce throws it
             RuntimeException cause = e.getCause() instanceof RuntimeException failure ? failure : e;
@@ -861,7 +879,8 @@ public final class RedisStore implements Store, AutoCloseable {
          * Cluster's follow Lettuce's event loops). Each has a thread that reads it, and the callers spread over
          * them by thread; measured on two cores, one connection or two decided as fast, four or eight slower
          * (bench/README.md). At least two, so that a caller's continuation, which runs on the thread reading one
-         * connection, always has another to send on; at most 256.
+         * connection, always has another to send on; at most 256. One more is made, for the decisions and resets
+         * that such continuations wait for, so that no two reading threads ever wait for each other.
          */
         public Builder connections(int count) {
             if (count < 2 || count > 256) {

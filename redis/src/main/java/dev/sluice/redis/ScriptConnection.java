@@ -182,7 +182,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
         } catch (IOException e) {
             throw new RedisConnectionException("Unable to connect to " + address + ": " + e.getMessage(), e);
         }
-        this.reader = new Thread(this::read, "sluice-redis-" + address);
+        this.reader = new ReadingThread(this::read, "sluice-redis-" + address);
         reader.setDaemon(true);
         reader.start();
     }
@@ -545,6 +545,18 @@ final class ScriptConnection implements AutoCloseable, Executor {
         while ((task = takeHanded()) != null) {
             runHanded(task); // sends nothing once closed: its decisions fail at once, as closed
         }
+    }
+
+    /** A connection's reading thread: where the callers' continuations run. */
+    private static final class ReadingThread extends Thread {
+        ReadingThread(Runnable read, String name) {
+            super(read, name);
+        }
+    }
+
+    /** Whether {@code thread} reads a connection, this one or another, of any store. */
+    static boolean reads(Thread thread) {
+        return thread instanceof ReadingThread;
     }
 
     /** The reading thread, for tests: it ends once the connection is closed. */

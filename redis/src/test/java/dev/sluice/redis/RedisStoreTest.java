@@ -135,7 +135,8 @@ class RedisStoreTest {
     }
 
     /**
-     * A standalone store opens its own connections only, one per core and at least two, each named as the
+     * A standalone store opens its own connections only, one per core and at least two, and the waiting lane
+     * (the store's {@code lane} says why), each named as the
      * address's {@code ?clientName=} says; no Lettuce connection beside them (there was one each, for resets),
      * and no Lettuce thread. The resets go on the same connections.
      */
@@ -151,7 +152,7 @@ class RedisStoreTest {
                 assertThat(limiter.tryAcquire("k", 4).remaining()).isEqualTo(6);
                 limiter.reset("k");
                 assertThat(limiter.tryAcquire("k").remaining()).isEqualTo(9);
-                int expected = Math.max(2, Runtime.getRuntime().availableProcessors());
+                int expected = Math.max(2, Runtime.getRuntime().availableProcessors()) + 1;
                 List<String> opened = clients(resp);
                 assertThat(opened).hasSize(before + expected);
                 assertThat(opened.stream().filter(client -> client.contains(" name=sluice-own "))).hasSize(expected);
@@ -175,7 +176,7 @@ class RedisStoreTest {
             try (RedisStore store = RedisStore.builder("redis://127.0.0.1:" + own.port()).connections(5)
                     .timeout(Duration.ofSeconds(2)).build()) {
                 assertThat(store.connections()).hasSize(5);
-                assertThat(clients(resp)).hasSize(before + 5);
+                assertThat(clients(resp)).as("and the waiting lane").hasSize(before + 6);
                 RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1m").store(store).build();
                 assertThat(limiter.tryAcquire("k", 4).remaining()).isEqualTo(6);
             }
@@ -224,21 +225,66 @@ class RedisStoreTest {
                         took.completeExceptionally(e);
                     }
                 };
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (true) { // handed to the reading thread, which takes it only while idle
-                    try {
-                        connection.execute(reset);
-                        break;
-                    } catch (RejectedExecutionException busy) {
-                        assertThat(System.nanoTime()).as("the reading thread idle within 10 s").isLessThan(deadline);
-                        Thread.sleep(1);
-                    }
-                }
+                runOnItsReadingThread(connection, reset);
                 assertThat(took.get(10, TimeUnit.SECONDS)).as("a reset on " + connection.reader().getName())
                         .isLessThan(TimeUnit.SECONDS.toNanos(1));
             }
             assertThat(store.decide(rule, "on-reader", 1, Store.STORE_CLOCK).remaining()).as("reset").isEqualTo(9);
             assertThat(store.counts().failures()).isZero();
+        }
+    }
+
+    /** Runs {@code task} on {@code connection}'s reading thread, as a caller's continuation runs. */
+    private static void runOnItsReadingThread(ScriptConnection connection, Runnable task) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) { // handed to the reading thread, which takes it only while idle
+            try {
+                connection.execute(task);
+                return;
+            } catch (RejectedExecutionException busy) {
+                assertThat(System.nanoTime()).as("the reading thread idle within 10 s").isLessThan(deadline);
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    /**
+     * A bug a review found: both reading threads, each in a continuation that decides (or resets) and waits, at
+     * once. Each sent on the other's connection and waited for the other to read its answer, so both waited until
+     * they timed out, and their failures opened the breaker. Such calls now go on the waiting lane, whose reading
+     * thread runs no continuation. Both scripts, and a reset.
+     */
+    @Test
+    void readingThreadsThatWaitAtOnceNeverWaitForEachOther() throws Exception {
+        Rule window = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1m")));
+        Rule gcra = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1m")));
+        try (RedisStore own = RedisStore.builder(redis.uri()).connections(2).timeout(Duration.ofSeconds(2))
+                .raiseFailures(true).build()) {
+            java.util.concurrent.CyclicBarrier together = new java.util.concurrent.CyclicBarrier(2);
+            List<CompletableFuture<Long>> took = new ArrayList<>();
+            for (ScriptConnection connection : own.connections()) {
+                CompletableFuture<Long> done = new CompletableFuture<>();
+                took.add(done);
+                runOnItsReadingThread(connection, () -> {
+                    try {
+                        together.await(10, TimeUnit.SECONDS);
+                        long start = System.nanoTime();
+                        own.decide(window, "waiting-window", 1, Store.STORE_CLOCK);
+                        own.decide(gcra, "waiting-gcra", 1, Store.STORE_CLOCK);
+                        own.reset(window, "elsewhere");
+                        done.complete(System.nanoTime() - start);
+                    } catch (Exception e) {
+                        done.completeExceptionally(e);
+                    }
+                });
+            }
+            for (CompletableFuture<Long> done : took) {
+                assertThat(done.get(20, TimeUnit.SECONDS)).as("two decisions and a reset, not a timeout")
+                        .isLessThan(TimeUnit.SECONDS.toNanos(1));
+            }
+            assertThat(own.decide(window, "waiting-window", 1, Store.STORE_CLOCK).remaining()).isEqualTo(7);
+            assertThat(own.decide(gcra, "waiting-gcra", 1, Store.STORE_CLOCK).remaining()).isEqualTo(7);
+            assertThat(own.counts().failures()).isZero();
         }
     }
 
@@ -678,8 +724,7 @@ class RedisStoreTest {
                 assertThat(decision.remaining()).as("decision %d", i).isEqualTo(Math.max(0, 9 - i));
             }
             long calls = calls(resp, "evalsha");
-            assertThat(calls).as("calls for 200 decisions, at most 64 to a call, and two or more to a call on average")
-                    .isBetween(4L, 100L);
+            assertThat(calls).as("calls for 200 decisions, at most 64 to a call").isBetween(4L, 10L);
             assertThat(calls(resp, "get")).isEqualTo(200);
             assertThat(calls(resp, "psetex")).as("only admissions write").isEqualTo(10);
             assertThat(calls(resp, "time")).as("the clock read once a call").isEqualTo(calls);
@@ -690,10 +735,21 @@ class RedisStoreTest {
      * {@code count} decisions on {@code key} under gcra 10/1h, handed to {@code store} at once from this thread
      * (so on one connection), after a first decision and a reset of Redis's command counts; in order.
      */
+    /**
+     * Redis answers no one for 200 ms: the first call handed over waits in Redis meanwhile, and every decision
+     * handed over after it waits for it, as they would behind any round trip. Without this the test thread, slowed
+     * by other work on the machine, could hand each decision over after the one before had its answer (once
+     * failed so: 40 decisions in 40 calls, and 200 in 51).
+     */
+    private static void holdAnswers(Resp resp) throws IOException {
+        resp.call("CLIENT", "PAUSE", "200");
+    }
+
     private static List<Decision> allAtOnce(RedisStore store, Resp resp, String key, int count) throws Exception {
         RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("10/1h").store(store).build();
         limiter.tryAcquire("warm");
         resp.call("CONFIG", "RESETSTAT");
+        holdAnswers(resp);
         List<CompletableFuture<Decision>> inFlight = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             inFlight.add(limiter.tryAcquireAsync(key).toCompletableFuture());
@@ -720,6 +776,7 @@ class RedisStoreTest {
             Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1m"))); // T = 6 s
             own.decide(rule, "warm", 1, Store.STORE_CLOCK);
             resp.call("CONFIG", "RESETSTAT");
+            holdAnswers(resp);
             long at = 1_000L * S + 123_456_789L; // a time passed in: 1,000.123456789 s after the epoch
             List<CompletableFuture<Decision>> passed = new ArrayList<>();
             List<CompletableFuture<Decision>> server = new ArrayList<>();
