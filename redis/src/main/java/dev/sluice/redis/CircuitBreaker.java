@@ -19,7 +19,7 @@ final class CircuitBreaker {
     private final long openNanos;
     private final AtomicInteger failures = new AtomicInteger();
     private final AtomicBoolean probing = new AtomicBoolean();
-    private volatile boolean open;
+    private final AtomicBoolean open = new AtomicBoolean();
     private volatile long openUntil;
     /** When the store's health may next be checked with a call of its own ({@link #healthCheckDue}). */
     private final AtomicLong nextHealthCheck = new AtomicLong(System.nanoTime());
@@ -34,7 +34,7 @@ final class CircuitBreaker {
 
     /** Whether a call may go to the store now: the breaker is closed, or this call is the probe. */
     boolean allows() {
-        if (!open) {
+        if (!open.get()) {
             return true;
         }
         return System.nanoTime() - openUntil >= 0 && probing.compareAndSet(false, true);
@@ -42,7 +42,7 @@ final class CircuitBreaker {
 
     /** The wait until the store is tried again (0 while the breaker is closed). */
     long nanosUntilRetry() {
-        return open ? Math.max(0, openUntil - System.nanoTime()) : 0;
+        return open.get() ? Math.max(0, openUntil - System.nanoTime()) : 0;
     }
 
     /**
@@ -53,24 +53,32 @@ final class CircuitBreaker {
         if (failures.get() != 0) {
             failures.set(0);
         }
-        if (open) {
-            open = false;
+        if (open.get()) {
+            open.set(false);
         }
         if (probing.get()) {
             probing.set(false);
         }
     }
 
-    /** Records a decision that failed with {@code failure}; whether it opened the breaker. */
+    /**
+     * Records a decision that failed with {@code failure}; whether it opened the breaker, true for one caller
+     * only however many fail at once (a bug a review found: two failing together both saw the threshold reached
+     * and the breaker closed, and an opening was counted twice). The wait is set before the breaker opens, so
+     * that no caller sees it open with the wait of an opening before.
+     */
     boolean failed(Throwable failure) {
         if (!counted.add(failure)) {
             return false; // another decision of the same failed call, counted already
         }
-        boolean probe = probing.getAndSet(false);
-        if (probe || (failures.incrementAndGet() >= threshold && !open)) {
+        if (probing.getAndSet(false)) {
             openUntil = System.nanoTime() + openNanos;
-            open = true;
-            return !probe;
+            open.set(true);
+            return false; // open already: the probe failed
+        }
+        if (failures.incrementAndGet() >= threshold && !open.get()) {
+            openUntil = System.nanoTime() + openNanos;
+            return open.compareAndSet(false, true);
         }
         return false;
     }
@@ -86,7 +94,7 @@ final class CircuitBreaker {
     }
 
     boolean isOpen() {
-        return open;
+        return open.get();
     }
 
     int threshold() {

@@ -72,4 +72,53 @@ class CircuitBreakerTest {
         assertThat(quick.isOpen()).isFalse();
         assertThat(quick.allows()).isTrue();
     }
+
+    /**
+     * A bug a review found: callers failing at once each saw the threshold reached and the breaker closed, and
+     * each counted the opening. Rounds of eight threads failing together: one opening a round, never two. (The
+     * window is a few instructions wide: on two vCPUs the old breaker passed 20,000 rounds of this, so the test
+     * holds the property where more cores race, and the fix is by construction: one compare-and-set opens.)
+     */
+    @Test
+    void callersFailingAtOnceCountOneOpening() throws Exception {
+        int threads = 8;
+        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads + 1);
+        java.util.concurrent.CyclicBarrier end = new java.util.concurrent.CyclicBarrier(threads + 1);
+        java.util.concurrent.atomic.AtomicInteger openings = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        CircuitBreaker shared = new CircuitBreaker(1, TimeUnit.SECONDS.toNanos(30));
+        java.util.List<Thread> failing = new java.util.ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Thread thread = new Thread(() -> {
+                try {
+                    while (true) {
+                        start.await();
+                        if (stop.get()) {
+                            return;
+                        }
+                        if (shared.failed(new IllegalStateException("a call"))) {
+                            openings.incrementAndGet();
+                        }
+                        end.await();
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            thread.start();
+            failing.add(thread);
+        }
+        for (int round = 1; round <= 5_000; round++) {
+            shared.succeeded();
+            start.await(10, TimeUnit.SECONDS);
+            end.await(10, TimeUnit.SECONDS);
+            assertThat(openings.get()).as("openings after round %d", round).isEqualTo(round);
+            assertThat(shared.isOpen()).isTrue();
+        }
+        stop.set(true);
+        start.await(10, TimeUnit.SECONDS);
+        for (Thread thread : failing) {
+            thread.join(10_000);
+        }
+    }
 }
