@@ -22,7 +22,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -188,52 +187,6 @@ class RedisStoreTest {
         }
     }
 
-    /**
-     * A bug a review found: a caller's continuation runs on the reading thread of one of the store's connections,
-     * and a reset (or a decision waited for) made there went on that very connection when the thread's lane was
-     * its own; the thread then waited for an answer only it could read, until the timeout. Now it goes on another.
-     * A thread's lane is its id modulo the connections: stores are made until one has a reading thread whose lane
-     * is its own connection (a store starts its reading threads one after the other, and a timer's thread before
-     * them, so the next store's first reading thread's id is one lane further at least).
-     */
-    @Test
-    void aResetOnAConnectionsReadingThreadGoesOnAnotherConnection() throws Exception {
-        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/1m")));
-        RedisStore own = null;
-        for (int attempt = 0; own == null && attempt < 32; attempt++) {
-            RedisStore made = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(2))
-                    .raiseFailures(true).build();
-            List<ScriptConnection> connections = made.connections();
-            if (IntStream.range(0, connections.size())
-                    .anyMatch(i -> connections.get(i).reader().getId() % connections.size() == i)) {
-                own = made;
-            } else {
-                made.close();
-            }
-        }
-        assertThat(own).as("a store with a reading thread whose lane is its own connection").isNotNull();
-        try (RedisStore store = own) {
-            assertThat(store.decide(rule, "on-reader", 4, Store.STORE_CLOCK).remaining()).isEqualTo(6);
-            for (ScriptConnection connection : store.connections()) {
-                CompletableFuture<Long> took = new CompletableFuture<>();
-                Runnable reset = () -> {
-                    long start = System.nanoTime();
-                    try {
-                        store.reset(rule, "on-reader");
-                        took.complete(System.nanoTime() - start);
-                    } catch (RuntimeException e) {
-                        took.completeExceptionally(e);
-                    }
-                };
-                runOnItsReadingThread(connection, reset);
-                assertThat(took.get(10, TimeUnit.SECONDS)).as("a reset on " + connection.reader().getName())
-                        .isLessThan(TimeUnit.SECONDS.toNanos(1));
-            }
-            assertThat(store.decide(rule, "on-reader", 1, Store.STORE_CLOCK).remaining()).as("reset").isEqualTo(9);
-            assertThat(store.counts().failures()).isZero();
-        }
-    }
-
     /** Runs {@code task} on {@code connection}'s reading thread, as a caller's continuation runs. */
     private static void runOnItsReadingThread(ScriptConnection connection, Runnable task) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -249,10 +202,12 @@ class RedisStoreTest {
     }
 
     /**
-     * A bug a review found: both reading threads, each in a continuation that decides (or resets) and waits, at
-     * once. Each sent on the other's connection and waited for the other to read its answer, so both waited until
-     * they timed out, and their failures opened the breaker. Such calls now go on the waiting lane, whose reading
-     * thread runs no continuation. Both scripts, and a reset.
+     * Two bugs reviews found. A caller's continuation runs on the reading thread of one of the store's connections,
+     * and a reset made there went on that very connection when the thread's lane was its own: it waited for an
+     * answer only it could read, until the timeout. Then it went on another connection; but both reading threads,
+     * each in a continuation that decides (or resets) and waits, at once, each sent on the other's connection and
+     * waited for the other to read its answer, until both timed out and their failures opened the breaker. Such
+     * calls now go on the waiting lane, whose reading thread runs no continuation. Both scripts, and a reset.
      */
     @Test
     void readingThreadsThatWaitAtOnceNeverWaitForEachOther() throws Exception {
