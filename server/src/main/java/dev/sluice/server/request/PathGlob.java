@@ -31,7 +31,9 @@ public record PathGlob(String text, Pattern pattern) {
             }
             regex.append(quoted(segment.substring(from)));
         }
-        return new PathGlob(glob, Pattern.compile(regex.toString()));
+        // DOTALL: a decoded path may hold a line break (%0A, %E2%80%A8), which . would not match, and /api/** would
+        // let such a request through uncharged (a bug a review found)
+        return new PathGlob(glob, Pattern.compile(regex.toString(), Pattern.DOTALL));
     }
 
     private static String quoted(String literal) {

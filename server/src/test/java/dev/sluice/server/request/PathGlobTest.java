@@ -35,6 +35,17 @@ class PathGlobTest {
         assertThat(PathGlob.compile(glob).matches(path)).isEqualTo(matches);
     }
 
+    /** A past bug: ** matched no decoded line break, so /api/search/a%0Ab went uncharged by /api/**. */
+    @org.junit.jupiter.api.Test
+    void everyCharacterOfASegmentMatchesLineBreaksIncluded() {
+        for (String odd : new String[] {"\n", "\r", "\u0085", "\u2028", "\u2029"}) {
+            assertThat(PathGlob.compile("/api/**").matches("/api/search/a" + odd + "b")).as("%04x", (int) odd.charAt(0))
+                    .isTrue();
+            assertThat(PathGlob.compile("/api/*").matches("/api/a" + odd + "b")).isTrue();
+            assertThat(PathGlob.compile("/**/login").matches("/x" + odd + "/login")).isTrue();
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "api/*|a path starts with /",
