@@ -49,8 +49,8 @@ final class DescribedRequest implements ClientRequest {
             }
         }
         String method = text(body, "method", true);
-        if (!method.matches("[A-Za-z]+")) {
-            throw new BadRequest("method: expected an HTTP method such as GET, got \"" + method + "\"");
+        if (!method.matches("[A-Z]+")) { // the gateway refuses a method not in capitals, and so does this
+            throw new BadRequest("method: expected an HTTP method in capitals, such as GET, got \"" + method + "\"");
         }
         String target = text(body, "path", true);
         if (!target.startsWith("/")) {
@@ -92,7 +92,7 @@ final class DescribedRequest implements ClientRequest {
             throw new BadRequest("ip: expected an IP address such as 10.0.0.7, got \"" + ip + "\"");
         }
         ip = TrustedProxies.canonical(ip); // the key the gateway and the servlet filter give the same client
-        return new DescribedRequest(method.toUpperCase(Locale.ROOT), path, ClientRequest.hostWithoutPort(host),
+        return new DescribedRequest(method, path, ClientRequest.hostWithoutPort(host),
                 ip, headers, rawQuery);
     }
 

@@ -49,8 +49,11 @@ final class ProxiedRequest extends ReceivedRequest {
     /**
      * Refuses, before anything is decided, a request whose meaning a server could read otherwise than the policies
      * would, as nginx refuses it with a 400: one Host header exactly (none only before HTTP/1.1), a target from the
-     * root ({@code OPTIONS *} aside), in ASCII, and escapes of two hex digits. Charged as {@code api/x} or {@code /%zz}, such
-     * a request could be served as something else.
+     * root ({@code OPTIONS *} aside), in ASCII, and escapes of two hex digits; a method in capitals. Charged as
+     * {@code api/x} or {@code /%zz}, such a request could be served as something else. Two past bugs a review
+     * found: a target in absolute form ({@code http://other.example/api/x}) was matched on its path and the Host
+     * header, while the upstream takes the target's host over the header (RFC 9112 §3.2.2); and {@code get}
+     * matched no {@code methods: [GET]} policy, while many frameworks serve it as GET.
      */
     static void checkWellFormed(HttpServerRequest request) throws BadRequest {
         List<String> hosts = request.headers().getAll("Host");
@@ -60,8 +63,15 @@ final class ProxiedRequest extends ReceivedRequest {
         if (hosts.isEmpty() && request.version() == HttpVersion.HTTP_1_1) {
             throw new BadRequest("header Host: missing; an HTTP/1.1 request names its host");
         }
+        String method = request.method().name();
+        for (int i = 0; i < method.length(); i++) {
+            if (method.charAt(i) >= 'a' && method.charAt(i) <= 'z') {
+                throw new BadRequest("method \"" + method + "\": methods are written in capitals, as GET");
+            }
+        }
         String path = request.path();
-        if ((path == null || !path.startsWith("/")) && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {
+        if ((path == null || !request.uri().startsWith("/"))
+                && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {
             throw new BadRequest("request target \"" + request.uri() + "\": expected a path from the root, such as /api/items");
         }
         ClientRequest.checkTarget(path == null ? "" : path, request.uri());

@@ -300,7 +300,8 @@ class CheckRequestTest {
     @CsvSource(delimiter = '|', value = {
             "no method|{\"path\":\"/a\"}|method: missing",
             "a numeric method|{\"method\":1,\"path\":\"/a\"}|method: expected a string, got 1",
-            "a strange method|{\"method\":\"GE T\",\"path\":\"/a\"}|method: expected an HTTP method such as GET, got \"GE T\"",
+            "a strange method|{\"method\":\"GE T\",\"path\":\"/a\"}|method: expected an HTTP method in capitals, such as GET, got \"GE T\"",
+            "a method in lower case|{\"method\":\"get\",\"path\":\"/a\"}|method: expected an HTTP method in capitals, such as GET, got \"get\"",
             "no path|{\"method\":\"GET\"}|path: missing",
             "a relative path|{\"method\":\"GET\",\"path\":\"a/b\"}|path: expected a path that starts with /, got \"a/b\"",
             "headers as a list|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":[1]}|headers: expected an object of header names and string values",

@@ -546,6 +546,9 @@ class GatewayTest {
             "two Hosts|GET /api/items HTTP/1.1\\r\\nHost: a\\r\\nHost: b|header Host: given 2 times; a request names one host",
             "a relative target|GET api/items HTTP/1.1\\r\\nHost: a|request target \"api/items\": expected a path from the root, such as /api/items",
             "an asterisk|GET * HTTP/1.1\\r\\nHost: a|request target \"*\": expected a path from the root, such as /api/items",
+            "an absolute target|GET http://other.example/api/items HTTP/1.1\\r\\nHost: a|request target \"http://other.example/api/items\": expected a path from the root, such as /api/items",
+            "a method in lower case|get /api/items HTTP/1.1\\r\\nHost: a|method \"get\": methods are written in capitals, as GET",
+            "a method in mixed case|Post /api/items HTTP/1.1\\r\\nHost: a\\r\\nContent-Length: 0|method \"Post\": methods are written in capitals, as GET",
             "a broken escape|GET /api/%zz HTTP/1.1\\r\\nHost: a|request target \"/api/%zz\": a % that is not followed by two hex digits",
     })
     void refusesARequestThatCouldBeReadAnotherWay(String problem, String head, String message) throws Exception {
