@@ -208,11 +208,20 @@ final class KeyTable {
     private final AtomicLong size = new AtomicLong();
     /** No stored key expires before this (states only ever expire later after a decision). */
     private final AtomicLong firstExpiry = new AtomicLong(Long.MAX_VALUE);
+    /**
+     * The earliest expiry of the keys put in since the last sweep began: a sweep sets {@link #firstExpiry} to what it
+     * saw, and folds this in after, so that a key put in behind it is not forgotten (a bug a review found).
+     */
+    private final AtomicLong sinceSweep = new AtomicLong(Long.MAX_VALUE);
     private final ReentrantLock maintenance = new ReentrantLock();
     /** Runs after each key a resize moves: tests pause a resize half-way with it. */
     volatile Runnable afterEachCopy;
     /** Runs once a resize has read the store's size, before it publishes the new table (tests). */
     volatile Runnable afterSizing;
+    /** Runs once an insertion has claimed its key's slot, before it sets the key's state (tests). */
+    volatile Runnable afterClaim;
+    /** Runs once a sweep has looked at every key, before it notes the earliest expiry (tests). */
+    volatile Runnable afterSweepLooked;
     private final long maxKeys;
 
     KeyTable(long maxKeys) {
@@ -314,6 +323,13 @@ final class KeyTable {
             // a key back to untouched is removed, never set back to null: a state slot goes from null only
             // once, so no compare-and-set can succeed on a null it read before the key was used again
             if (next == null ? retire(tab, 2 * i, found, state) : SLOTS.compareAndSet(slots, 2 * i + 1, state, next)) {
+                if (state == null) {
+                    // the key's first state, set here before its inserter could set its own: counted here, as the
+                    // inserter would have (a bug a review found: its expiry went unnoted, and a store full of
+                    // keys that reject or admit new ones took itself for full past that expiry)
+                    tab.live.incrementAndGet();
+                    inserted(next);
+                }
                 return outcome.decision();
             }
             backOff(++collisions);
@@ -383,6 +399,10 @@ final class KeyTable {
             Object found = SLOTS.getAcquire(slots, 2 * i);
             if (found == null && SLOTS.compareAndSet(slots, 2 * i, null, stored)) {
                 tab.hashes[i] = hash; // published to deciders by the compare-and-set of the state below
+                Runnable claimed = afterClaim;
+                if (claimed != null) {
+                    claimed.run();
+                }
                 if (!SLOTS.compareAndSet(slots, 2 * i + 1, null, state)) {
                     return RETRY; // the key is in, but someone decided on it first, or it is moving
                 }
@@ -443,6 +463,9 @@ final class KeyTable {
 
     private void inserted(KeyState state) {
         long expiresAt = state.expiresAt();
+        if (expiresAt < sinceSweep.get()) {
+            sinceSweep.accumulateAndGet(expiresAt, Math::min);
+        }
         if (expiresAt < firstExpiry.get()) {
             firstExpiry.accumulateAndGet(expiresAt, Math::min);
         }
@@ -577,6 +600,7 @@ final class KeyTable {
     private void sweep(Table tab, long now) {
         Object[] slots = tab.slots;
         long first = Long.MAX_VALUE;
+        sinceSweep.set(Long.MAX_VALUE); // a key put in from here on may be behind the sweep: noted there
         for (int i = 0; i < slots.length; i += 2) {
             Object key = SLOTS.getAcquire(slots, i);
             if (key == null || key == TOMBSTONE || key == MOVED) {
@@ -596,7 +620,12 @@ final class KeyTable {
                 first = Math.min(first, ((KeyState) state).expiresAt());
             }
         }
+        Runnable looked = afterSweepLooked;
+        if (looked != null) {
+            looked.run();
+        }
         firstExpiry.set(first);
+        firstExpiry.accumulateAndGet(sinceSweep.get(), Math::min); // after the set: what a key put in set meanwhile
     }
 
     /** Removes the key at slot index {@code i} (of the key) of {@code tab} if its state is still {@code state}. */
