@@ -4,6 +4,6 @@ package dev.sluice.store;
 public enum FailurePolicy {
     /** Admit, as if the key were untouched: an outage of the store does not become an outage of the API. */
     OPEN,
-    /** Reject, with {@code retry_after} the wait until the store is tried again. */
+    /** Reject, with {@code retry_after} (and {@code reset_after}) the wait until the store is tried again. */
     CLOSED
 }

@@ -671,7 +671,9 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         failedClosed.increment();
         long retryAfter = Math.max(breaker.nanosUntilRetry(), timeoutNanos);
-        return new Decision(false, 0, retryAfter, 0, 0, rule.limits().get(0));
+        // reset_after as long as retry_after: nothing is known of the key before Redis is asked again, and a reset
+        // of 0 told clients the limit was back (RateLimit's t=0, X-RateLimit-Reset: 0; a bug a review found)
+        return new Decision(false, 0, retryAfter, retryAfter, 0, rule.limits().get(0));
     }
 
     private static String check(String key) {

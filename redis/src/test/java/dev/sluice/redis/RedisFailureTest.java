@@ -131,6 +131,8 @@ class RedisFailureTest {
                 Decision closed = quickly(limiter, "fresh-" + i);
                 assertThat(closed.allowed()).as("fail closed").isFalse();
                 assertThat(closed.retryAfterNanos()).isBetween(1L, Duration.ofMillis(300).toNanos());
+                assertThat(closed.resetAfterNanos()).as("no sooner than the retry").isEqualTo(closed.retryAfterNanos());
+                assertThat(closed.limitResetAfterNanos()).isEqualTo(closed.retryAfterNanos());
             }
             assertThat(store.counts().failedClosed()).isEqualTo(20);
             redis.restart();
