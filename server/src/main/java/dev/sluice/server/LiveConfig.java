@@ -115,7 +115,21 @@ public final class LiveConfig implements AutoCloseable {
             thread.setDaemon(true);
             return thread;
         });
-        watcher.scheduleWithFixedDelay(this::reload, period.toMillis(), period.toMillis(), TimeUnit.MILLISECONDS);
+        watcher.scheduleWithFixedDelay(() -> reloadWatched(period), period.toMillis(), period.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * {@link #reload}, for the watcher: a failure it did not foresee is logged, and the watcher looks again at its
+     * next turn. An exception out of a scheduled task cancels its every later run without a word: a past bug, where
+     * one unreadable directory under {@code envoy_configs} ended a running server's reloads for good.
+     */
+    private void reloadWatched(Duration period) {
+        try {
+            reload();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, file + ": could not be read again (the last good configuration stays in"
+                    + " force, and it is looked at again in " + period.toMillis() + " ms)", e);
+        }
     }
 
     /** Reads the file again and applies it if it changed and checks out. */

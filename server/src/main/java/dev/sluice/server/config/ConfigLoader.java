@@ -28,6 +28,7 @@ import org.yaml.snakeyaml.reader.StreamReader;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -198,9 +199,19 @@ public final class ConfigLoader {
             for (int i = 0; i < paths.size(); i++) {
                 String where = "envoy_configs[" + i + "]";
                 String path = scalar(paths.get(i), where);
+                Path resolved;
+                try {
+                    if (path.isEmpty()) { // would be the directory of this very file
+                        throw new InvalidPathException(path, "empty; name a file or directory");
+                    }
+                    resolved = base().resolve(path);
+                } catch (InvalidPathException e) {
+                    throw new ConfigException(error(paths.get(i), where, "\"" + path.replace("\u0000", "\\0")
+                            + "\" is not a path: " + e.getReason()).getMessage(), read.files());
+                }
                 String problem;
                 try {
-                    problem = read.read(base().resolve(path));
+                    problem = read.read(resolved);
                 } catch (ConfigException e) {
                     throw new ConfigException(e.getMessage(), read.files());
                 }

@@ -10,8 +10,12 @@ import dev.sluice.server.request.KeyPart;
 import org.yaml.snakeyaml.nodes.Node;
 
 import java.io.IOException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -19,7 +23,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * Envoy's own rate limit configuration files, as its rate limit service reads them (one {@code domain} a file, a tree
@@ -96,7 +99,9 @@ final class EnvoyConfigFiles {
         try {
             inside = filesUnder(path);
         } catch (IOException e) {
-            return "cannot list " + path + ": " + e.getMessage();
+            String where = e instanceof java.nio.file.FileSystemException fs && fs.getFile() != null
+                    && !fs.getFile().equals(path.toString()) ? " (" + fs.getFile() + ")" : "";
+            return "cannot list " + path + where + ": " + TextFile.reason(e);
         }
         if (inside.isEmpty()) {
             return path + " holds no file";
@@ -110,11 +115,44 @@ final class EnvoyConfigFiles {
         return null;
     }
 
-    /** The files under {@code directory}, at any depth, without those whose name (or a directory's) starts with '.'. */
+    /**
+     * The files under {@code directory}, at any depth, without those whose name (or a directory's) starts with '.'.
+     * A dotted directory is not entered at all, and a directory that cannot be read is an {@link IOException}
+     * naming it. A past bug a review found: {@code Files.walk} went into dotted directories, and threw an unchecked
+     * exception for one it could not read (or a file gone while it walked: an editor's test file, the directory a
+     * Kubernetes ConfigMap update removes), which came out as a stack trace at start and ended the reloads of a
+     * running server for good.
+     */
     private static List<Path> filesUnder(Path directory) throws IOException {
-        try (Stream<Path> walked = Files.walk(directory)) {
-            return walked.filter(file -> Files.isRegularFile(file) && !dotted(directory.relativize(file))).sorted().toList();
-        }
+        List<Path> files = new ArrayList<>();
+        Files.walkFileTree(directory, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attributes) {
+                return !dir.equals(directory) && dotted(directory.relativize(dir)) ? FileVisitResult.SKIP_SUBTREE
+                        : FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attributes) {
+                if (!dotted(directory.relativize(file)) && Files.isRegularFile(file)) { // a link to a file too
+                    files.add(file);
+                }
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFileFailed(Path file, IOException failure) throws IOException {
+                if (!file.equals(directory) && (failure instanceof NoSuchFileException
+                        || dotted(directory.relativize(file)))) {
+                    // gone while this walked (the next look sees what is there), or a dotted directory that cannot
+                    // be opened: a walk opens a directory before it asks whether to enter it
+                    return FileVisitResult.CONTINUE;
+                }
+                throw failure;
+            }
+        });
+        files.sort(null);
+        return files;
     }
 
     private String readFile(Path file) throws ConfigException {

@@ -555,6 +555,14 @@ class EnvoyConfigFilesTest {
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":2: envoy_configs[0]: no such file or"
                 + " directory: " + dir.resolve("nowhere.yaml"));
 
+        // an empty path named the directory of sluice.yaml, and a NUL came out as a stack trace (a review found both)
+        Files.writeString(sluice, "envoy_configs: [\"\"]\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: \"\" is not a"
+                + " path: empty; name a file or directory");
+        Files.writeString(sluice, "envoy_configs: [\"a\\0b\"]\n");
+        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: \"a\\0b\" is"
+                + " not a path: Nul character not allowed");
+
         Files.createDirectories(dir.resolve("empty"));
         Files.writeString(sluice, "envoy_configs: [empty]\n");
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: "
