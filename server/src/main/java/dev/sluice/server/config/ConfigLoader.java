@@ -554,6 +554,13 @@ public final class ConfigLoader {
                 throw error(items.get(i), field + ".descriptor[" + i + "]", "expected KEY or KEY=VALUE (a KEY without"
                         + " spaces), got \"" + text + "\"");
             }
+            for (int j = 0; j < descriptor.size(); j++) {
+                if (descriptor.get(j).key().equals(entryKey)) { // as an Envoy file's path is refused (a review found it)
+                    throw error(items.get(i), field + ".descriptor[" + i + "]", "key \"" + entryKey + "\" is in the"
+                            + " pattern already, at descriptor[" + j + "]; Sluice counts a descriptor by the values of"
+                            + " its keys, so each key once");
+                }
+            }
             descriptor.add(new Descriptor.Entry(entryKey, equals < 0 ? null : text.substring(equals + 1)));
         }
         return new PolicyConfig.Match(null, null, null, domain, List.copyOf(descriptor));
