@@ -95,6 +95,20 @@ public record Limit(long amount, long periodNanos, long burst, Refill refill) {
         }
     }
 
+    /**
+     * Whether the limit written as {@code text} gives {@code option} ({@code burst} or {@code refill}) itself: a
+     * rule-wide burst or refill would replace it, so a file or command line that gives both is refused.
+     */
+    public static boolean givesOption(String text, String option) {
+        String[] words = text.trim().split("\\s+");
+        for (int i = 1; i < words.length; i++) {
+            if (words[i].startsWith(option + "=")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private Limit withOption(String word) {
         if (word.startsWith("burst=")) {
             return withBurst(parseWhole(word.substring(6), "burst"));

@@ -189,11 +189,22 @@ final class SimulateCommand implements Callable<Integer> {
         for (String text : limits) {
             // --burst and --refill apply to every limit; a limit may also carry its own (600/1m burst=900)
             Limit limit = option("--limit", () -> Limit.parse(text));
+            for (String given : List.of("burst", "refill")) {
+                if ((given.equals("burst") ? burst : refill) != null && Limit.givesOption(text, given)) {
+                    throw new BadInput("--limit " + text + ": gives its own " + given + ", and --" + given
+                            + " would replace it: give it in one place");
+                }
+            }
             Limit refilled = chosenRefill == null ? limit : limit.withRefill(chosenRefill);
             parsed.add(chosenBurst == null ? refilled : option("--burst", () -> refilled.withBurst(chosenBurst)));
         }
         long delay = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
-        return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
+        try {
+            return Rule.of(chosen, parsed, chosenMode, delay);
+        } catch (IllegalArgumentException e) { // a limit's own problem names the limit; the rest are the mode's
+            throw new BadInput((e.getMessage().startsWith("limit ") ? "--limit" : "--mode " + chosenMode.label())
+                    + ": " + e.getMessage());
+        }
     }
 
     private Store store(Rule rule) throws BadInput {

@@ -191,6 +191,30 @@ class SimulateCommandTest {
         assertThat(run.err()).isEqualTo("error: " + message + "\n");
     }
 
+    /**
+     * A limit that gives its own burst or refill is not silently given another by --burst or --refill, and a
+     * problem of the limit itself names --limit (it named --mode reject). Past bugs a review found.
+     */
+    @Test
+    void aLimitsOwnBurstOrRefillIsNeitherReplacedNorBlamedOnTheMode() {
+        String trace = "t_ms,key\n0,a\n";
+        Run burst = simulate(trace, "--algorithm", "gcra", "--limit", "10/1s burst=5", "--burst", "7", "--trace", "-");
+        assertThat(burst.status()).isEqualTo(2);
+        assertThat(burst.err()).isEqualTo("error: --limit 10/1s burst=5: gives its own burst, and --burst would replace it:"
+                + " give it in one place\n");
+        Run refill = simulate(trace, "--algorithm", "token-bucket", "--limit", "10/1s refill=interval", "--refill",
+                "greedy", "--trace", "-");
+        assertThat(refill.status()).isEqualTo(2);
+        assertThat(refill.err()).isEqualTo("error: --limit 10/1s refill=interval: gives its own refill, and --refill"
+                + " would replace it: give it in one place\n");
+        Run named = simulate(trace, "--algorithm", "fixed-window", "--limit", "10/1s burst=5", "--trace", "-");
+        assertThat(named.status()).isEqualTo(2);
+        assertThat(named.err()).isEqualTo("error: --limit: limit 10/1s burst=5: burst is for token-bucket, gcra and"
+                + " leaky-bucket, not fixed-window\n");
+        assertThat(simulate(trace, "--algorithm", "gcra", "--limit", "10/1s burst=5", "--trace", "-").status())
+                .as("its own burst alone").isZero();
+    }
+
     @Test
     void refusesAMissingFile() {
         Run run = simulate("", "--algorithm", "gcra", "--limit", "10/1s", "--trace", dir.resolve("nope.csv").toString());

@@ -307,6 +307,12 @@ public final class ConfigLoader {
             String where = field + ".limits[" + i + "]";
             String text = scalar(limitNodes.get(i), where);
             Limit limit = parsed(limitNodes.get(i), where, () -> Limit.parse(text));
+            for (String option : List.of("burst", "refill")) {
+                if (fields.containsKey(option) && Limit.givesOption(text, option)) { // one would replace the other
+                    throw error(limitNodes.get(i), where, "\"" + text + "\" gives its own " + option + ", and the"
+                            + " policy's " + option + " would replace it: give it in one place");
+                }
+            }
             if (refill != null) {
                 limit = limit.withRefill(refill);
             }
@@ -315,6 +321,8 @@ public final class ConfigLoader {
                 long b = burst;
                 limit = parsed(fields.get("burst"), field + ".burst", () -> unburst.withBurst(b));
             }
+            Limit alone = limit; // a limit's own problem (a burst its algorithm takes none of, too deep) at its line
+            parsed(limitNodes.get(i), where, () -> Rule.of(algorithm, List.of(alone), Mode.REJECT, 0));
             int same = limits.indexOf(limit);
             if (same >= 0) { // twice the same limit decides as once: a slip, most likely for another one
                 throw error(limitNodes.get(i), where, "the same limit as limits[" + same + "], " + limit);
@@ -354,7 +362,10 @@ public final class ConfigLoader {
         boolean skip = skipIfMissing(fields, field);
         Mode chosen = mode;
         long delay = maxDelay;
-        Rule rule = parsed(node, field, () -> Rule.of(algorithm, limits, chosen, delay));
+        // each limit is right alone (above), so what is left to refuse is the max delay's (too many refills)
+        Node delayNode = fields.containsKey("max_delay") ? fields.get("max_delay") : node;
+        Rule rule = parsed(delayNode, fields.containsKey("max_delay") ? field + ".max_delay" : field,
+                () -> Rule.of(algorithm, limits, chosen, delay));
         if (onRedis) {
             decidableOnRedis(rule, limitNodes, fields.get("max_delay"), field);
         }
