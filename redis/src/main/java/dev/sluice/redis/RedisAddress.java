@@ -69,6 +69,10 @@ final class RedisAddress {
                 seeds.add(seed);
             }
         } else if (uri.startsWith("redis://")) {
+            if (authorityOf(uri).contains(",")) { // was read as one host named "h1:p1,h2", found by no lookup
+                throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a standalone Redis is"
+                        + " one host:port; several nodes are a Cluster's, redis-cluster://host:port,host:port");
+            }
             seeds.add(address(uri, uri, timeout));
         } else {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri)

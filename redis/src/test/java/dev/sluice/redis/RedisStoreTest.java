@@ -402,6 +402,10 @@ class RedisStoreTest {
                         + " index 8: redis://admin:****@localhost:6379 (in a password, characters such as a space, /, %, {, #"
                         + " are written percent-encoded: %20 for a space)")
                 .hasNoCause();
+        // several nodes in a standalone address were read as one host named "127.0.0.1:1,127.0.0.1", found by no lookup
+        assertThatThrownBy(() -> RedisStore.connect("redis://127.0.0.1:1,127.0.0.1:2"))
+                .hasMessage("bad Redis address \"redis://127.0.0.1:1,127.0.0.1:2\": a standalone Redis is one host:port;"
+                        + " several nodes are a Cluster's, redis-cluster://host:port,host:port");
         assertThatThrownBy(() -> RedisStore.connect("redis://localhost:99999"))
                 .hasMessage("bad Redis address \"redis://localhost:99999\": port \"99999\" of localhost:99999: expected 1"
                         + " to 65535");

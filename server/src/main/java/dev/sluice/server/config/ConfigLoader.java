@@ -586,8 +586,11 @@ public final class ConfigLoader {
                 : store.startsWith("redis-cluster://") ? store.substring("redis-cluster://".length()) : null;
         if (nodes != null) {
             boolean cluster = store.startsWith("redis-cluster://");
-            for (String address : nodes.split(",", -1)) {
+            for (String address : cluster ? nodes.split(",", -1) : new String[] {nodes}) {
                 String hostPort = cluster ? address.trim() : address.replaceFirst("/\\d+$", "").replaceFirst("^[^@]*@", "");
+                if (!cluster && hostPort.contains(",")) {
+                    break; // several nodes: the store's own check below says what is wrong
+                }
                 if (!hostPort.matches("[A-Za-z0-9.\\-]+(:\\d{1,5})?|\\[[0-9A-Fa-f:.]+](:\\d{1,5})?")
                         || hostPort.matches(".*:\\d+") && Integer.parseInt(hostPort.replaceFirst(".*:", "")) > 65535) {
                     throw error(node, "store", "bad Redis address \"" + RedisStore.shown(address) + "\" in \""
