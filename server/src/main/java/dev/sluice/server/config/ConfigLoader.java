@@ -659,6 +659,10 @@ public final class ConfigLoader {
 
     long whole(Node node, String field, long least) throws ConfigException {
         String text = scalar(node, field);
+        if (text.matches("0[0-9]+")) { // 010: 8 to a YAML 1.1 reader (Envoy's service among them), 10 to others
+            throw error(node, field, "\"" + text + "\" starts with a 0, which YAML 1.1 reads as octal: write it"
+                    + " without the 0");
+        }
         try {
             // ASCII digits: Long.parseLong also reads "٥" (and "+5", which YAML writes as 5 anyway)
             long value = text.matches("-?[0-9]+") ? Long.parseLong(text) : least - 1;

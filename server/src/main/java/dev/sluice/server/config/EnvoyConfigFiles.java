@@ -8,6 +8,7 @@ import dev.sluice.redis.RedisStore;
 import dev.sluice.server.request.Descriptor;
 import dev.sluice.server.request.KeyPart;
 import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.Tag;
 
 import java.io.IOException;
 import java.nio.file.FileVisitResult;
@@ -258,7 +259,9 @@ final class EnvoyConfigFiles {
                 throw nodes.error(fields.get("key"), where + ".key", key.isEmpty() ? "must not be empty"
                         : "Sluice takes keys without white space or '=', got \"" + key + "\"");
             }
-            String value = fields.containsKey("value") ? nodes.scalar(fields.get("value"), where + ".value") : "";
+            // value: ~ (or null) is no value to Envoy's service, which reads its files as YAML: any value of the key
+            String value = !fields.containsKey("value") || fields.get("value").getTag().equals(Tag.NULL) ? ""
+                    : nodes.scalar(fields.get("value"), where + ".value");
             Descriptor.Entry entry = new Descriptor.Entry(key, value.isEmpty() ? null : value);
             String before = level.putIfAbsent(entry.toString(), nodes.at(node));
             if (before != null) {

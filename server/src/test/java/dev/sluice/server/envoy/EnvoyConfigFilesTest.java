@@ -365,6 +365,18 @@ class EnvoyConfigFilesTest {
         assertThat(live.policies().policy("edge.remote_address")).isNotNull();
     }
 
+    /** value: ~ is no value to Envoy's service (YAML's null): any value of the key, each counted apart. */
+    @Test
+    void aNullValueIsNoValue() throws Exception {
+        Files.writeString(dir.resolve("edge.yaml"), "domain: edge\ndescriptors:\n  - key: user\n    value: ~\n"
+                + "    rate_limit: {unit: hour, requests_per_unit: 1}\n");
+        start("envoy_configs: [edge.yaml]\n");
+        assertThat(ask(descriptor("user", "alice")).getOverallCode()).isEqualTo(Code.OK);
+        assertThat(ask(descriptor("user", "alice")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("user", "bob")).getOverallCode()).isEqualTo(Code.OK);
+        assertThat(ask(descriptor("user", "~")).getOverallCode()).as("~ is a value like any").isEqualTo(Code.OK);
+    }
+
     @Test
     void theWatcherSeesTheFilesAndEachRefusalIsToldOnceUntilTheFileIsRight() throws Exception {
         startOnEdge();
@@ -471,6 +483,7 @@ class EnvoyConfigFilesTest {
             no unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: missing
             a unit beside unlimited|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unlimited: true, unit: second}|edge.yaml:4: descriptors[0].rate_limit.unit: an unlimited rate limit has no unit
             a limit of 0|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 0}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: Sluice's limits start at 1 request; to refuse every request of this descriptor give it 1 a year, or leave it to a policy of its own
+            a number with a leading 0|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 010}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: "010" starts with a 0, which YAML 1.1 reads as octal: write it without the 0
             a limit beyond uint32|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 4294967296}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: more than Envoy's uint32 holds: 4294967296
             an empty key|domain: edge\\ndescriptors:\\n  - key: ''|edge.yaml:3: descriptors[0].key: must not be empty
             a key with a space|domain: edge\\ndescriptors:\\n  - key: a b|edge.yaml:3: descriptors[0].key: Sluice takes keys without white space or '=', got "a b"
