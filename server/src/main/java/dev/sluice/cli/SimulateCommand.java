@@ -92,7 +92,7 @@ final class SimulateCommand implements Callable<Integer> {
     @Override
     public Integer call() throws BadInput, IOException {
         Rule rule = rule();
-        checkOutputIsNotTheTrace();
+        checkOutput();
         List<TraceRequest> requests = readTrace();
         ManualClock clock = new ManualClock();
         Store chosen = store(rule);
@@ -145,8 +145,15 @@ final class SimulateCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** Refuses {@code --out} naming the trace itself: writing the decisions would destroy it. */
-    private void checkOutputIsNotTheTrace() throws BadInput {
+    /**
+     * Refuses, before anything is decided, an empty {@code --out} (the working directory: a past bug, "error: :
+     * cannot write" after the whole trace was decided), and one naming the trace itself: writing the decisions
+     * would destroy it.
+     */
+    private void checkOutput() throws BadInput {
+        if (out.isEmpty()) {
+            throw new BadInput("--out: empty; give a file for the decisions, or - for standard output");
+        }
         if (out.equals(STDIO) || trace.equals(STDIO) || trace.isEmpty() || !Files.exists(Path.of(out))) {
             return;
         }
@@ -196,7 +203,11 @@ final class SimulateCommand implements Callable<Integer> {
                 }
             }
             Limit refilled = chosenRefill == null ? limit : limit.withRefill(chosenRefill);
-            parsed.add(chosenBurst == null ? refilled : option("--burst", () -> refilled.withBurst(chosenBurst)));
+            Limit chosenLimit = chosenBurst == null ? refilled : option("--burst", () -> refilled.withBurst(chosenBurst));
+            if (parsed.contains(chosenLimit)) { // as sluice.yaml refuses it: a slip, most likely for another limit
+                throw new BadInput("--limit " + text + ": given twice; the same limit twice decides as once");
+            }
+            parsed.add(chosenLimit);
         }
         long delay = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
         try {

@@ -213,6 +213,9 @@ class SimulateCommandTest {
                 + " leaky-bucket, not fixed-window\n");
         assertThat(simulate(trace, "--algorithm", "gcra", "--limit", "10/1s burst=5", "--trace", "-").status())
                 .as("its own burst alone").isZero();
+        Run twice = simulate(trace, "--algorithm", "gcra", "--limit", "10/1s", "--limit", "10/1s", "--trace", "-");
+        assertThat(twice.status()).isEqualTo(2);
+        assertThat(twice.err()).isEqualTo("error: --limit 10/1s: given twice; the same limit twice decides as once\n");
     }
 
     @Test
@@ -270,6 +273,9 @@ class SimulateCommandTest {
         assertThat(nowhere.err()).isEqualTo("error: " + dir.resolve("no/such/dir/out.csv") + ": cannot write: no such file\n");
         Run empty = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "");
         assertThat(empty.err()).isEqualTo("error: --trace: empty; give the trace's file, or - for standard input\n");
+        Run noOut = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out", "");
+        assertThat(noOut.status()).isEqualTo(2);
+        assertThat(noOut.err()).isEqualTo("error: --out: empty; give a file for the decisions, or - for standard output\n");
         Run directory = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", dir.toString());
         assertThat(directory.err()).isEqualTo("error: " + dir + ": a directory, not a trace\n");
     }

@@ -535,9 +535,10 @@ public final class ConfigLoader {
                     + " carries it: \"[" + host + "]\"");
         }
         if (host != null && !host.equals(ClientRequest.hostWithoutPort(host))) {
-            // requests are matched on their Host without its port, so a host with one would never match
-            throw error(fields.get("host"), field + ".host", "a host is matched without its port: write \""
-                    + ClientRequest.hostWithoutPort(host) + "\", not \"" + host + "\"");
+            // requests are matched on their Host without its port or a final dot, so a host with one never matches
+            throw error(fields.get("host"), field + ".host", "a host is matched without its "
+                    + (host.endsWith(".") ? "final dot" : "port") + ": write \"" + ClientRequest.hostWithoutPort(host)
+                    + "\", not \"" + host + "\"");
         }
         if (!fields.containsKey("domain") && !fields.containsKey("descriptor")) {
             return new PolicyConfig.Match(path, methods, host);
