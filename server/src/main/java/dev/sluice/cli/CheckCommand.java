@@ -35,7 +35,7 @@ final class CheckCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws BadInput {
-        Path file = config != null ? config : ServiceOptions.defaultConfig();
+        Path file = ServiceOptions.configFile(config);
         ServerConfig checked;
         try {
             checked = ConfigLoader.load(file);

@@ -68,7 +68,15 @@ final class ServiceOptions {
         }
     }
 
-    Path file() {
+    Path file() throws BadInput {
+        return configFile(config);
+    }
+
+    /** The file {@code --config} names, or {@link #defaultConfig} without one; an empty name is refused, naming it. */
+    static Path configFile(Path config) throws BadInput {
+        if (config != null && config.toString().isEmpty()) { // Path.of(""): the directory, read as a file
+            throw new BadInput("--config: empty; name the configuration file");
+        }
         return config != null ? config : defaultConfig();
     }
 

@@ -119,6 +119,21 @@ class ServiceCommandsTest {
                 + ":6: policies[0].limits[0]: bad limit \"10/0s\": period must be > 0, got \"0s\"" + System.lineSeparator());
         assertThat(out.toString()).isEmpty();
     }
+    /** An empty --config named the working directory, and the error named no option. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"check", "serve", "gateway"})
+    void refusesAnEmptyConfigNamingTheOption(String command) {
+        StringWriter err = new StringWriter();
+        String[] args = command.equals("gateway")
+                ? new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--port", "0", "--config", ""}
+                : command.equals("serve") ? new String[] {"serve", "--port", "0", "--config", ""}
+                : new String[] {"check", "--config", ""};
+        int status = Sluice.run(args, new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(),
+                new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: --config: empty; name the configuration file\n");
+    }
+
     /** A password in the store's URI is never printed: start-up lines, {@code sluice check}, /healthz share one form. */
     @org.junit.jupiter.api.Test
     void checkHidesTheRedisPassword() throws Exception {
