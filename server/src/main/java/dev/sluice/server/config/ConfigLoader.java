@@ -165,13 +165,14 @@ public final class ConfigLoader {
         Map<String, Integer> names = new HashMap<>();
         for (int i = 0; i < items.size(); i++) {
             PolicyConfig policy = policy(items.get(i), "policies[" + i + "]", !store.equals("memory"));
-            Integer first = names.putIfAbsent(policy.name(), line(items.get(i)));
+            // told at the field's own line, wherever it stands in the policy (a review found them at the first)
+            Integer first = names.putIfAbsent(policy.name(), line(valueOf(items.get(i), "name")));
             if (first != null) {
-                throw error(items.get(i), "policies[" + i + "].name", "duplicate policy name \"" + policy.name()
-                        + "\" (first at line " + first + ")");
+                throw error(valueOf(items.get(i), "name"), "policies[" + i + "].name", "duplicate policy name \""
+                        + policy.name() + "\" (first at line " + first + ")");
             }
             if (policy.inFlight() != null && !store.equals("memory")) {
-                throw error(items.get(i), "policies[" + i + "].algorithm", "concurrency is counted in the memory of each server,"
+                throw error(valueOf(items.get(i), "algorithm"), "policies[" + i + "].algorithm", "concurrency is counted in the memory of each server,"
                         + " so servers sharing " + store + " would each count their own; use store: memory");
             }
             policies.add(policy);
@@ -634,6 +635,18 @@ public final class ConfigLoader {
             }
         }
         return fields;
+    }
+
+    /** The value of the field {@code name} of the mapping {@code node}, or {@code node} itself without one. */
+    private static Node valueOf(Node node, String name) {
+        if (node instanceof MappingNode mapping) {
+            for (NodeTuple tuple : mapping.getValue()) {
+                if (tuple.getKeyNode() instanceof ScalarNode key && key.getValue().equals(name)) {
+                    return tuple.getValueNode();
+                }
+            }
+        }
+        return node;
     }
 
     Node required(Map<String, Node> fields, Node parent, String field, String name) throws ConfigException {
