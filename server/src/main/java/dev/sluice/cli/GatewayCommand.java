@@ -4,6 +4,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.http.ApiServer;
 import dev.sluice.server.http.Gateway;
+import dev.sluice.server.http.UpstreamAddress;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -90,16 +91,10 @@ final class GatewayCommand implements Callable<Integer> {
 
     private URI upstream() throws BadInput {
         try {
-            URI uri = new URI(upstream);
-            if (("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) && uri.getHost() != null
-                    && uri.getPort() != 0 && uri.getPort() <= 65535 && uri.getQuery() == null && uri.getFragment() == null
-                    && uri.getUserInfo() == null
-                    && (uri.getPath() == null || uri.getPath().isEmpty() || uri.getPath().equals("/"))) {
-                return uri;
-            }
-        } catch (URISyntaxException e) {
-            // falls through to the message
+            UpstreamAddress.parse(upstream); // refuses what the gateway cannot forward to, naming it
+            return new URI(upstream);
+        } catch (IllegalArgumentException | URISyntaxException e) {
+            throw new BadInput("--upstream: " + e.getMessage());
         }
-        throw new BadInput("--upstream: expected http://host:port (no path, query or user), got \"" + upstream + "\"");
     }
 }

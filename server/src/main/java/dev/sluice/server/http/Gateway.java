@@ -98,10 +98,11 @@ public final class Gateway implements AutoCloseable {
     static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs,
                          SslContext trusted, long idleClientMs) throws Exception {
         Vertx vertx = Vertx.vertx(EventLoops.options());
-        boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
-        String upstreamHost = upstream.getHost();
-        int upstreamPort = upstream.getPort() > 0 ? upstream.getPort() : tls ? 443 : 80;
-        String hostHeader = upstream.getPort() > 0 ? upstreamHost + ":" + upstreamPort : upstreamHost;
+        UpstreamAddress address = UpstreamAddress.of(upstream);
+        boolean tls = address.tls();
+        String upstreamHost = address.host();
+        int upstreamPort = address.portOrDefault();
+        String hostHeader = address.hostHeader();
         try {
             SslContext checked = !tls ? null : trusted != null ? trusted : SslContextBuilder.forClient().build();
             return new Gateway(vertx, EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
