@@ -37,7 +37,13 @@ final class CircuitBreaker {
         if (!open.get()) {
             return true;
         }
-        return System.nanoTime() - openUntil >= 0 && probing.compareAndSet(false, true);
+        if (System.nanoTime() - openUntil < 0 || !probing.compareAndSet(false, true)) {
+            return false;
+        }
+        if (!open.get()) { // closed by a success meanwhile: no probe is left behind on a closed breaker
+            probing.set(false);
+        }
+        return true;
     }
 
     /** The wait until the store is tried again (0 while the breaker is closed). */
@@ -71,8 +77,12 @@ final class CircuitBreaker {
         if (!counted.add(failure)) {
             return false; // another decision of the same failed call, counted already
         }
-        if (probing.getAndSet(false)) {
+        if (probing.get()) {
+            // the new wait before the probe is let go of: a caller that sees no probe sees this wait, not the old,
+            // past one, and does not start a second probe at once (a review found it)
             openUntil = System.nanoTime() + openNanos;
+        }
+        if (probing.getAndSet(false)) {
             open.set(true);
             return false; // open already: the probe failed
         }

@@ -222,7 +222,10 @@ public final class RedisStore implements Store, AutoCloseable {
         this.laneCount = own != null ? made.size() - 1 : lanes.size();
     }
 
-    /** What went wrong so far, counted: a failure is any call Redis did not answer (timeouts included). */
+    /**
+     * What went wrong so far, counted by decision: a failure is a decision whose call Redis did not answer (timeouts
+     * included), so one batched call that failed counts each of its decisions (the breaker counts it once).
+     */
     public record Counts(long failures, long timeouts, long failedOpen, long failedClosed, long shortCircuited,
                          long breakerOpenings, long scriptReloads, long localRejections) {
     }
@@ -698,7 +701,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /** The store's own connections that callers share (a standalone Redis), for tests: not the waiting lane. */
     List<ScriptConnection> connections() {
-        return scriptConnections.subList(0, laneCount);
+        return scriptConnections.isEmpty() ? List.of() : scriptConnections.subList(0, laneCount);
     }
 
     /** The number of rules whose calls are kept (at most {@link #MAX_RULES}). */

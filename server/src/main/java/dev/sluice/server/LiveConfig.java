@@ -127,6 +127,7 @@ public final class LiveConfig implements AutoCloseable {
         try {
             reload();
         } catch (RuntimeException e) {
+            metrics.reloaded(false); // counted as any refused reload, so that the alert on reloads sees it
             LOG.log(System.Logger.Level.ERROR, file + ": could not be read again (the last good configuration stays in"
                     + " force, and it is looked at again in " + period.toMillis() + " ms)", e);
         }

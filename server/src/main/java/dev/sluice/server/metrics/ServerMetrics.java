@@ -94,10 +94,10 @@ public final class ServerMetrics implements AutoCloseable {
 
     /** What a store's failure policy counts ({@link RedisStore.Counts}), and the meter of each by store kind. */
     private enum StoreEvent {
-        FAILURES("sluice.store.errors", "Store calls that failed or timed out", RedisStore.Counts::failures),
+        FAILURES("sluice.store.errors", "Decisions whose store call failed or timed out (each decision of a batched call)", RedisStore.Counts::failures),
         FAILED_OPEN(null, "Decisions admitted because the store did not answer", RedisStore.Counts::failedOpen),
         FAILED_CLOSED(null, "Decisions rejected because the store did not answer", RedisStore.Counts::failedClosed),
-        TIMEOUTS("sluice.store.timeouts", "Store calls that got no answer within the store timeout",
+        TIMEOUTS("sluice.store.timeouts", "Decisions whose store call got no answer within the store timeout (each decision of a batched call)",
                 RedisStore.Counts::timeouts),
         SHORT_CIRCUITED("sluice.store.short.circuited", "Decisions the open circuit breaker made without asking the"
                 + " store", RedisStore.Counts::shortCircuited),
@@ -121,30 +121,33 @@ public final class ServerMetrics implements AutoCloseable {
     }
 
     /** The new keys turned away by the in-memory stores, the current one and those a reload replaced. */
-    private double turnedAway() {
+    private synchronized double turnedAway() {
         return retiredTurnedAway + (store instanceof InMemoryStore memory ? memory.turnedAway() : 0);
     }
 
     /** The keys evicted by the in-memory stores, the current one and those a reload replaced. */
-    private double evicted() {
+    private synchronized double evicted() {
         return retiredEvicted + (store instanceof InMemoryStore memory ? memory.evicted() : 0);
     }
 
     /** Counts the failures of {@code current}, the store the policies now decide on, of kind {@code kind}. */
-    public synchronized void watch(Store current, String kind) {
-        if (store instanceof InMemoryStore memory && memory != current) {
-            retiredTurnedAway += memory.turnedAway();
-            retiredEvicted += memory.evicted();
-        }
-        if (store instanceof RedisStore redis) {
-            RedisStore.Counts counts = redis.counts();
-            long[] sums = retired.computeIfAbsent(storeKind, k -> new long[StoreEvent.values().length]);
-            for (StoreEvent event : StoreEvent.values()) {
-                sums[event.ordinal()] += event.count.applyAsLong(counts);
+    public void watch(Store current, String kind) {
+        synchronized (this) {
+            if (store instanceof InMemoryStore memory && memory != current) {
+                retiredTurnedAway += memory.turnedAway();
+                retiredEvicted += memory.evicted();
             }
+            if (store instanceof RedisStore redis) {
+                RedisStore.Counts counts = redis.counts();
+                long[] sums = retired.computeIfAbsent(storeKind, k -> new long[StoreEvent.values().length]);
+                for (StoreEvent event : StoreEvent.values()) {
+                    sums[event.ordinal()] += event.count.applyAsLong(counts);
+                }
+            }
+            store = current;
+            storeKind = kind;
         }
-        store = current;
-        storeKind = kind;
+        // registered outside the lock, which a scrape's reading of these counters takes: never one lock inside the other
         for (StoreEvent event : StoreEvent.values()) {
             if (event.meter != null) {
                 FunctionCounter.builder(event.meter, this, metrics -> metrics.total(kind, event))
@@ -153,8 +156,13 @@ public final class ServerMetrics implements AutoCloseable {
         }
     }
 
-    /** The count of {@code event} over the stores of {@code kind} (null: all), the current one and those replaced. */
-    private double total(String kind, StoreEvent event) {
+    /**
+     * The count of {@code event} over the stores of {@code kind} (null: all), the current one and those replaced.
+     * Under the lock {@link #watch} holds: a scrape between its adding the old store's counts to the retired ones and
+     * its taking the new store counted the old store twice, and the next scrape's drop read as a counter reset (a
+     * review found it).
+     */
+    private synchronized double total(String kind, StoreEvent event) {
         long sum = 0;
         for (Map.Entry<String, long[]> entry : retired.entrySet()) {
             if (kind == null || kind.equals(entry.getKey())) {
