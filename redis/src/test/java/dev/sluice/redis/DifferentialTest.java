@@ -53,21 +53,8 @@ class DifferentialTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("scenarios")
     void inMemoryAndRedisDecideAlike(StoreConformance.Scenario scenario) {
-        Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
         for (long seed = 100; seed < 110; seed++) {
-            RedisStore store = emptied();
-            Store memory = replaying();
-            ReferenceModel reference = new ReferenceModel(scenario.algorithm(), scenario.limits(), scenario.mode(),
-                    scenario.maxDelayNanos());
-            List<Request> trace = trace(seed, scenario);
-            for (int i = 0; i < trace.size(); i++) {
-                Request request = trace.get(i);
-                Decision spec = reference.decide(request.key(), request.nanos(), request.cost());
-                Decision inMemory = memory.decide(rule, request.key(), request.cost(), request.nanos());
-                Decision onRedis = store.decide(rule, request.key(), request.cost(), request.nanos());
-                assertThat(inMemory).as("in memory, seed %d, request %d: %s", seed, i, request).isEqualTo(spec);
-                assertThat(onRedis).as("on Redis, seed %d, request %d: %s", seed, i, request).isEqualTo(inMemory);
-            }
+            decideAlike(scenario, "seed " + seed, trace(seed, scenario));
         }
     }
 
@@ -117,7 +104,7 @@ class DifferentialTest {
             for (Request request : RandomTraces.generate(seed, 150, scenario.longestPeriod(), maxCost, true, START)) {
                 trace.add(new Request(request.nanos(), request.key(), request.cost() * costScale));
             }
-            decideAlike(scenario, trace);
+            decideAlike(scenario, "seed " + seed, trace);
         }
     }
 
@@ -143,6 +130,10 @@ class DifferentialTest {
 
     /** Decides {@code trace} on the reference, in memory and on Redis (emptied first), and asserts they agree. */
     private static List<Decision> decideAlike(StoreConformance.Scenario scenario, List<Request> trace) {
+        return decideAlike(scenario, "the trace pinned", trace);
+    }
+
+    private static List<Decision> decideAlike(StoreConformance.Scenario scenario, String which, List<Request> trace) {
         Rule rule = Rule.of(scenario.algorithm(), scenario.limits(), scenario.mode(), scenario.maxDelayNanos());
         RedisStore store = emptied();
         Store memory = replaying();
@@ -154,8 +145,8 @@ class DifferentialTest {
             Decision spec = reference.decide(request.key(), request.nanos(), request.cost());
             Decision inMemory = memory.decide(rule, request.key(), request.cost(), request.nanos());
             Decision onRedis = store.decide(rule, request.key(), request.cost(), request.nanos());
-            assertThat(inMemory).as("%s in memory, request %d: %s", scenario, i, request).isEqualTo(spec);
-            assertThat(onRedis).as("%s on Redis, request %d: %s", scenario, i, request).isEqualTo(inMemory);
+            assertThat(inMemory).as("%s in memory, %s, request %d: %s", scenario, which, i, request).isEqualTo(spec);
+            assertThat(onRedis).as("%s on Redis, %s, request %d: %s", scenario, which, i, request).isEqualTo(inMemory);
             decided.add(onRedis);
         }
         return decided;
