@@ -68,8 +68,9 @@ final class CircuitBreaker {
     }
 
     /**
-     * Records a decision that failed with {@code failure}; whether it opened the breaker, true for one caller
-     * only however many fail at once (a bug a review found: two failing together both saw the threshold reached
+     * Records a decision that failed with {@code failure}; whether it opened the breaker (again, when it is the
+     * probe that failed: each wait of openNanos is an opening, as an operator counting them expects while the
+     * store stays down), true for one caller only however many fail at once (a bug a review found: two failing together both saw the threshold reached
      * and the breaker closed, and an opening was counted twice). The wait is set before the breaker opens, so
      * that no caller sees it open with the wait of an opening before.
      */
@@ -84,7 +85,7 @@ final class CircuitBreaker {
         }
         if (probing.getAndSet(false)) {
             open.set(true);
-            return false; // open already: the probe failed
+            return true; // the probe failed: the breaker opens again for openNanos, an opening as the first was
         }
         if (failures.incrementAndGet() >= threshold && !open.get()) {
             openUntil = System.nanoTime() + openNanos;

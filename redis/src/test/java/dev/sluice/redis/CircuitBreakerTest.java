@@ -63,8 +63,9 @@ class CircuitBreakerTest {
         Thread.sleep(1_050);
         assertThat(quick.allows()).as("the probe").isTrue();
         assertThat(quick.allows()).as("one probe at a time").isFalse();
-        quick.failed(new IllegalStateException("probe failed"));
+        assertThat(quick.failed(new IllegalStateException("probe failed"))).as("a failed probe opens it again").isTrue();
         assertThat(quick.isOpen()).isTrue();
+        assertThat(quick.failed(new IllegalStateException("a call of before the probe"))).as("not an opening").isFalse();
         assertThat(quick.allows()).isFalse();
         Thread.sleep(1_050);
         assertThat(quick.allows()).isTrue();

@@ -229,6 +229,7 @@ class RedisFailureTest {
                 Thread.sleep(10);
             }
             assertThat(store.healthy()).as("a failed probe keeps the breaker open").isFalse();
+            assertThat(store.counts().breakerOpenings()).as("and opens it again, an opening counted").isEqualTo(2);
             redis.restart();
             RedisStore.Counts before = store.counts();
             deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
