@@ -34,7 +34,7 @@ import dev.sluice.Limit;
  * inside a long together with any {@code max_delay}.
  */
 final class Gcra implements Transition<Gcra.Tat> {
-    /** The largest {@code B·T}: 2^60 ns. */
+    /** The bound on {@code B·T}: 2^60 ns, refused at it or beyond. */
     static final long MAX_DEPTH_NANOS = 1L << 60;
 
     /** The theoretical arrival time {@code nanos + frac/L}, {@code 0 ≤ frac < L}. */
@@ -84,8 +84,8 @@ final class Gcra implements Transition<Gcra.Tat> {
             depth = Long.MAX_VALUE;
         }
         if (depth >= MAX_DEPTH_NANOS) {
-            throw new IllegalArgumentException("limit " + limit + ": burst × period / amount is longer than "
-                    + MAX_DEPTH_NANOS + "ns");
+            throw new IllegalArgumentException("limit " + limit + ": burst × period / amount must be below "
+                    + MAX_DEPTH_NANOS + "ns (2^60), got " + (depth == Long.MAX_VALUE ? "more" : depth + "ns"));
         }
         return depth;
     }

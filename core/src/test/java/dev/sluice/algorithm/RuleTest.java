@@ -3,6 +3,7 @@ package dev.sluice.algorithm;
 import dev.sluice.Algorithm;
 import dev.sluice.Limit;
 import dev.sluice.Mode;
+import dev.sluice.Refill;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -32,11 +33,16 @@ class RuleTest {
         assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of()))
                 .hasMessage("at least one limit is required");
         assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/3000d burst=1099511627776"))))
-                .hasMessageStartingWith("limit 1/3000d burst=1099511627776: burst × period / amount is longer than");
+                .hasMessage("limit 1/3000d burst=1099511627776: burst × period / amount must be below " + (1L << 60)
+                        + "ns (2^60), got more");
+        // exactly 2^60 is refused, as docs/algorithms.md says (a review found the message calling it longer)
+        assertThatThrownBy(() -> Rule.of(Algorithm.GCRA, List.of(new Limit(1, 1L << 58, 4, Refill.GREEDY))))
+                .hasMessageEndingWith("must be below " + (1L << 60) + "ns (2^60), got " + (1L << 60) + "ns");
+        assertThat(Rule.of(Algorithm.GCRA, List.of(new Limit(1, (1L << 58) - 1, 4, Refill.GREEDY)))).isNotNull();
         // a past bug: the interval refill took this bound unchecked, and its reset_after wrapped past 2^63 ns
         assertThatThrownBy(() -> Rule.of(Algorithm.TOKEN_BUCKET, List.of(Limit.parse("1/1d burst=110000 refill=interval"))))
-                .hasMessage("limit 1/1d burst=110000 refill=interval: burst × period / amount is longer than "
-                        + (1L << 60) + "ns");
+                .hasMessage("limit 1/1d burst=110000 refill=interval: burst × period / amount must be below "
+                        + (1L << 60) + "ns (2^60), got more");
     }
 
     /** An interval refill's debt over max_delay (max_delay / P + 2 refills of L) must stay within 2^61. */
