@@ -190,6 +190,12 @@ class AdaptiveLimiterTest {
                 .hasMessage("floor must be between 1 and the ceiling 10, got 20");
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).decrease(1.5).build())
                 .hasMessage("decrease must be between 0 and 1, got 1.5");
+        // a review found a period of an hour with intervals of a microsecond accepted: 3.6·10^9 steps under the lock
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).period(Duration.ofHours(1))
+                .interval(Duration.ofNanos(1_000)).build())
+                .hasMessage("interval must be at least period / 1000000, got 1us for a period of 1h");
+        assertThat(AdaptiveLimiter.builder().ceiling(10).period(Duration.ofSeconds(1)).interval(Duration.ofNanos(1_000))
+                .build().rate()).as("a millionth of the period").isEqualTo(10);
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).initial(11).build())
                 .hasMessage("initial rate must be between the floor 1 and the ceiling 10, got 11");
     }
