@@ -192,9 +192,10 @@ final class RateLimitService {
         for (int i = 0; i < request.getDescriptorsCount(); i++) {
             RateLimitDescriptor given = request.getDescriptors(i);
             String field = "descriptors[" + i + "]";
-            if (given.getEntriesCount() == 0) {
-                throw new BadRequest(field + ".entries: at least one entry is needed");
-            }
+            // A descriptor without entries is well formed: Envoy sends one when every action of a rate limit was
+            // skipped (request_headers with skip_if_absent and no such header). It fits no pattern, so it is OK and
+            // charges nothing, as in Envoy's own service; refusing it refused the whole call, which Envoy's default
+            // failure_mode_deny: false then let through unlimited (a review found that bypass).
             List<Descriptor.Entry> entries = new ArrayList<>(given.getEntriesCount());
             for (int j = 0; j < given.getEntriesCount(); j++) {
                 RateLimitDescriptor.Entry entry = given.getEntries(j);

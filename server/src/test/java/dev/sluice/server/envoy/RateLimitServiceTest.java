@@ -249,6 +249,30 @@ class RateLimitServiceTest {
         assertThat(headers(elsewhere)).isEmpty();
     }
 
+    /**
+     * A bypass a review found: Envoy sends a descriptor without entries when its actions were all skipped (a
+     * request_headers action with skip_if_absent, the header absent). Sluice refused the whole call, and Envoy, failing
+     * open by default, let the request through without charging the call's other descriptors. It is OK and charges
+     * nothing, as in Envoy's own service; the others are decided.
+     */
+    @Test
+    void aDescriptorWithoutEntriesIsOkAndTheOthersAreDecided() {
+        RateLimitDescriptor none = RateLimitDescriptor.getDefaultInstance();
+        RateLimitDescriptor address = descriptor("remote_address", "10.0.0.7");
+        for (int i = 0; i < 3; i++) {
+            RateLimitResponse answer = ask("edge", none, address);
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(answer.getStatuses(0).getCode()).isEqualTo(Code.OK);
+            assertThat(answer.getStatuses(0).hasCurrentLimit()).isFalse();
+            assertThat(answer.getStatuses(1).getLimitRemaining()).isEqualTo(2 - i);
+        }
+        RateLimitResponse over = ask("edge", none, address);
+        assertThat(over.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(over.getStatuses(0).getCode()).isEqualTo(Code.OK);
+        assertThat(over.getStatuses(1).getCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask("edge", none).getOverallCode()).as("alone").isEqualTo(Code.OK);
+    }
+
     @Test
     void hitsAddendIsTheCostAndADescriptorsOwnOverridesTheCalls() {
         RateLimitDescriptor address = descriptor("remote_address", "10.0.0.7");
@@ -312,9 +336,6 @@ class RateLimitServiceTest {
             many.addDescriptors(good);
         }
         assertRefused(many.build(), "descriptors: at most 10000 in a call, got 10001");
-        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
-                .addDescriptors(RateLimitDescriptor.getDefaultInstance()).build(),
-                "descriptors[1].entries: at least one entry is needed");
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
                 .addDescriptors(descriptor("remote_address", "10.0.0.7", "", "x")).build(),
                 "descriptors[1].entries[1].key: must not be empty");
