@@ -90,6 +90,11 @@ public final class Policies {
         }
         // Envoy's files first, in their order (which of two wildcards is followed), then the file's own patterns
         Map<String, Set<List<Descriptor.Entry>>> ordered = new HashMap<>();
+        // a domain of the files without descriptors has no patterns, but has limits still: those calls bring (a review
+        // found its overrides ignored, as if no file named it)
+        for (String domain : config.envoy().domains()) {
+            ordered.put(domain, new LinkedHashSet<>());
+        }
         for (PolicyConfig.Match pattern : config.envoy().patterns()) {
             ordered.computeIfAbsent(pattern.domain(), domain -> new LinkedHashSet<>()).add(pattern.descriptor());
         }

@@ -214,7 +214,7 @@ final class EnvoyConfigFiles {
         Map<PolicyConfig.Match, List<String>> replaced = new LinkedHashMap<>();
         replaces.forEach((pattern, names) -> replaced.put(pattern, List.copyOf(names)));
         return new ServerConfig.Envoy(List.copyOf(patterns), Map.copyOf(replaced), Set.copyOf(replaceable),
-                Map.copyOf(files));
+                Set.copyOf(domains.keySet()), Map.copyOf(files));
     }
 
     private void file(ConfigLoader nodes, String text) throws ConfigException {

@@ -38,12 +38,14 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
      * @param replaces    for a pattern whose limit {@code replaces} others, their names: when a descriptor of a call
      *                    ends on it, the policies of those names are not charged for that call
      * @param replaceable the names that {@code replaces} can take away: those given as {@code rate_limit.name}
+     * @param domains     every domain the files configure, those without descriptors too: a limit a call brings for
+     *                    a descriptor (Envoy's override) applies in any of them, as in Envoy's service
      * @param files       what each file and directory held when read (a directory: the files under it), to see a
      *                    change
      */
     public record Envoy(List<PolicyConfig.Match> patterns, Map<PolicyConfig.Match, List<String>> replaces,
-                        Set<String> replaceable, Map<Path, String> files) {
-        public static final Envoy NONE = new Envoy(List.of(), Map.of(), Set.of(), Map.of());
+                        Set<String> replaceable, Set<String> domains, Map<Path, String> files) {
+        public static final Envoy NONE = new Envoy(List.of(), Map.of(), Set.of(), Set.of(), Map.of());
     }
 
     /**

@@ -424,6 +424,30 @@ class EnvoyConfigFilesTest {
                 .isEqualTo("edge.remote_address");
     }
 
+    /**
+     * A review found a domain whose file has no descriptors taken for a domain without limits: the limits calls
+     * bring for its descriptors (Envoy's overrides) charged nothing. In Envoy's service the domain exists, and they
+     * apply; a limit of 0 puts the call over the limit.
+     */
+    @Test
+    void aDomainWithoutDescriptorsTakesTheLimitsCallsBring() throws Exception {
+        Files.writeString(dir.resolve("edge.yaml"), EDGE);
+        Files.writeString(dir.resolve("quiet.yaml"), "domain: quiet\n");
+        start("envoy_configs: [edge.yaml, quiet.yaml]\n");
+        RateLimitDescriptor once = RateLimitServiceTest.overridden(descriptor("user", "u1"), 1,
+                io.envoyproxy.envoy.type.v3.RateLimitUnit.MINUTE_VALUE);
+        RateLimitRequest call = RateLimitRequest.newBuilder().setDomain("quiet").addDescriptors(once).build();
+        assertThat(envoy.shouldRateLimit(call).getOverallCode()).isEqualTo(Code.OK);
+        assertThat(envoy.shouldRateLimit(call).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        RateLimitDescriptor none = RateLimitServiceTest.overridden(descriptor("user", "u2"), 0,
+                io.envoyproxy.envoy.type.v3.RateLimitUnit.HOUR_VALUE);
+        assertThat(envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("quiet").addDescriptors(none).build())
+                .getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        // a domain no file names still has no limits at all
+        assertThat(envoy.shouldRateLimit(call.toBuilder().setDomain("nowhere").build()).getOverallCode()).isEqualTo(Code.OK);
+        assertThat(envoy.shouldRateLimit(call.toBuilder().setDomain("nowhere").build()).getOverallCode()).isEqualTo(Code.OK);
+    }
+
     @Test
     void anEditedFileIsReloadedABadEditKeepsTheLastGoodOneAndANewFileInTheDirectoryIsRead() throws Exception {
         startOnEdge();
