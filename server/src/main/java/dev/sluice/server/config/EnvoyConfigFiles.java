@@ -237,7 +237,7 @@ final class EnvoyConfigFiles {
                     + " (envoy_merge_domains: true merges the files of one domain, as Envoy's MERGE_DOMAIN_CONFIG does)");
         }
         if (top.containsKey("descriptors")) {
-            descriptors(nodes, top.get("descriptors"), "descriptors", domain, List.of(),
+            descriptors(nodes, top.get("descriptors"), "descriptors", domain, List.of(), List.of(),
                     tops.computeIfAbsent(domain, merged -> new HashMap<>()));
         }
     }
@@ -248,7 +248,7 @@ final class EnvoyConfigFiles {
      * of one file beside the same node of another is an error).
      */
     private void descriptors(ConfigLoader nodes, Node list, String field, String domain, List<Descriptor.Entry> path,
-                             Map<String, String> level) throws ConfigException {
+                             List<Boolean> sharedPath, Map<String, String> level) throws ConfigException {
         List<Node> items = nodes.list(list, field);
         for (int i = 0; i < items.size(); i++) {
             Node node = items.get(i);
@@ -287,13 +287,20 @@ final class EnvoyConfigFiles {
                 throw nodes.error(fields.get("share_threshold"), where + ".share_threshold", "share_threshold is for a"
                         + " value that ends in *, whose values then share one counter");
             }
+            // a shared wildcard shares the counters of the limits below it too, as in Envoy's service, which applies the
+            // share_threshold of every wildcard a walk went through to the limit it ends on (a review found only a
+            // limit beside the wildcard sharing)
+            List<Boolean> sharedHere = new ArrayList<>(sharedPath);
+            sharedHere.add(shared);
+            sharedHere = List.copyOf(sharedHere);
             PolicyConfig.Match pattern = new PolicyConfig.Match(null, null, null, domain, here);
             patterns.add(pattern); // in file order: the first wildcard that takes a value is the one the walk follows
             if (fields.containsKey("rate_limit")) {
-                limit(nodes, fields.get("rate_limit"), where + ".rate_limit", pattern, shadow, shared);
+                limit(nodes, fields.get("rate_limit"), where + ".rate_limit", pattern, shadow, sharedHere);
             }
             if (fields.containsKey("descriptors")) {
-                descriptors(nodes, fields.get("descriptors"), where + ".descriptors", domain, here, new HashMap<>());
+                descriptors(nodes, fields.get("descriptors"), where + ".descriptors", domain, here, sharedHere,
+                        new HashMap<>());
             }
         }
     }
@@ -303,7 +310,7 @@ final class EnvoyConfigFiles {
      * {@code replaces}, since an unlimited limit replaces others too.
      */
     private void limit(ConfigLoader nodes, Node node, String field, PolicyConfig.Match pattern, boolean shadow,
-                       boolean shared) throws ConfigException {
+                       List<Boolean> shared) throws ConfigException {
         Map<String, Node> fields = nodes.fields(node, field + ".", RATE_LIMIT);
         String given = null;
         if (fields.containsKey("name")) {
@@ -373,9 +380,9 @@ final class EnvoyConfigFiles {
         List<KeyPart> key = new ArrayList<>();
         List<Descriptor.Entry> path = pattern.descriptor();
         for (int i = 0; i < path.size(); i++) {
-            // a shared wildcard (this node's) counts every value it takes as one; else each value on its own, as
-            // Envoy's keys do
-            key.add(shared && i == path.size() - 1 ? new KeyPart.Const(path.get(i).value())
+            // a shared wildcard (this node's or one above) counts every value it takes as one; else each value on its
+            // own, as Envoy's keys do
+            key.add(shared.get(i) ? new KeyPart.Const(path.get(i).value())
                     : new KeyPart.DescriptorValue(path.get(i).key()));
         }
         Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.of(amount, period)), Mode.REJECT, 0);

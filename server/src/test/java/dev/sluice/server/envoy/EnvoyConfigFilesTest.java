@@ -302,6 +302,13 @@ class EnvoyConfigFilesTest {
               - key: squad
                 value: blue-*
                 rate_limit: {unit: hour, requests_per_unit: 2}
+              # and in the limits below the shared wildcard, as in Envoy's service (a review found them not shared)
+              - key: path
+                value: /files/*
+                share_threshold: true
+                descriptors:
+                  - key: user
+                    rate_limit: {unit: hour, requests_per_unit: 2}
               # a node without limit and with no descriptors still takes the walk from [region]
               - key: region
                 value: eu
@@ -335,6 +342,11 @@ class EnvoyConfigFilesTest {
         assertThat(ask(descriptor("team", "red-3")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
         assertThat(ask(descriptor("squad", "blue-1")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
         assertThat(ask(descriptor("squad", "blue-2")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("path", "/files/a", "user", "u")).getStatuses(0).getLimitRemaining()).isEqualTo(1);
+        assertThat(ask(descriptor("path", "/files/b", "user", "u")).getStatuses(0).getLimitRemaining()).isZero();
+        assertThat(ask(descriptor("path", "/files/c", "user", "u")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(ask(descriptor("path", "/files/c", "user", "v")).getStatuses(0).getLimitRemaining())
+                .as("each user on his own").isEqualTo(1);
 
         for (int i = 0; i < 3; i++) {
             assertThat(ask(descriptor("region", "eu")).getStatuses(0).hasCurrentLimit()).isFalse();
