@@ -16,6 +16,7 @@ import java.util.Set;
  * per limit of every enforced policy that decided) and {@code RateLimit} (the decision reported, the one closest
  * to rejecting), the legacy {@code X-RateLimit-*}, and {@code Retry-After} on every rejection that some wait can
  * cure (none when the cost can never fit: a Retry-After would be a lie). Durations are whole seconds, rounded up.
+ * A concurrency policy's item is its places in flight, {@code q=10;qu="concurrent-requests"}, with no window.
  *
  * <p>Shadow policies never show: a limit being tried out must not make clients that honour these headers hold
  * back. A request that only shadow policies decided gets no rate limit headers, as one no policy matched.
@@ -95,8 +96,14 @@ public final class RateLimitHeaders {
                 if (!items.isEmpty()) {
                     items.append(", ");
                 }
-                quote(items, one).append(";q=").append(limit.amount())
-                        .append(";w=").append(DurationFormat.toSecondsCeil(limit.periodNanos()));
+                quote(items, one).append(";q=").append(limit.amount());
+                if (one.policy().inFlight() != null) {
+                    // places in flight, not requests in a window: the draft's own unit for them, and no window (a
+                    // review found q=10;w=30 telling clients ten requests every thirty seconds)
+                    items.append(";qu=\"concurrent-requests\"");
+                } else {
+                    items.append(";w=").append(DurationFormat.toSecondsCeil(limit.periodNanos()));
+                }
             }
         }
         return items.toString();

@@ -130,7 +130,8 @@ class ConcurrencyApiTest {
             assertThat(retryMs).isBetween(1L, 3000L);
             assertThat(full.headers().firstValue("Retry-After")).as("whole seconds, rounded up")
                     .hasValue(Long.toString((retryMs + 999) / 1000));
-            assertThat(full.headers().firstValue("RateLimit-Policy")).hasValue("\"slots\";q=2;w=3");
+            // places in flight, in the draft's unit for them, not 2 requests in 3 s (a review found the window)
+            assertThat(full.headers().firstValue("RateLimit-Policy")).hasValue("\"slots\";q=2;qu=\"concurrent-requests\"");
             HttpResponse<String> peek = check.apply(0);
             assertThat(peek.statusCode()).isEqualTo(200);
             assertThat(JSON.readTree(peek.body()).get("remaining").asLong()).isZero();
