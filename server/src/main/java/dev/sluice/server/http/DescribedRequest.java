@@ -3,6 +3,7 @@ package dev.sluice.server.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.QueryString;
 import dev.sluice.server.request.TrustedProxies;
 
@@ -57,7 +58,13 @@ final class DescribedRequest implements ClientRequest {
             throw new BadRequest("path: expected a path that starts with /, got \"" + target + "\"");
         }
         int question = target.indexOf('?');
-        String path = ClientRequest.servedPath(question < 0 ? target : target.substring(0, question));
+        String rawPath = question < 0 ? target : target.substring(0, question);
+        if (!ClientRequest.escapesWellFormed(rawPath)) {
+            // the gateway and the servlet filter answer such a target 400 before deciding it, and so does this (a
+            // review found it decided, and charged, here)
+            throw new BadRequest("path: a % that is not followed by two hex digits, in \"" + target + "\"");
+        }
+        String path = ClientRequest.servedPath(rawPath);
         String rawQuery = question < 0 ? null : target.substring(question + 1);
         Map<String, String> headers = new HashMap<>();
         JsonNode headerNode = body.get("headers");
@@ -72,6 +79,12 @@ final class DescribedRequest implements ClientRequest {
                 }
                 if (header.getKey().isEmpty()) {
                     throw new BadRequest("headers: a header name must not be empty");
+                }
+                if (!KeyPart.NAME.matcher(header.getKey()).matches()) {
+                    // no HTTP request carries such a name: "X-API-Key " would quietly key on nothing, and lower-casing
+                    // made the Kelvin sign of "X-API-\u212Aey" a k (a review found both)
+                    throw new BadRequest("headers." + header.getKey() + ": not an HTTP header name (letters, digits and"
+                            + " RFC 9110's token marks only)");
                 }
                 // names are case-insensitive: two spellings of one name would be one header given twice, which
                 // a policy could not tell apart (the gateway refuses a cost header given twice alike)
