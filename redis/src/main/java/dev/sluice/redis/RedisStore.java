@@ -683,6 +683,17 @@ public final class RedisStore implements Store, AutoCloseable {
         if (key == null || key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
         }
+        for (int i = 0; i < key.length(); i++) {
+            char c = key.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
+                i++; // a pair: one code point
+            } else if (Character.isSurrogate(c)) {
+                // UTF-8 has no bytes for it: Java writes '?', so "user" and a lone surrogate counted as "user?" (a review
+                // found it)
+                throw new IllegalArgumentException("key \"" + key.replaceAll("\\p{Cs}", "\uFFFD") + "\" holds a lone"
+                        + " surrogate at char " + i + ": a Redis key is UTF-8, which has no bytes for it");
+            }
+        }
         return key;
     }
 

@@ -358,6 +358,27 @@ class RedisStoreTest {
         }
     }
 
+    /**
+     * A review found a key holding a lone surrogate written to Redis with a '?' in its place (UTF-8 has no bytes for
+     * it), so that it shared the counter of another key. It is refused, naming where; a pair is one code point, kept.
+     */
+    @Test
+    void aKeyWithALoneSurrogateIsRefusedNotCountedAsAnother() {
+        Rule rule = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/1h")));
+        long t = 1_700_000_000L * S;
+        String lone = "surrogate-user" + (char) 0xD800;
+        assertThatThrownBy(() -> store.decide(rule, lone, 1, t)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("key \"surrogate-user\uFFFD\" holds a lone surrogate at char 14: a Redis key is UTF-8, which has no"
+                        + " bytes for it");
+        assertThatThrownBy(() -> store.decideAsync(rule, (char) 0xDC00 + "x", 1, t).toCompletableFuture().join())
+                .hasCauseInstanceOf(IllegalArgumentException.class).hasMessageContaining("at char 0");
+        assertThatThrownBy(() -> store.decide(rule, "a" + (char) 0xD800 + "b", 1, t)).hasMessageContaining("at char 1");
+        assertThat(store.decide(rule, "surrogate-user?", 1, t).allowed()).as("surrogate-user? untouched").isTrue();
+        String pair = "surrogate-user" + new String(Character.toChars(0x1F600));
+        assertThat(store.decide(rule, pair, 1, t).allowed()).isTrue();
+        assertThat(store.decide(rule, pair, 1, t).allowed()).as("a pair is a key like any").isFalse();
+    }
+
     @Test
     void refusesLimitsBeyondWhatLuaComputesExactly() {
         long t = 1_700_000_000L * S;

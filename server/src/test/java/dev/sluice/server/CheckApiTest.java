@@ -258,6 +258,24 @@ class CheckApiTest {
                 .get("remaining").asLong()).as("nothing charged to x/y").isEqualTo(3);
     }
 
+    /**
+     * A review found the escape of half a surrogate pair ({@code \\ud800}, plain ASCII in the body) taken as a key: on
+     * Redis it was written {@code ?}, and {@code x\\ud800} shared the counter of {@code x?}. Refused, naming the field.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "a high half at the end|{\"policy\":\"per-user\",\"key\":\"x\\ud800\"}|key: holds a \\u escape of half a surrogate pair, which is no character",
+            "a low half alone|{\"policy\":\"per-user\",\"key\":\"\\udc00x\"}|key: holds a \\u escape of half a surrogate pair, which is no character",
+            "in a field's name|{\"policy\":\"per-user\",\"key\":\"x\",\"\\ud800\":1}|\uFFFD: the name holds a \\u escape of half a surrogate pair, which is no character",
+    })
+    void refusesHalfASurrogatePair(String problem, String body, String message) throws Exception {
+        HttpResponse<String> response = post("/v1/check", body);
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(response.body()).get("error").asText()).isEqualTo(message);
+        assertThat(JSON.readTree(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"x\\ud83d\\ude00\"}").body())
+                .get("allowed").asBoolean()).as("a whole pair is a key like any").isTrue();
+    }
+
     @Test
     void refusesABodyLargerThan64KiB() throws Exception {
         HttpResponse<String> large = post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"" + "k".repeat(70_000) + "\"}");

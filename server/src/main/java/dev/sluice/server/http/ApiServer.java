@@ -20,6 +20,7 @@ import io.vertx.core.http.HttpServerResponse;
 
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -243,7 +244,60 @@ public final class ApiServer implements AutoCloseable {
             error(response, 400, "the body must be a JSON object such as " + example);
             return null;
         }
+        String lone = loneSurrogate(json, "");
+        if (lone != null) {
+            error(response, 400, lone);
+            return null;
+        }
         return json;
+    }
+
+    /**
+     * Where a string of {@code json} holds a lone surrogate ({@code "\\ud800"}, an escape the bytes' UTF-8 check cannot
+     * see and Jackson takes), as a message naming the field; null when none does. UTF-8 has no bytes for one: the
+     * Redis store would write {@code ?} in its place, and {@code "user\\ud800"} would count as {@code "user?"} (a
+     * review found it).
+     */
+    private static String loneSurrogate(JsonNode json, String field) {
+        if (json.isTextual()) {
+            return holdsHalfAPair(json.asText()) ? field + ": holds a \\u escape of half a surrogate pair, which is no"
+                    + " character" : null;
+        }
+        if (json.isObject()) {
+            for (Iterator<Map.Entry<String, JsonNode>> it = json.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> member = it.next();
+                String name = field.isEmpty() ? member.getKey() : field + "." + member.getKey();
+                if (holdsHalfAPair(member.getKey())) {
+                    return name.replaceAll("\\p{Cs}", "\uFFFD") + ": the name holds a \\u escape of half a surrogate"
+                            + " pair, which is no character";
+                }
+                String found = loneSurrogate(member.getValue(), name);
+                if (found != null) {
+                    return found;
+                }
+            }
+        }
+        if (json.isArray()) {
+            for (int i = 0; i < json.size(); i++) {
+                String found = loneSurrogate(json.get(i), field + "[" + i + "]");
+                if (found != null) {
+                    return found;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static boolean holdsHalfAPair(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void check(HttpServerRequest http, Policies policies, JsonNode request) {
