@@ -41,6 +41,7 @@ final class ServletClientRequest extends ReceivedRequest {
             }
         }
         ClientRequest.checkTarget(path, target);
+        ClientRequest.checkMethod(request.getMethod()); // as the gateway (a review found get let by undecided)
     }
 
     @Override

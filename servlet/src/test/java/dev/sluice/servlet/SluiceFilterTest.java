@@ -265,6 +265,20 @@ class SluiceFilterTest {
         assertThat(reached).hasValue(1);
     }
 
+    /**
+     * From a review: a method with small letters, which the gateway refuses, reached the application undecided, since
+     * no policy for GET matches {@code get}. A 400 naming it, as in the gateway, charging nothing.
+     */
+    @Test
+    void aMethodInSmallLettersIsA400AsInTheGateway() throws Exception {
+        start();
+        assertThat(raw("get /shop/api/items HTTP/1.1\r\nX-API-Key: ivy")).startsWith("HTTP/1.1 400 ")
+                .contains("{\"error\":\"method \\\"get\\\": methods are written in capitals, as GET\"}");
+        assertThat(get("/api/items", "X-API-Key", "ivy").headers().firstValue("X-RateLimit-Remaining"))
+                .as("not charged").hasValue("1");
+        assertThat(reached).hasValue(1);
+    }
+
     /** A past bug: the context path was taken off the URI as written, so spelled otherwise it escaped every policy. */
     @Test
     void theContextPathSpelledOtherwiseIsStillTheContextPath() throws Exception {

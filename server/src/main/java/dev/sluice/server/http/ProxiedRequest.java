@@ -63,12 +63,7 @@ final class ProxiedRequest extends ReceivedRequest {
         if (hosts.isEmpty() && request.version() == HttpVersion.HTTP_1_1) {
             throw new BadRequest("header Host: missing; an HTTP/1.1 request names its host");
         }
-        String method = request.method().name();
-        for (int i = 0; i < method.length(); i++) {
-            if (method.charAt(i) >= 'a' && method.charAt(i) <= 'z') {
-                throw new BadRequest("method \"" + method + "\": methods are written in capitals, as GET");
-            }
-        }
+        ClientRequest.checkMethod(request.method().name());
         String path = request.path();
         if ((path == null || !request.uri().startsWith("/"))
                 && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {

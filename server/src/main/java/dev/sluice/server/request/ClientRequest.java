@@ -170,6 +170,19 @@ public interface ClientRequest {
         }
     }
 
+    /**
+     * Refuses a method with a small letter, which the gateway and the servlet filter alike answer 400 before deciding
+     * it: methods are case-sensitive (RFC 9110 9.1), so {@code get} is not {@code GET}, and a policy for
+     * {@code methods: [GET]} would let it by while a lenient upstream serves it as a GET.
+     */
+    static void checkMethod(String method) throws BadRequest {
+        for (int i = 0; i < method.length(); i++) {
+            if (method.charAt(i) >= 'a' && method.charAt(i) <= 'z') {
+                throw new BadRequest("method \"" + method + "\": methods are written in capitals, as GET");
+            }
+        }
+    }
+
     /** {@code target} with each char past ASCII written {@code \xNN}, so that a message shows the bytes sent. */
     private static String escapedBeyondAscii(String target) {
         StringBuilder shown = new StringBuilder(target.length() + 8);
