@@ -142,7 +142,7 @@ public final class TrustedProxies {
         }
     }
 
-    /** The address as a 32-bit number, or null when it is not a dotted IPv4 address. */
+    /** The address as a 32-bit number, or null when it is not a dotted IPv4 address written as servers write it. */
     static Integer ipv4(String address) {
         String[] parts = address.split("\\.", -1);
         if (parts.length != 4) {
@@ -150,7 +150,10 @@ public final class TrustedProxies {
         }
         int ip = 0;
         for (String part : parts) {
-            if (part.isEmpty() || part.length() > 3 || !part.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            if (part.isEmpty() || part.length() > 3 || !part.chars().allMatch(c -> c >= '0' && c <= '9')
+                    || part.length() > 1 && part.charAt(0) == '0') {
+                // no leading zero: 10.0.0.07 would be a key apart from the 10.0.0.7 every server gives, and 010 is 8 to
+                // parsers that read it as octal (a review found the first)
                 return null;
             }
             int octet = Integer.parseInt(part);

@@ -313,6 +313,7 @@ class CheckRequestTest {
             "a header given twice|{\"method\":\"GET\",\"path\":\"/search\",\"headers\":{\"X-Cost\":\"1\",\"x-cost\":\"9\"}}|headers.x-cost: the header is given twice (header names are case-insensitive)",
             "a key's query parameter given twice|{\"method\":\"GET\",\"path\":\"/search?user=r1&user=victim\"}|query parameter user (the key of policy weighted): given 2 times; a key is given once",
             "an IPv4 address in brackets|{\"method\":\"GET\",\"path\":\"/a\",\"ip\":\"[10.0.0.7]\"}|ip: expected an IP address such as 10.0.0.7, got \"[10.0.0.7]\"",
+            "an IPv4 address with a leading zero|{\"method\":\"GET\",\"path\":\"/a\",\"ip\":\"10.0.0.07\"}|ip: expected an IP address such as 10.0.0.7, got \"10.0.0.07\"",
             "a key's query not UTF-8|{\"method\":\"GET\",\"path\":\"/search?user=%fe\"}|the query: the escapes of \"%fe\" stand for bytes that are not UTF-8",
             "a key's query badly escaped|{\"method\":\"GET\",\"path\":\"/search?user=u1&page=%zz\"}|the query: bad percent-encoding in \"%zz\"",
             "an unknown field|{\"method\":\"GET\",\"path\":\"/a\",\"body\":\"\"}|unknown field \"body\": expected method, path, host, ip and headers",

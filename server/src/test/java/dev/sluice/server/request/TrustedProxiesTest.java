@@ -69,6 +69,10 @@ class TrustedProxiesTest {
         assertThat(TrustedProxies.isAddress("localhost")).isFalse();
         assertThat(TrustedProxies.isAddress("dead:beef:cafe")).isFalse();
         assertThat(TrustedProxies.isAddress("")).isFalse();
+        // a leading zero: another key than the 10.0.0.7 every server writes (a review found it)
+        assertThat(TrustedProxies.isAddress("10.0.0.07")).isFalse();
+        assertThat(TrustedProxies.isAddress("10.0.0.0")).isTrue();
+        assertThat(proxies.client("10.0.0.1", List.of("203.0.113.09"))).isEqualTo("10.0.0.1");
         // digits of other scripts are not an address, though Integer.parseInt reads them as 127
         assertThat(TrustedProxies.isAddress("\u0661\u0662\u0667.0.0.1")).isFalse();
         assertThat(proxies.client("10.0.0.1", List.of("\u0661\u0662\u0667.0.0.1"))).isEqualTo("10.0.0.1");
@@ -82,7 +86,7 @@ class TrustedProxiesTest {
 
     @Test
     void refusesWhatIsNotAnIpv4Network() {
-        for (String bad : List.of("10.0.0.0/33", "256.0.0.0/8", "10.0.0/8", "fe80::/10", "ten")) {
+        for (String bad : List.of("10.0.0.0/33", "256.0.0.0/8", "10.0.0/8", "fe80::/10", "ten", "010.0.0.0/8")) {
             assertThatThrownBy(() -> TrustedProxies.of(List.of(bad))).isInstanceOf(IllegalArgumentException.class)
                     .hasMessage("expected an IPv4 network such as 10.0.0.0/8, got \"" + bad + "\"");
         }
