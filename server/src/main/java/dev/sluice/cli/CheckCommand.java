@@ -21,7 +21,7 @@ import java.util.stream.Collectors;
  * listed policy by policy (exit 0); a bad one gives the message {@code serve} would refuse it with (exit 2). The
  * store is not contacted.
  */
-@Command(name = "check", mixinStandardHelpOptions = true,
+@Command(name = "check", mixinStandardHelpOptions = true, version = Sluice.VERSION,
         description = "Check a configuration file without starting anything: its policies, or what is wrong with it.")
 final class CheckCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "FILE", description = "sluice.yaml (default: examples/sluice.yaml)")

@@ -21,7 +21,7 @@ import java.util.concurrent.Callable;
  * With {@code --admin-port} it also serves the HTTP API, {@code /metrics}, {@code /healthz} and the dashboard
  * on that port, on the same policies and counters.
  */
-@Command(name = "gateway", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(name = "gateway", mixinStandardHelpOptions = true, version = Sluice.VERSION, sortOptions = false,
         description = "Run a reverse proxy that rate limits every request before it reaches the upstream.")
 final class GatewayCommand implements Callable<Integer> {
     @Option(names = "--upstream", required = true, paramLabel = "URL", description = "http://host:port of the API")

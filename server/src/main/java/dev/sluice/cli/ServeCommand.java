@@ -16,7 +16,7 @@ import java.util.concurrent.Callable;
  * {@code sluice serve}: the rate limit service of docs/server.md over HTTP. With no {@code --config} it serves
  * {@code examples/sluice.yaml} on the in-memory store.
  */
-@Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(name = "serve", mixinStandardHelpOptions = true, version = Sluice.VERSION, sortOptions = false,
         description = {"Run the rate limit service: POST /v1/check, POST /v1/check-request, GET /v1/policies,",
                 "GET /healthz, GET /metrics, and the dashboard on GET /; with --grpc-port, Envoy's rate limit",
                 "service (envoy.service.ratelimit.v3) too."})

@@ -43,7 +43,7 @@ import java.util.concurrent.Callable;
  * Everything is read and checked first; a bad value stops the run with one {@code error:} line and exit
  * status 2 before any decision is written.
  */
-@Command(name = "simulate", sortOptions = false, mixinStandardHelpOptions = true,
+@Command(name = "simulate", sortOptions = false, mixinStandardHelpOptions = true, version = Sluice.VERSION,
         description = "Replay a trace of requests through a limiter and print every decision.")
 final class SimulateCommand implements Callable<Integer> {
     private static final String STDIO = "-";
@@ -93,9 +93,25 @@ final class SimulateCommand implements Callable<Integer> {
     public Integer call() throws BadInput, IOException {
         Rule rule = rule();
         checkOutput();
+        checkStore(rule);
         List<TraceRequest> requests = readTrace();
         ManualClock clock = new ManualClock();
-        Store chosen = store(rule);
+        // the command answers for Redis in its one error line: Lettuce's own warnings (a Cluster's nodes refusing,
+        // four lines before it) would only repeat it (a review found them)
+        java.util.logging.Level lettuceLevel = LETTUCE_LOG.getLevel();
+        LETTUCE_LOG.setLevel(java.util.logging.Level.OFF);
+        try {
+            return run(rule, requests, clock);
+        } finally {
+            LETTUCE_LOG.setLevel(lettuceLevel);
+        }
+    }
+
+    /** Held, so that the level set on it stays: java.util.logging keeps its loggers weakly. */
+    private static final java.util.logging.Logger LETTUCE_LOG = java.util.logging.Logger.getLogger("io.lettuce");
+
+    private Integer run(Rule rule, List<TraceRequest> requests, ManualClock clock) throws BadInput {
+        Store chosen = store();
         // on a shared Redis, this run's keys are its own, and are removed at the end
         String namespace = chosen instanceof RedisStore ? "simulate-" + UUID.randomUUID() + ":" : "";
         RateLimiter limiter = RateLimiter.builder().rule(rule).store(chosen).clock(clock).build();
@@ -146,23 +162,53 @@ final class SimulateCommand implements Callable<Integer> {
     }
 
     /**
-     * Refuses, before anything is decided, an empty {@code --out} (the working directory: a past bug, "error: :
-     * cannot write" after the whole trace was decided), and one naming the trace itself: writing the decisions
-     * would destroy it.
+     * Refuses, before anything is read or decided, an {@code --out} the decisions cannot be written to: empty (the
+     * working directory: a past bug, "error: : cannot write" after the whole trace was decided), a directory, in a
+     * directory that is not there or not writable (a review found these told only after the whole trace was
+     * decided, on Redis too), or the trace itself: writing the decisions would destroy it.
      */
     private void checkOutput() throws BadInput {
         if (out.isEmpty()) {
             throw new BadInput("--out: empty; give a file for the decisions, or - for standard output");
         }
-        if (out.equals(STDIO) || trace.equals(STDIO) || trace.isEmpty() || !Files.exists(Path.of(out))) {
+        if (out.equals(STDIO)) {
+            return;
+        }
+        Path written = path("--out", out);
+        if (Files.isDirectory(written)) {
+            throw new BadInput("--out " + out + ": a directory; give a file for the decisions");
+        }
+        Path directory = written.toAbsolutePath().getParent();
+        if (directory != null && !Files.isDirectory(directory)) {
+            throw new BadInput("--out " + out + ": no such directory " + directory);
+        }
+        if (directory != null && !Files.isWritable(directory) || Files.exists(written) && !Files.isWritable(written)) {
+            throw new BadInput("--out " + out + ": not writable");
+        }
+        if (trace.equals(STDIO) || trace.isEmpty() || !Files.exists(written)) {
             return;
         }
         try {
-            if (Files.isSameFile(Path.of(trace), Path.of(out))) {
+            if (Files.isSameFile(path("--trace", trace), written)) {
                 throw new BadInput("--out " + out + ": the trace itself; the decisions would overwrite it");
             }
         } catch (IOException e) {
             // the trace cannot be read: reading it says so
+        }
+    }
+
+    /**
+     * {@code name} as a path, or a {@link BadInput} naming {@code option}: a name this JVM cannot hold (a NUL; a
+     * letter past ASCII where the locale is not UTF-8, LANG unset or C, as under cron) was a stack trace (a review
+     * found it).
+     */
+    private static Path path(String option, String name) throws BadInput {
+        try {
+            return Path.of(name);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw new BadInput(option + " " + name.replace('\0', '?') + ": not a file name this system can use ("
+                    + e.getReason() + "; file names are read as " + System.getProperty("sun.jnu.encoding")
+                    + ", from the locale)");
         }
     }
 
@@ -213,13 +259,19 @@ final class SimulateCommand implements Callable<Integer> {
             parsed.add(chosenLimit);
         }
         long delay = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
-        return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
+        if (chosenMode != Mode.DELAY) {
+            return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
+        }
+        // the mode's own problem (an algorithm without delay) with a delay that can be none, then the delay's, named
+        // --max-delay (a review found 0s and a delay spanning too many refills blamed on --mode delay)
+        option("--mode delay", () -> Rule.of(chosen, parsed, Mode.DELAY, 1));
+        return option("--max-delay", () -> Rule.of(chosen, parsed, Mode.DELAY, delay));
     }
 
-    private Store store(Rule rule) throws BadInput {
+    /** Refuses, before the trace is read, a store that is none, or one that cannot decide the rule exactly. */
+    private void checkStore(Rule rule) throws BadInput {
         if (store.equals("memory")) {
-            // every key of the trace is kept: a simulation is exact, not bounded
-            return InMemoryStore.builder().maxKeys(Long.MAX_VALUE).build();
+            return;
         }
         if (!store.startsWith("redis://") && !store.startsWith("redis-cluster://")) {
             throw new BadInput("--store: \"" + store + "\" is not a store: use memory, redis://HOST:PORT or "
@@ -229,6 +281,13 @@ final class SimulateCommand implements Callable<Integer> {
             RedisStore.checkExact(rule);
             return rule;
         });
+    }
+
+    private Store store() throws BadInput {
+        if (store.equals("memory")) {
+            // every key of the trace is kept: a simulation is exact, not bounded
+            return InMemoryStore.builder().maxKeys(Long.MAX_VALUE).build();
+        }
         try {
             // every decision of a simulation must come from Redis: wait long, and fail loudly
             return RedisStore.builder(store).timeout(Duration.ofSeconds(10)).raiseFailures(true).build();
@@ -245,10 +304,11 @@ final class SimulateCommand implements Callable<Integer> {
         if (trace.isEmpty()) {
             throw new BadInput("--trace: empty; give the trace's file, or - for standard input");
         }
-        if (Files.isDirectory(Path.of(trace))) {
+        Path file = path("--trace", trace);
+        if (Files.isDirectory(file)) {
             throw new BadInput(trace + ": a directory, not a trace");
         }
-        try (InputStream in = new BufferedInputStream(Files.newInputStream(Path.of(trace)), 1 << 16)) {
+        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
             return TraceFile.read(trace, in);
         } catch (NoSuchFileException e) {
             throw new BadInput(trace + ": no such file");
@@ -262,7 +322,7 @@ final class SimulateCommand implements Callable<Integer> {
             return new BufferedWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), 1 << 16);
         }
         try {
-            return Files.newBufferedWriter(Path.of(out), StandardCharsets.UTF_8);
+            return Files.newBufferedWriter(path("--out", out), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new BadInput(out + ": cannot write: " + TextFile.reason(e));
         }

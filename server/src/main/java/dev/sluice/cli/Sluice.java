@@ -13,10 +13,12 @@ import java.nio.charset.StandardCharsets;
  * The {@code sluice} command. Bad input of any kind ends in one {@code error:} line on standard error and
  * exit status 2; nothing the user typed ever becomes a stack trace.
  */
-@Command(name = "sluice", mixinStandardHelpOptions = true, version = "sluice 0.1.0",
+@Command(name = "sluice", mixinStandardHelpOptions = true, version = Sluice.VERSION,
         description = "An exact rate limiter: in memory, on Redis, as a service and as a gateway.",
         subcommands = {CommandLine.HelpCommand.class})
 public final class Sluice {
+    /** What {@code --version} prints, on every command. */
+    static final String VERSION = "sluice 0.1.0";
     /** Exit status for input the command refuses. */
     static final int BAD_INPUT = 2;
 

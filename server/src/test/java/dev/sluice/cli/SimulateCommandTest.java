@@ -13,6 +13,7 @@ import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -175,6 +176,8 @@ class SimulateCommandTest {
             "--algorithm gcra --limit 10/1s --mode delay|--mode delay needs --max-delay",
             "--algorithm gcra --limit 10/1s --max-delay 1s|--max-delay is for --mode delay",
             "--algorithm gcra --limit 10/1s --mode delay --max-delay 1.5s|--max-delay: bad duration \"1.5s\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "--algorithm gcra --limit 10/1s --mode delay --max-delay 0s|--max-delay: delay mode needs a max delay > 0 (how long a request may wait), got 0s",
+            "--algorithm token-bucket --limit 1099511627776/1ms --refill interval --mode delay --max-delay 3000d|--max-delay: limit 1099511627776/1ms refill=interval: max delay 3000d spans too many refills",
             "--algorithm sliding-log --limit 10/1s --mode delay --max-delay 1s|--mode delay: delay mode is for token-bucket and gcra, not sliding-log",
             "--algorithm gcra --limit 10/1s --mode shaping|--mode shaping: shaping mode is for leaky-bucket, not gcra",
             "--algorithm gcra --limit 10/1s --mode sometimes|--mode: unknown mode \"sometimes\": expected reject, delay or shaping",
@@ -251,6 +254,42 @@ class SimulateCommandTest {
         assertThat(run.err()).isEqualTo("error: " + trace + ":2: a line longer than 1 MiB; a trace line is t_ms,key,cost\n");
     }
 
+    /** A store that is none is refused before the trace is read: a review found stdin drained first. */
+    @Test
+    void aStoreThatIsNoneIsRefusedBeforeTheTraceIsRead() {
+        Run run = simulate("not a trace", "--algorithm", "gcra", "--limit", "1/1s", "--store", "memroy", "--trace", "-");
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.err()).isEqualTo("error: --store: \"memroy\" is not a store: use memory, redis://HOST:PORT or"
+                + " redis-cluster://HOST:PORT,HOST:PORT\n");
+    }
+
+    /**
+     * A review found four lines of Lettuce's warnings before the error line when a Cluster's nodes refuse: the one
+     * line says it all.
+     */
+    @Test
+    void aClusterThatCannotBeReachedIsOneErrorLine() {
+        try (dev.sluice.testkit.LogCapture lettuce = dev.sluice.testkit.LogCapture.of("io.lettuce")) {
+            Run run = simulate("t_ms,key\n0,a\n", "--algorithm", "gcra", "--limit", "1/1s", "--store",
+                    "redis-cluster://127.0.0.1:1,127.0.0.1:2", "--trace", "-");
+            assertThat(run.status()).isEqualTo(2);
+            assertThat(run.err()).startsWith("error: --store redis-cluster://127.0.0.1:1,127.0.0.1:2: cannot connect: ")
+                    .hasLineCount(1);
+            assertThat(lettuce.messages()).isEmpty();
+        }
+    }
+
+    @Test
+    void everyCommandTellsItsVersion() {
+        for (String command : List.of("simulate", "check", "serve", "gateway")) {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            int status = Sluice.run(new String[] {command, "--version"}, new ByteArrayInputStream(new byte[0]), out,
+                    new PrintWriter(new StringWriter(), true));
+            assertThat(status).isZero();
+            assertThat(out.toString(StandardCharsets.UTF_8)).as(command).isEqualTo("sluice 0.1.0\n");
+        }
+    }
+
     @Test
     void refusesToWriteTheDecisionsOverTheTrace() throws IOException {
         Path trace = file("both.csv", "t_ms,key\n0,a\n");
@@ -268,9 +307,20 @@ class SimulateCommandTest {
         Run full = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out", "/dev/full");
         assertThat(full.status()).isEqualTo(2);
         assertThat(full.err()).isEqualTo("error: /dev/full: cannot write the decisions: No space left on device\n");
-        Run nowhere = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out",
+        // refused before the trace is read (a review found them told after the whole trace was decided): from a
+        // stdin that is not a trace, nothing would be read at all
+        Run nowhere = simulate("not a trace", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "-", "--out",
                 dir.resolve("no/such/dir/out.csv").toString());
-        assertThat(nowhere.err()).isEqualTo("error: " + dir.resolve("no/such/dir/out.csv") + ": cannot write: no such file\n");
+        assertThat(nowhere.err()).isEqualTo("error: --out " + dir.resolve("no/such/dir/out.csv") + ": no such directory "
+                + dir.resolve("no/such/dir") + "\n");
+        Run intoDirectory = simulate("not a trace", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "-", "--out",
+                dir.toString());
+        assertThat(intoDirectory.status()).isEqualTo(2);
+        assertThat(intoDirectory.err()).isEqualTo("error: --out " + dir + ": a directory; give a file for the decisions\n");
+        Run nul = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "a\u0000b.csv");
+        assertThat(nul.status()).isEqualTo(2);
+        assertThat(nul.err()).startsWith("error: --trace a?b.csv: not a file name this system can use (Nul character not"
+                + " allowed; file names are read as ");
         Run empty = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "");
         assertThat(empty.err()).isEqualTo("error: --trace: empty; give the trace's file, or - for standard input\n");
         Run noOut = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--trace", trace.toString(), "--out", "");
