@@ -162,7 +162,8 @@ record RuleScript(Script script, String[] fixed) {
             refused = "its period is 2^53 ns (104.2 days) or longer";
         } else if (Math.multiplyHigh(limit.amount(), period / NS) != 0 || limit.amount() * (period / NS) >= EXACT) {
             refused = "L × P(ms) is 2^53 or more";
-        } else if (algorithm.hasBurst() && limit.burst() * limit.amount() >= EXACT) {
+        } else if (algorithm.hasBurst() && (Math.multiplyHigh(limit.burst(), limit.amount()) != 0
+                || limit.burst() * limit.amount() >= EXACT)) { // a product past 2^63 wrapped, and passed (a review)
             refused = "B × L is 2^53 or more";
         } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
                 .divide(BigInteger.valueOf(limit.amount())).compareTo(BigInteger.valueOf(HALF_EXACT)) >= 0) {

@@ -230,6 +230,13 @@ public abstract class StoreConformance {
         long reset = algorithm == Algorithm.SLIDING_WINDOW ? 2 * S : S;
         expect(limiter.tryAcquire("k", 5), true, 0, 0, reset, 0);
         expect(limiter.tryAcquire("k", 6), false, 0, Decision.NEVER, reset, 0);
+        // costs past what a double holds exactly (Redis's Lua), and the largest: never, and nothing changed (a
+        // review found only 6 tried)
+        for (long huge : new long[] {(1L << 53) + 1, Long.MAX_VALUE}) {
+            expect(limiter.tryAcquire("k", huge), false, 0, Decision.NEVER, reset, 0);
+            expect(limiter.tryAcquire("fresh", huge), false, 5, Decision.NEVER, 0, 0);
+        }
+        expect(limiter.tryAcquire("fresh", 5), true, 0, 0, reset, 0);
     }
 
     @ParameterizedTest
