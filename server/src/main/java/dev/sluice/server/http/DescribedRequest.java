@@ -59,6 +59,9 @@ final class DescribedRequest implements ClientRequest {
         }
         int question = target.indexOf('?');
         String rawPath = question < 0 ? target : target.substring(0, question);
+        if (target.indexOf('#') >= 0) { // as the gateway: no fragment in a request
+            throw new BadRequest("path: a # (a fragment) has no place in a request, in \"" + target + "\"");
+        }
         if (!ClientRequest.escapesWellFormed(rawPath)) {
             // the gateway and the servlet filter answer such a target 400 before deciding it, and so does this (a
             // review found it decided, and charged, here)

@@ -500,11 +500,19 @@ final class Forwarder {
         }
         for (Map.Entry<String, String> header : from) {
             String name = header.getKey();
-            if (!among(HOP_BY_HOP, name) && !among(named, name)) {
+            if (!among(HOP_BY_HOP, name) && (!among(named, name) || among(NEVER_NAMED_AWAY, name))) {
                 to.accept(name, header.getValue());
             }
         }
     }
+
+    /**
+     * Headers a {@code Connection} option never takes off a message: {@code Connection: Host} took off the Host the
+     * policies had matched, and the upstream's own took its place, so a request for another host escaped the
+     * {@code host:} policies and was served by the upstream's default site (a review found it); a length taken off
+     * would change how the body is delimited. RFC 9110 7.6.1 has a sender never name them; nginx reads no options.
+     */
+    private static final String[] NEVER_NAMED_AWAY = {"Host", "Content-Length"};
 
     /** Whether {@code name} is one of {@code names}, in any case. */
     private static boolean among(String[] names, String name) {

@@ -13,6 +13,7 @@ import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.AsciiString;
 import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpServerOptions;
@@ -35,7 +36,9 @@ import java.util.List;
  *       requests than the gateway does;</li>
  *   <li>{@code Transfer-Encoding: gzip, chunked}: forwarded as plain {@code chunked}, the gzip coding lost (nginx
  *       answers 501 to a coding it does not know; here 400 with the others);</li>
- *   <li>{@code Transfer-Encoding} in an HTTP/1.0 request, which has no such framing.</li>
+ *   <li>{@code Transfer-Encoding} in an HTTP/1.0 request, which has no such framing;</li>
+ *   <li>{@code Content-Length} twice in an HTTP/1.0 request: Netty took the first of two lengths there (it refuses
+ *       them in HTTP/1.1), where a front server that takes the last reads other requests (a review found it).</li>
  * </ul>
  * How: the connection's decoder is replaced, as the connection is made and before a byte is read, by one that
  * checks a request's framing headers once they are read. A check that fails is the decoder's failure: the request
@@ -61,6 +64,8 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     /** The most requests of one connection read and not yet answered. */
     static final int MOST_WAITING = 1_000;
 
+    /** The Content-Length headers of the request being read (Netty keeps one of them); on the event loop only. */
+    private int lengths;
     /** Requests read, and answers written; on the connection's event loop only. */
     private long read;
     private long answered;
@@ -118,6 +123,22 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         }
     }
 
+    @Override
+    protected HttpMessage createMessage(String[] initialLine) {
+        lengths = 0; // a request begins: its headers follow
+        return super.createMessage(initialLine);
+    }
+
+    /** Netty reads each header's name with this, the only hook that sees every one before it merges them. */
+    @Override
+    protected AsciiString splitHeaderName(byte[] line, int start, int length) {
+        AsciiString name = super.splitHeaderName(line, start, length);
+        if (HttpHeaderNames.CONTENT_LENGTH.contentEqualsIgnoreCase(name)) {
+            lengths++;
+        }
+        return name;
+    }
+
     /** Netty asks this of every request once its headers are read, before it delimits the body: the hook to check. */
     @Override
     protected boolean isContentAlwaysEmpty(HttpMessage message) {
@@ -128,6 +149,10 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             // found it): the version is written as RFC 9112 writes it, or the request is refused
             throw new IllegalArgumentException("request line: HTTP version written otherwise than HTTP/1.1 or"
                     + " HTTP/1.0 (read as " + version.text() + ")");
+        }
+        if (lengths > 1) { // Netty refuses two in HTTP/1.1 itself, before this; in HTTP/1.0 it took the first
+            throw new IllegalArgumentException("header Content-Length: given " + lengths + " times; a body is"
+                    + " delimited one way");
         }
         if (message.headers().contains(HttpHeaderNames.TRANSFER_ENCODING)) { // else no list made: the common case
             List<String> codings = message.headers().getAll(HttpHeaderNames.TRANSFER_ENCODING);

@@ -26,14 +26,17 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
         return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets);
     }
 
-    /** The body of {@code /v1/check}: the reported decision. */
+    /**
+     * The body of {@code /v1/check}: the reported decision, its {@code delay_ms} the request's, the longest any
+     * policy asked for (what the gateway holds it; a review found the reported policy's own, shorter, answered).
+     */
     public ObjectNode checkBody() {
         ObjectNode body = JSON.createObjectNode().put("allowed", verdict.allowed());
         Checked reported = verdict.reported();
         if (reported == null) {
             return body.putNull("policy");
         }
-        return fields(body, reported);
+        return fields(body, reported).put("delay_ms", DurationFormat.toMillisCeil(verdict.delayNanos()));
     }
 
     /** The body of {@code /v1/check-request}: the reported decision, then every policy's, in the order decided. */

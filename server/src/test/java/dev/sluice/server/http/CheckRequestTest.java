@@ -67,6 +67,22 @@ class CheckRequestTest {
                 algorithm: token-bucket
                 limits: [10/1h]
                 cost: header:X-Cost
+              - name: paced-one-second
+                match:
+                  path: /paced
+                key: [const:a]
+                algorithm: gcra
+                limits: [1/1s]
+                mode: delay
+                max_delay: 5s
+              - name: paced-two-seconds
+                match:
+                  path: /paced
+                key: [const:b]
+                algorithm: gcra
+                limits: [1/2s]
+                mode: delay
+                max_delay: 5s
             """;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient CLIENT = HttpClient.newHttpClient();
@@ -99,6 +115,28 @@ class CheckRequestTest {
         List<String> names = new ArrayList<>();
         body.get("checked").forEach(one -> names.add(one.get("policy").asText()));
         return names;
+    }
+
+    /**
+     * docs/server.md: with several delaying policies a request waits for the longest delay. A review found the answer's
+     * delay_ms that of the policy reported (the closest to rejecting, the first of equals), 1 s where the gateway
+     * holds the request 2 s.
+     */
+    @Test
+    void withSeveralDelayingPoliciesTheAnswerWaitsTheLongestDelay() throws Exception {
+        String paced = "{\"method\":\"GET\",\"path\":\"/paced\",\"ip\":\"10.0.0.9\"}";
+        long before = System.nanoTime();
+        JsonNode first = JSON.readTree(post(paced).body());
+        assertThat(first.get("delay_ms").asLong()).isZero();
+        HttpResponse<String> second = post(paced);
+        long elapsedMs = (System.nanoTime() - before) / 1_000_000 + 1; // both decided within it
+        JsonNode body = JSON.readTree(second.body());
+        assertThat(second.statusCode()).isEqualTo(200);
+        assertThat(body.get("policy").asText()).as("reported: the first of two with none left").isEqualTo("paced-one-second");
+        List<Long> delays = new ArrayList<>();
+        body.get("checked").forEach(one -> delays.add(one.get("delay_ms").asLong()));
+        assertThat(delays.get(1)).isGreaterThan(delays.get(0));
+        assertThat(body.get("delay_ms").asLong()).as("the longest").isEqualTo(delays.get(1)).isBetween(2_000L - elapsedMs, 2_000L);
     }
 
     /**
@@ -309,6 +347,7 @@ class CheckRequestTest {
             "a header without a name|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"\":\"x\"}}|headers: a header name must not be empty",
             "a header name with a space|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"X-API-Key \":\"x\"}}|headers.X-API-Key : not an HTTP header name (letters, digits and RFC 9110's token marks only)",
             "a header name with a Kelvin sign|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"X-API-\u212Aey\":\"victim\"}}|headers.X-API-Key: not an HTTP header name (letters, digits and RFC 9110's token marks only)",
+            "a path with a fragment|{\"method\":\"GET\",\"path\":\"/api/items#/../../public\"}|path: a # (a fragment) has no place in a request, in \"/api/items#/../../public\"",
             "a path badly escaped|{\"method\":\"GET\",\"path\":\"/api/%zz?x=1\"}|path: a % that is not followed by two hex digits, in \"/api/%zz?x=1\"",
             "a header given twice|{\"method\":\"GET\",\"path\":\"/search\",\"headers\":{\"X-Cost\":\"1\",\"x-cost\":\"9\"}}|headers.x-cost: the header is given twice (header names are case-insensitive)",
             "a key's query parameter given twice|{\"method\":\"GET\",\"path\":\"/search?user=r1&user=victim\"}|query parameter user (the key of policy weighted): given 2 times; a key is given once",
