@@ -29,6 +29,10 @@ public record Decision(boolean allowed, long remaining, long retryAfterNanos, lo
         this(allowed, remaining, retryAfterNanos, resetAfterNanos, delayNanos, limit, resetAfterNanos);
     }
 
+    /**
+     * The wait before the same request may be admitted: zero when admitted, and {@code -1 ns} when it never can be
+     * ({@link #never()}, checked first: a negative wait slept or scheduled is no wait at all).
+     */
     public Duration retryAfter() {
         return Duration.ofNanos(retryAfterNanos);
     }

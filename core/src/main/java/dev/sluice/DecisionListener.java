@@ -1,9 +1,12 @@
 package dev.sluice;
 
 /**
- * Hears every decision of a {@link RateLimiter}, on the thread that asked for it: the hook a metrics module
- * uses without the core depending on it. Exactly one method is called per decision. Implementations must be
- * quick and thread-safe; an exception they throw is logged and never reaches the request path.
+ * Hears every decision of a {@link RateLimiter}: the hook a metrics module uses without the core depending on it.
+ * Exactly one method is called per decision, on the thread that asked for it ({@code tryAcquire},
+ * {@code acquire}), or, for {@code tryAcquireAsync}, on the thread that completes its stage (the caller's for the
+ * in-memory store; a connection's reading thread, or Lettuce's event loop on a Cluster, for Redis). Implementations
+ * must be quick, must not block, and must be thread-safe; an exception they throw is logged and never reaches the
+ * request path.
  */
 public interface DecisionListener {
     /** Admitted without a delay (a peek, cost 0, counts here too). */

@@ -148,16 +148,26 @@ public final class RateLimiter {
      * @param maxWait how long the caller may wait. Token-bucket and gcra reserve for at most what the rule and the
      *                store keep exact: about 9 years in memory (less for interval refill of a great amount), 52
      *                days on Redis; a longer {@code maxWait} is the same as that
+     * <p>Each decision is told to the listeners, so a call that waits out rejections is heard as each of them
+     * and then its admission. A rejection the store makes of its own while reserving (Redis down and failing
+     * closed, a full in-memory store that rejects new keys) is returned at once, as a rejection beyond
+     * {@code maxWait} is: it cannot be told from one. Each {@code maxWait} is a rule of its own to the store (its
+     * max delay), so on Redis calls with different {@code maxWait}s are not sent together: prefer a fixed one to a
+     * deadline's remainder.
+     *
      * @return the decision: admitted once the wait is over, or rejected (nothing taken) when the wait would
      *         pass {@code maxWait}, its {@code retry_after} then the wait beyond {@code maxWait} (or beyond the
      *         rule's own max delay, when a delay-mode rule has a shorter one: after it, the same call is
      *         admitted), or when the cost can never fit
-     * @throws InterruptedException if the thread is interrupted while waiting; a cost already reserved is
-     *                              not given back
+     * @throws InterruptedException if the thread is interrupted while waiting, or was already (then nothing is
+     *                              decided); a cost already reserved is not given back
      */
     public Decision acquire(String key, long cost, Duration maxWait) throws InterruptedException {
         if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be >= 0, got " + maxWait);
+        }
+        if (Thread.interrupted()) { // before reserving: the sleep would throw at once, the cost taken (a review found it)
+            throw new InterruptedException("interrupted before acquiring");
         }
         long budget = Math.min(DurationFormat.saturatedNanos(maxWait), DurationFormat.MAX_NANOS);
         if (budget > 0 && rule.algorithm().canDelay()) {

@@ -30,9 +30,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * one after another. Handovers are never closer than one task's share of the period ({@code P/L}), so a task
  * that overruns its turn delays those after it instead of letting them start together (a bug pinned in
  * ShaperTest: at 10/1s, a task of 600 ms was followed by six starts at once); tasks that keep overrunning their
- * turns on the default executor fall behind the queue's schedule, which then holds more than its capacity, so
- * slow tasks belong on an executor of their own. An executor that refuses a task (shut down, saturated) fails
- * that task's future with its exception; the shaper goes on.
+ * turns on the default executor fall behind the queue's schedule, and then the tasks waiting to be handed over
+ * bound the queue too: a submission finding {@code capacity} of them waiting is refused (a review found the queue
+ * growing without end behind tasks slower than their turns), so slow tasks belong on an executor of their own. An
+ * executor that refuses a task (shut down, saturated) fails that task's future with its exception; the shaper
+ * goes on. A task whose future was cancelled before its turn is not run (its turn is spent).
  */
 public final class Shaper implements AutoCloseable {
     private static final String QUEUE = "queue";
@@ -44,6 +46,8 @@ public final class Shaper implements AutoCloseable {
     private final long shareNanos;
     private final long shareRemainder;
     private final long rate;
+    /** The queue's capacity: the bucket's, and the most tasks that may wait to be handed over. */
+    private final long capacity;
     /** Guards {@link #closed} against a task added as the dispatcher decides to stop. */
     private final Object closing = new Object();
     private final DelayQueue<Release> releases = new DelayQueue<>();
@@ -55,6 +59,7 @@ public final class Shaper implements AutoCloseable {
         this.rule = Rule.of(Algorithm.LEAKY_BUCKET, List.of(limit), Mode.SHAPING, 0);
         this.executor = executor;
         this.rate = limit.amount();
+        this.capacity = limit.burst();
         this.shareNanos = limit.periodNanos() / rate;
         this.shareRemainder = limit.periodNanos() % rate;
         this.dispatcher = new Thread(this::dispatch, "sluice-shaper");
@@ -79,6 +84,10 @@ public final class Shaper implements AutoCloseable {
         }
         if (closed) {
             throw new RejectedExecutionException("the shaper is closed");
+        }
+        if (releases.size() >= capacity) { // before deciding: a refused task takes no turn
+            throw new RejectedExecutionException("the queue is full (" + capacity + " tasks waiting, behind tasks"
+                    + " slower than their turns)");
         }
         long now = SystemClock.INSTANCE.nanos();
         Decision decision = store.decide(rule, QUEUE, 1, now);
@@ -168,11 +177,16 @@ public final class Shaper implements AutoCloseable {
     /**
      * Stops accepting work, lets every accepted task run at its turn, and waits for the dispatcher. If the
      * waiting thread is interrupted it stops waiting (the interrupt stays set); the accepted tasks still run.
+     * Called by a task on the dispatcher's own thread (the default executor) it does not wait, which would be for
+     * ever (a review found it): the tasks after it run once it returns.
      */
     @Override
     public void close() {
         synchronized (closing) {
             closed = true;
+        }
+        if (Thread.currentThread() == dispatcher) {
+            return;
         }
         try {
             dispatcher.join();
@@ -196,6 +210,9 @@ public final class Shaper implements AutoCloseable {
         }
 
         void run() {
+            if (done.isCancelled()) {
+                return; // as an executor's cancelled task: never run
+            }
             try {
                 task.run();
                 done.complete(null);

@@ -137,6 +137,13 @@ class RateLimiterFacesTest {
         Thread.currentThread().interrupt();
         assertThatThrownBy(() -> limiter.acquire("k", Duration.ofHours(2))).isInstanceOf(InterruptedException.class);
         assertThat(Thread.interrupted()).isFalse();
+        // a review found an interrupted thread charged first, its sleep then throwing at once: nothing is reserved
+        RateLimiter other = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").build();
+        other.tryAcquire("j");
+        Thread.currentThread().interrupt();
+        assertThatThrownBy(() -> other.acquire("j", Duration.ofHours(2))).isInstanceOf(InterruptedException.class);
+        assertThat(other.tryAcquire("j").retryAfterNanos()).as("nothing reserved: the next turn is within the hour")
+                .isLessThanOrEqualTo(java.util.concurrent.TimeUnit.HOURS.toNanos(1));
     }
 
     @Test

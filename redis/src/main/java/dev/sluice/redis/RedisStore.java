@@ -792,14 +792,20 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() { // no checked exception: a try-with-resources needs no catch (a review found it did)
         for (ScriptConnection connection : scriptConnections) {
             connection.close();
         }
         for (Lane lane : lanes) {
             lane.connection().close();
         }
-        client.close();
+        try {
+            client.close();
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException("closing the Redis client: " + e.getMessage(), e);
+        }
     }
 
     @Override
