@@ -21,7 +21,8 @@ import java.util.concurrent.Future;
  * input, so that the test can start every process at once; then it prints how many were admitted and the wall
  * clock's milliseconds at its first and last decision, for the test to check that the processes overlapped.
  *
- * <p>Arguments: uri algorithm limit key threads attempts timeNanos ("server" for Redis's clock).
+ * <p>Arguments: uri algorithm limits (joined by {@code +}) key threads attempts timeNanos ("server" for Redis's
+ * clock).
  */
 public final class Hammer {
     private Hammer() {
@@ -29,7 +30,9 @@ public final class Hammer {
 
     public static void main(String[] args) throws Exception {
         String uri = args[0];
-        Rule rule = Rule.of(Algorithm.parse(args[1]), List.of(Limit.parse(args[2])));
+        // several limits are joined by '+': 3000/1h+2000/1d
+        Rule rule = Rule.of(Algorithm.parse(args[1]), java.util.Arrays.stream(args[2].split("\\+")).map(Limit::parse)
+                .toList());
         String key = args[3];
         int threads = Integer.parseInt(args[4]);
         int attempts = Integer.parseInt(args[5]);
