@@ -55,33 +55,37 @@ public class RedisAsyncBenchmark {
 
     @Benchmark
     public void sluice(RedisPeers peers, Decisions made) {
-        round(made, () -> peers.sluice.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture());
+        round(peers, made, () -> peers.sluice.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture());
     }
 
     @Benchmark
     public void sluiceUnbatched(RedisPeers peers, Decisions made) {
-        round(made, () -> peers.sluiceUnbatched.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture());
+        round(peers, made, () -> peers.sluiceUnbatched.tryAcquireAsync(peers.keys[anyKey()]).toCompletableFuture());
     }
 
     @Benchmark
     public void bucket4jLettuce(RedisPeers peers, Decisions made) {
-        round(made, () -> peers.bucket4j.asAsync().builder()
+        round(peers, made, () -> peers.bucket4j.asAsync().builder()
                 .build(peers.keyBytes[anyKey()], () -> CompletableFuture.completedFuture(peers.bucket4jConfiguration))
                 .tryConsume(1));
     }
 
     @Benchmark
     public void redisson(RedisPeers peers, Decisions made) {
-        round(made, () -> peers.redissonLimiters[anyKey()].tryAcquireAsync().toCompletableFuture());
+        round(peers, made, () -> peers.redissonLimiters[anyKey()].tryAcquireAsync().toCompletableFuture());
     }
 
     /** Starts {@link #callers} decisions, waits for them all, and counts them. */
-    private void round(Decisions made, Supplier<CompletableFuture<?>> decision) {
+    private void round(RedisPeers peers, Decisions made, Supplier<CompletableFuture<?>> decision) {
         CompletableFuture<?>[] round = new CompletableFuture<?>[callers];
         for (int i = 0; i < callers; i++) {
             round[i] = decision.get();
         }
         CompletableFuture.allOf(round).join();
+        for (CompletableFuture<?> one : round) { // after the round, outside what a caller waits for
+            Object answer = one.join();
+            peers.counted(answer instanceof dev.sluice.Decision d ? d.allowed() : (Boolean) answer);
+        }
         made.decisions += callers;
     }
 }

@@ -27,22 +27,23 @@ import static dev.sluice.bench.RedisPeers.anyKey;
 public class RedisBenchmark {
     @Benchmark
     public boolean sluice(RedisPeers peers) {
-        return peers.sluice.tryAcquire(peers.keys[anyKey()]).allowed();
+        return peers.counted(peers.sluice.tryAcquire(peers.keys[anyKey()]).allowed());
     }
 
     /** Each decision a call of its own ({@code batch(1)}), as before decisions were sent together. */
     @Benchmark
     public boolean sluiceUnbatched(RedisPeers peers) {
-        return peers.sluiceUnbatched.tryAcquire(peers.keys[anyKey()]).allowed();
+        return peers.counted(peers.sluiceUnbatched.tryAcquire(peers.keys[anyKey()]).allowed());
     }
 
     @Benchmark
     public boolean bucket4jLettuce(RedisPeers peers) {
-        return peers.bucket4j.builder().build(peers.keyBytes[anyKey()], () -> peers.bucket4jConfiguration).tryConsume(1);
+        return peers.counted(peers.bucket4j.builder().build(peers.keyBytes[anyKey()], () -> peers.bucket4jConfiguration)
+                .tryConsume(1));
     }
 
     @Benchmark
     public boolean redisson(RedisPeers peers) {
-        return peers.redissonLimiters[anyKey()].tryAcquire();
+        return peers.counted(peers.redissonLimiters[anyKey()].tryAcquire());
     }
 }
