@@ -36,7 +36,7 @@ import java.time.Duration;
  *   <tr><td>{@code floor(n)}</td><td>1</td><td>the lowest rate</td></tr>
  *   <tr><td>{@code initial(n)}</td><td>the ceiling</td><td>the rate at start</td></tr>
  *   <tr><td>{@code period(d)}</td><td>1 s</td><td>the unit of the rates</td></tr>
- *   <tr><td>{@code interval(d)}</td><td>1 s</td><td>how often the rate moves, at least a millionth of the period</td></tr>
+ *   <tr><td>{@code interval(d)}</td><td>1 s</td><td>how often the rate moves, at least a ten-millionth of the period</td></tr>
  *   <tr><td>{@code increase(n)}</td><td>ceiling / 10 (at least 1)</td><td>the additive step of a healthy interval</td></tr>
  *   <tr><td>{@code decrease(f)}</td><td>0.5</td><td>the factor of a congested interval, 0 &lt; f &lt; 1</td></tr>
  *   <tr><td>{@code latencyTarget(d)}</td><td>none</td><td>a success slower than this counts as congestion</td></tr>
@@ -233,7 +233,7 @@ public final class AdaptiveLimiter {
     /** The settings of an {@link AdaptiveLimiter}; see its table of parameters. */
     public static final class Builder {
         private static final long DAY_NANOS = 86_400_000_000_000L;
-        private static final long MAX_INTERVALS_PER_PERIOD = 1_000_000;
+        private static final long MAX_INTERVALS_PER_PERIOD = 10_000_000; // a period of 115 days at the default 1 s
         private long floor = 1;
         private long ceiling;
         private long initial;
@@ -328,13 +328,14 @@ public final class AdaptiveLimiter {
                         + DurationFormat.format(period) + " and " + DurationFormat.format(interval));
             }
             // advance() and untilFits() step interval by interval while the bucket drains, which takes up to a
-            // period: a million steps under the lock at most (a review found 1h with 1µs allowed, 3.6·10^9 of them)
+            // period: ten million steps under the lock at most (a review found 1h with 1µs allowed, 3.6·10^9 of them)
             if (period / interval > MAX_INTERVALS_PER_PERIOD) {
                 throw new IllegalArgumentException("interval must be at least period / " + MAX_INTERVALS_PER_PERIOD
                         + ", got " + DurationFormat.format(interval) + " for a period of " + DurationFormat.format(period));
             }
             // below, not up to: the level and a request's room add up to twice it, which must stay in a long
-            if (Math.multiplyHigh(ceiling, period) != 0 || ceiling * period >= (1L << 62)) {
+            // whole: a product past 2^63 wraps to a negative number, which a plain comparison let by (a review)
+            if (Math.multiplyHigh(ceiling, period) != 0 || ceiling * period < 0 || ceiling * period >= (1L << 62)) {
                 throw new IllegalArgumentException("ceiling × period must be below 2^62, got " + ceiling + " per "
                         + DurationFormat.format(period));
             }

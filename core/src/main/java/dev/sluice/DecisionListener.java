@@ -3,8 +3,10 @@ package dev.sluice;
 /**
  * Hears every decision of a {@link RateLimiter}: the hook a metrics module uses without the core depending on it.
  * Exactly one method is called per decision, on the thread that asked for it ({@code tryAcquire},
- * {@code acquire}), or, for {@code tryAcquireAsync}, on the thread that completes its stage (the caller's for the
- * in-memory store; a connection's reading thread, or Lettuce's event loop on a Cluster, for Redis). Implementations
+ * {@code acquire}), or, for {@code tryAcquireAsync}, on the thread that completes its stage: the caller's for the
+ * in-memory store and for a Redis store's answers of its own (a remembered rejection, an open breaker); for Redis's
+ * answers a connection's reading thread, or Lettuce's event loop on a Cluster; for a call that timed out, the
+ * store's timer thread. Implementations
  * must be quick, must not block, and must be thread-safe; an exception they throw is logged and never reaches the
  * request path.
  */

@@ -145,9 +145,6 @@ public final class RateLimiter {
      * taken as it is admitted: it is slept whatever {@code maxWait} (a queue of {@code burst} never holds a
      * request longer than it takes to drain {@code burst}).
      *
-     * @param maxWait how long the caller may wait. Token-bucket and gcra reserve for at most what the rule and the
-     *                store keep exact: about 9 years in memory (less for interval refill of a great amount), 52
-     *                days on Redis; a longer {@code maxWait} is the same as that
      * <p>Each decision is told to the listeners, so a call that waits out rejections is heard as each of them
      * and then its admission. A rejection the store makes of its own while reserving (Redis down and failing
      * closed, a full in-memory store that rejects new keys) is returned at once, as a rejection beyond
@@ -155,6 +152,9 @@ public final class RateLimiter {
      * max delay), so on Redis calls with different {@code maxWait}s are not sent together: prefer a fixed one to a
      * deadline's remainder.
      *
+     * @param maxWait how long the caller may wait. Token-bucket and gcra reserve for at most what the rule and the
+     *                store keep exact: about 9 years in memory (less for interval refill of a great amount), 52
+     *                days on Redis; a longer {@code maxWait} is the same as that
      * @return the decision: admitted once the wait is over, or rejected (nothing taken) when the wait would
      *         pass {@code maxWait}, its {@code retry_after} then the wait beyond {@code maxWait} (or beyond the
      *         rule's own max delay, when a delay-mode rule has a shorter one: after it, the same call is

@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * that overruns its turn delays those after it instead of letting them start together (a bug pinned in
  * ShaperTest: at 10/1s, a task of 600 ms was followed by six starts at once); tasks that keep overrunning their
  * turns on the default executor fall behind the queue's schedule, and then the tasks waiting to be handed over
- * bound the queue too: a submission finding {@code capacity} of them waiting is refused (a review found the queue
+ * bound the queue too: a submission finding more than {@code capacity} of them waiting is refused (a review found the queue
  * growing without end behind tasks slower than their turns), so slow tasks belong on an executor of their own. An
  * executor that refuses a task (shut down, saturated) fails that task's future with its exception; the shaper
  * goes on. A task whose future was cancelled before its turn is not run (its turn is spent).
@@ -75,8 +75,8 @@ public final class Shaper implements AutoCloseable {
      * Queues {@code task} to run at its turn.
      *
      * @return completed when the task has run (exceptionally if it threw)
-     * @throws RejectedExecutionException when the queue is full (saying when there will be room) or the
-     *                                    shaper is closed; nothing was queued
+     * @throws RejectedExecutionException when the queue is full (saying when there will be room, or that the tasks
+     *                                    wait behind slow ones) or the shaper is closed; nothing was queued
      */
     public CompletableFuture<Void> submit(Runnable task) {
         if (task == null) {
@@ -85,9 +85,11 @@ public final class Shaper implements AutoCloseable {
         if (closed) {
             throw new RejectedExecutionException("the shaper is closed");
         }
-        if (releases.size() >= capacity) { // before deciding: a refused task takes no turn
-            throw new RejectedExecutionException("the queue is full (" + capacity + " tasks waiting, behind tasks"
-                    + " slower than their turns)");
+        // before deciding, so that a refused task takes no turn; one more than the capacity, since the task due now
+        // waits there until the dispatcher takes it (a review found a submission refused so, just as room opened)
+        if (releases.size() > capacity) {
+            throw new RejectedExecutionException("the queue is full (" + capacity + " tasks): they wait behind tasks"
+                    + " slower than their turns");
         }
         long now = SystemClock.INSTANCE.nanos();
         Decision decision = store.decide(rule, QUEUE, 1, now);

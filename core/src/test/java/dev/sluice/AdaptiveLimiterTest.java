@@ -193,9 +193,14 @@ class AdaptiveLimiterTest {
         // a review found a period of an hour with intervals of a microsecond accepted: 3.6·10^9 steps under the lock
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).period(Duration.ofHours(1))
                 .interval(Duration.ofNanos(1_000)).build())
-                .hasMessage("interval must be at least period / 1000000, got 1us for a period of 1h");
-        assertThat(AdaptiveLimiter.builder().ceiling(10).period(Duration.ofSeconds(1)).interval(Duration.ofNanos(1_000))
-                .build().rate()).as("a millionth of the period").isEqualTo(10);
+                .hasMessage("interval must be at least period / 10000000, got 1us for a period of 1h");
+        assertThat(AdaptiveLimiter.builder().ceiling(10).period(Duration.ofSeconds(10)).interval(Duration.ofNanos(1_000))
+                .build().rate()).as("a ten-millionth of the period").isEqualTo(10);
+        assertThat(AdaptiveLimiter.builder().ceiling(10).period(Duration.ofDays(30)).build().rate())
+                .as("a month at the default interval").isEqualTo(10);
+        // a product past 2^63 wrapped to a negative number and passed (a review found it)
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(1L << 32).period(Duration.ofNanos(1L << 31)).build())
+                .hasMessage("ceiling × period must be below 2^62, got 4294967296 per 2147483648ns");
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).initial(11).build())
                 .hasMessage("initial rate must be between the floor 1 and the ceiling 10, got 11");
     }

@@ -152,6 +152,16 @@ record RuleScript(Script script, String[] fixed) {
         }
     }
 
+    /**
+     * Whether {@code a × b} (both positive) is below {@code bound}, the product taken whole: a product past 2^63
+     * wraps round, to a small number or a negative one, and passed a plain comparison (a review found 2^40 × 2^40
+     * let by, then 2^63 itself).
+     */
+    static boolean below(long a, long b, long bound) {
+        long product = a * b;
+        return Math.multiplyHigh(a, b) == 0 && product >= 0 && product < bound;
+    }
+
     /** Refuses a limit whose arithmetic could leave the doubles' exact range (RedisStore's class comment lists it). */
     static void checkFits(Limit limit, Algorithm algorithm) {
         long period = limit.periodNanos();
@@ -160,10 +170,9 @@ record RuleScript(Script script, String[] fixed) {
             refused = "its period is not a whole number of milliseconds";
         } else if (period >= EXACT) {
             refused = "its period is 2^53 ns (104.2 days) or longer";
-        } else if (Math.multiplyHigh(limit.amount(), period / NS) != 0 || limit.amount() * (period / NS) >= EXACT) {
+        } else if (!below(limit.amount(), period / NS, EXACT)) {
             refused = "L × P(ms) is 2^53 or more";
-        } else if (algorithm.hasBurst() && (Math.multiplyHigh(limit.burst(), limit.amount()) != 0
-                || limit.burst() * limit.amount() >= EXACT)) { // a product past 2^63 wrapped, and passed (a review)
+        } else if (algorithm.hasBurst() && !below(limit.burst(), limit.amount(), EXACT)) {
             refused = "B × L is 2^53 or more";
         } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
                 .divide(BigInteger.valueOf(limit.amount())).compareTo(BigInteger.valueOf(HALF_EXACT)) >= 0) {

@@ -404,6 +404,13 @@ class RedisStoreTest {
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.TOKEN_BUCKET,
                 List.of(Limit.parse("1000000000000/3ms burst=1099511627776"))), "k", 1, t))
                 .hasMessageContaining("B × L is 2^53 or more");
+        // and products that wrap to a negative number: B × L of exactly 2^63, and L × P(ms) of 2^63
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA,
+                List.of(Limit.parse("2147483648/1s burst=4294967296"))), "k", 1, t))
+                .hasMessageContaining("B × L is 2^53 or more");
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.FIXED_WINDOW,
+                List.of(Limit.of(1099511627776L, 8_388_608L * 1_000_000L))), "k", 1, t))
+                .hasMessageContaining("L × P(ms) is 2^53 or more");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1d burst=100"))), "k", 1, t))
                 .hasMessageContaining("B × P / L is 2^52 ns (52.1 days) or longer");
         // an interval refill's reset_after reaches ⌈B / L⌉ periods plus the delay: at the bound, one ms apart

@@ -178,12 +178,20 @@ final class SimulateCommand implements Callable<Integer> {
         if (Files.isDirectory(written)) {
             throw new BadInput("--out " + out + ": a directory; give a file for the decisions");
         }
-        Path directory = written.toAbsolutePath().getParent();
-        if (directory != null && !Files.isDirectory(directory)) {
-            throw new BadInput("--out " + out + ": no such directory " + directory);
-        }
-        if (directory != null && !Files.isWritable(directory) || Files.exists(written) && !Files.isWritable(written)) {
-            throw new BadInput("--out " + out + ": not writable");
+        if (Files.exists(written)) {
+            // a file there is written over: its own permission counts, not its directory's (/dev/null, /dev/stdout
+            // are in a directory only root may write; a review found them refused)
+            if (!Files.isWritable(written)) {
+                throw new BadInput("--out " + out + ": not writable");
+            }
+        } else {
+            Path directory = written.toAbsolutePath().getParent();
+            if (directory != null && !Files.isDirectory(directory)) {
+                throw new BadInput("--out " + out + ": no such directory " + directory);
+            }
+            if (directory != null && !Files.isWritable(directory)) {
+                throw new BadInput("--out " + out + ": not writable (its directory " + directory + " is not)");
+            }
         }
         if (trace.equals(STDIO) || trace.isEmpty() || !Files.exists(written)) {
             return;

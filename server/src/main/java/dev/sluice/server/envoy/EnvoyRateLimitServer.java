@@ -37,7 +37,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      */
     private static final Logger CONNECTIONS = quieted("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections");
     /**
-     * gRPC's log of a message it could not read (over 4 MB, or marked gzip and not), at WARNING and above only: each
+     * gRPC's log of a message it could not read (over its size, {@link #MOST_BYTES_A_MESSAGE}, or marked gzip and not), at WARNING and above only: each
      * logged a 4 KB stack trace, and a client sending 14-byte streams that claim 5 MB wrote a gigabyte of log in 12 s
      * (found by attacking the port). The call itself is ended with a reset either way, as before.
      */
@@ -83,6 +83,25 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
      * again when it needs one; five minutes idle is far longer than its traffic leaves a connection unused.
      */
     static final Duration IDLE_CONNECTION = Duration.ofMinutes(5);
+    /**
+     * The largest message a call may send: a review found gRPC's 4 MB default let a thousand calls of a connection,
+     * each sending all of such a message but its last byte, hold 4 GB (gRPC keeps what a message has sent so far, and
+     * opens the window for more). Ten thousand descriptors, the most a call may carry, take about 300 KB.
+     */
+    static final int MOST_BYTES_A_MESSAGE = 1 << 20;
+    /**
+     * How long a connection lives before it is asked to go (a GOAWAY: Envoy opens another), and how long its calls
+     * then have to end before it is closed: so no call, a message sent but its last byte, say, is held for ever
+     * (a review found nothing ending one). gRPC keeps connections for ever by default.
+     */
+    static final Duration CONNECTION_AGE = Duration.ofHours(1);
+    static final Duration CONNECTION_AGE_GRACE = Duration.ofMinutes(1);
+    /**
+     * The most often a client may ping (HTTP/2 PING), with or without calls open: Envoy's {@code connection_keepalive}
+     * pings every so many seconds, and gRPC's defaults (5 minutes with calls, none without) ended such connections
+     * with {@code too_many_pings} (a review).
+     */
+    static final Duration PINGS_AT_MOST_EVERY = Duration.ofSeconds(10);
     /**
      * How long a connection's answers may wait unread, or held for a window its client does not open, before it is
      * cut off ({@link UnreadAnswers}); while they wait unread it is read no further. nginx's {@code send_timeout}
@@ -132,6 +151,11 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
                     .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
                     .maxRstFramesPerWindow(MOST_RESETS_A_SECOND, 1)
                     .maxConnectionIdle(idle.toNanos(), TimeUnit.NANOSECONDS)
+                    .maxInboundMessageSize(MOST_BYTES_A_MESSAGE)
+                    .maxConnectionAge(CONNECTION_AGE.toNanos(), TimeUnit.NANOSECONDS)
+                    .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toNanos(), TimeUnit.NANOSECONDS)
+                    .permitKeepAliveTime(PINGS_AT_MOST_EVERY.toNanos(), TimeUnit.NANOSECONDS)
+                    .permitKeepAliveWithoutCalls(true)
                     .addService(new RateLimitService(live).definition())
                     .addService(health.getHealthService())
                     .build()

@@ -23,6 +23,7 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 
@@ -31,6 +32,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 import java.util.Locale;
 import java.util.Map;
 
@@ -53,6 +56,7 @@ import java.util.Map;
  * answer is the configured failure policy's to decide, as everywhere.
  */
 final class RateLimitService {
+    private static final Logger LOG = Logger.getLogger(RateLimitService.class.getName());
     /** The largest value of a {@code uint32} field, as Java's unsigned view of an {@code int} reads it. */
     private static final long UINT32_MAX = 0xFFFF_FFFFL;
 
@@ -125,13 +129,25 @@ final class RateLimitService {
             answer.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
             return;
         }
-        policies.decide(charges).whenComplete((verdict, failure) -> {
-            if (failure != null) {
-                answer.onError(Status.INTERNAL.withDescription("cannot decide: " + failure.getMessage()).asRuntimeException());
-                return;
+        java.util.function.BooleanSupplier abandoned = answer instanceof ServerCallStreamObserver<RateLimitResponse> call
+                ? call::isCancelled : () -> false;
+        policies.decide(charges, abandoned).whenComplete((verdict, failure) -> {
+            if (abandoned.getAsBoolean()) {
+                return; // the caller has gone: an answer would only throw
             }
-            answer.onNext(response(verdict, ends, new VerdictAnswer(verdict, policies.config().headers()).headers()));
-            answer.onCompleted();
+            try {
+                if (failure != null) {
+                    throw failure;
+                }
+                answer.onNext(response(verdict, ends, new VerdictAnswer(verdict, policies.config().headers()).headers()));
+                answer.onCompleted();
+            } catch (Throwable unforeseen) {
+                // a fault of Sluice's own, logged here, not told to the client (a review found the exception's text
+                // sent, and nothing logged); the call ends rather than staying open until the client's deadline
+                LOG.log(Level.SEVERE, "cannot decide a call of domain " + request.getDomain(), unforeseen);
+                answer.onError(Status.INTERNAL.withDescription("cannot decide; the server's log says why")
+                        .asRuntimeException());
+            }
         });
     }
 

@@ -36,7 +36,9 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
         if (reported == null) {
             return body.putNull("policy");
         }
-        return fields(body, reported).put("delay_ms", DurationFormat.toMillisCeil(verdict.delayNanos()));
+        fields(body, reported);
+        // a rejection holds nothing: the delays of the policies admitted before it are not the request's (a review)
+        return verdict.allowed() ? body.put("delay_ms", DurationFormat.toMillisCeil(verdict.delayNanos())) : body;
     }
 
     /** The body of {@code /v1/check-request}: the reported decision, then every policy's, in the order decided. */

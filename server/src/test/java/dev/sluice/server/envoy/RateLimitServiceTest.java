@@ -237,6 +237,66 @@ class RateLimitServiceTest {
                 .doesNotContainPattern("policy=\"per-address\"} [1-9]");
     }
 
+    /**
+     * A review found gRPC's 4 MB message taken, a thousand of which, each sent but its last byte, a connection could
+     * hold: a message is at most 1 MiB, and a larger one is refused whole, nothing charged.
+     */
+    @Test
+    void aMessageOverAMebibyteIsRefused() {
+        RateLimitRequest.Builder large = RateLimitRequest.newBuilder().setDomain("edge");
+        for (int i = 0; i < 3_000; i++) { // 3,000 descriptors of about 420 bytes
+            large.addDescriptors(descriptor("bulk", "x".repeat(400) + i));
+        }
+        assertThat(large.build().getSerializedSize()).isBetween(1 << 20, 2 << 20);
+        assertThatThrownBy(() -> envoy.shouldRateLimit(large.build())).isInstanceOf(StatusRuntimeException.class)
+                .satisfies(e -> assertThat(((StatusRuntimeException) e).getStatus().getCode())
+                        .isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
+        assertThat(ask("edge", descriptor("bulk", "x".repeat(400) + 0)).getStatuses(0).getLimitRemaining())
+                .as("nothing charged").isEqualTo(99);
+    }
+
+    /**
+     * A review found a call Envoy had given up on charged to its end: on a slow Redis each charge waits up to
+     * store_timeout, and Envoy gives up at its own timeout and lets the request through or not without them. Here
+     * Redis is paused while the first charge waits, the caller's deadline passes, and the two policies after it are
+     * never asked.
+     */
+    @Test
+    void aCallItsCallerGaveUpOnIsChargedNoFurther() throws Exception {
+        try (RedisServer redis = RedisServer.start(); Resp resp = redis.connect();
+             LiveConfig onRedis = LiveConfig.of(ConfigLoader.parse("r.yaml", "store: " + redis.uri()
+                     + "\nstore_timeout: 3s\n" + CONFIG), new ServerMetrics())) {
+            EnvoyRateLimitServer service = EnvoyRateLimitServer.start(onRedis, "127.0.0.1", 0);
+            ManagedChannel toService = NettyChannelBuilder.forAddress("127.0.0.1", service.port()).usePlaintext().build();
+            try {
+                var stub = RateLimitServiceGrpc.newBlockingStub(toService);
+                RateLimitRequest three = RateLimitRequest.newBuilder().setDomain("edge")
+                        .addDescriptors(descriptor("bulk", "given-up")).addDescriptors(descriptor("tenant", "given-up"))
+                        .addDescriptors(descriptor("client", "given-up")).build();
+                // connected, and the scripts loaded
+                stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(RateLimitRequest.newBuilder()
+                        .setDomain("edge").addDescriptors(descriptor("bulk", "warm")).build());
+                resp.call("CLIENT", "PAUSE", "800", "ALL");
+                assertThatThrownBy(() -> stub.withDeadlineAfter(200, TimeUnit.MILLISECONDS).shouldRateLimit(three))
+                        .isInstanceOf(StatusRuntimeException.class)
+                        .satisfies(e -> assertThat(((StatusRuntimeException) e).getStatus().getCode())
+                                .isEqualTo(Status.Code.DEADLINE_EXCEEDED));
+                Thread.sleep(1_500); // the pause over, and the first charge answered
+                RateLimitRequest.Builder look = RateLimitRequest.newBuilder().setDomain("edge");
+                for (RateLimitDescriptor one : three.getDescriptorsList()) {
+                    look.addDescriptors(one.toBuilder().setHitsAddend(UInt64Value.of(0)));
+                }
+                RateLimitResponse after = stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(look.build());
+                assertThat(after.getStatuses(0).getLimitRemaining()).as("the charge in flight: made").isEqualTo(99);
+                assertThat(after.getStatuses(1).getLimitRemaining()).as("never asked").isEqualTo(10);
+                assertThat(after.getStatuses(2).getLimitRemaining()).as("never asked").isEqualTo(2);
+            } finally {
+                toService.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+                service.close();
+            }
+        }
+    }
+
     @Test
     void aDescriptorNoPolicyMatchesIsOkWithoutALimit() {
         RateLimitResponse answer = ask("edge", descriptor("remote_address", "10.0.0.7", "path", "/x"),

@@ -137,6 +137,25 @@ class CheckRequestTest {
         body.get("checked").forEach(one -> delays.add(one.get("delay_ms").asLong()));
         assertThat(delays.get(1)).isGreaterThan(delays.get(0));
         assertThat(body.get("delay_ms").asLong()).as("the longest").isEqualTo(delays.get(1)).isBetween(2_000L - elapsedMs, 2_000L);
+        // until the second policy's delay would pass its 5 s: rejected, and a rejection holds nothing, whatever the
+        // first policy's delay (a review found that delay answered with allowed: false)
+        JsonNode rejected = null;
+        for (int i = 0; i < 5 && rejected == null; i++) {
+            JsonNode next = JSON.readTree(post(paced).body());
+            rejected = next.get("allowed").asBoolean() ? null : next;
+        }
+        assertThat(rejected).as("rejected within five more").isNotNull();
+        assertThat(rejected.get("policy").asText()).isEqualTo("paced-two-seconds");
+        assertThat(rejected.get("checked").get(0).get("delay_ms").asLong()).as("the first's own").isPositive();
+        assertThat(rejected.get("delay_ms").asLong()).isZero();
+    }
+
+    /** A method the gateway takes, an HTTP token in capitals such as M-SEARCH, is taken here too (a review). */
+    @Test
+    void aMethodTheGatewayTakesIsTakenHereToo() throws Exception {
+        HttpResponse<String> answer = post("{\"method\":\"M-SEARCH\",\"path\":\"/elsewhere\"}");
+        assertThat(answer.statusCode()).isEqualTo(200);
+        assertThat(JSON.readTree(answer.body()).get("allowed").asBoolean()).isTrue();
     }
 
     /**
