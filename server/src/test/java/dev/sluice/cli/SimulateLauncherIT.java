@@ -85,8 +85,21 @@ class SimulateLauncherIT {
         }
         Run run = sluice(List.of("simulate", "--algorithm", "fixed-window", "--limit", "5/10s", "--trace", "-"),
                 trace.toString());
-        assertThat(run.out().lines().skip(1).map(line -> line.split(",")[3]))
-                .containsExactly("true", "true", "true", "true", "true", "true", "true", "true", "true", "false", "false");
+        // every column, not the decisions alone (a review found only allowed checked): windows of 10 s from t = 0
+        assertThat(run.out()).isEqualTo("""
+                t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms
+                0,k,1,true,4,0,10000,0
+                1000,k,1,true,3,0,9000,0
+                2000,k,1,true,2,0,8000,0
+                3000,k,1,true,1,0,7000,0
+                10000,k,1,true,4,0,10000,0
+                11000,k,1,true,3,0,9000,0
+                12000,k,1,true,2,0,8000,0
+                13000,k,1,true,1,0,7000,0
+                14000,k,1,true,0,0,6000,0
+                15000,k,1,false,0,5000,5000,0
+                16000,k,1,false,0,4000,4000,0
+                """);
         assertThat(run.err()).isEqualTo("k: 9 admitted, 2 rejected\ntotal: 9 admitted, 2 rejected, 1 key\n");
     }
 
