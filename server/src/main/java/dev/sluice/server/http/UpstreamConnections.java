@@ -152,17 +152,31 @@ final class UpstreamConnections {
         }
     }
 
-    /** Takes back a connection whose exchange is over, whole, and may carry another. */
+    /**
+     * Takes back a connection whose exchange is over, whole, and may carry another. A request waiting for one is
+     * granted it once the read that ended the answer is over, not within it: bytes an upstream sent past its answer's
+     * length, read with it, then find no exchange and close the connection (an answer to nothing), as nginx drops
+     * such a connection, where they had been taken for the waiting request's answer (a review found it).
+     */
     void giveBack(Channel channel) {
         if (!channel.isActive()) {
             return; // closed meanwhile: as it closed, its place was freed and given to whoever waited
         }
-        Lease next = next();
-        if (next != null) {
-            next.granted(channel, true);
-        } else {
+        if (waiting.isEmpty()) {
             idle.addLast(channel);
+            return;
         }
+        loop.execute(() -> {
+            if (!channel.isActive()) {
+                return; // as above: its place went to whoever waited
+            }
+            Lease next = next();
+            if (next != null) {
+                next.granted(channel, true);
+            } else {
+                idle.addLast(channel);
+            }
+        });
     }
 
     private void connect(Lease lease) {

@@ -121,6 +121,37 @@ class UpstreamConnectionsTest {
         assertThat(third.granted.get(10, TimeUnit.SECONDS)).isSameAs(two);
     }
 
+    /**
+     * A review found a connection given back granted within the read that ended its answer, so that bytes the
+     * upstream sent past the answer's length, read with it, were taken for the waiting request's answer. It is granted
+     * once that read is over: such bytes close it first (an answer to nothing), and the request waiting gets another.
+     */
+    @Test
+    void aConnectionGivenBackIsGrantedOnlyOnceTheReadThatEndedItsAnswerIsOver() throws Exception {
+        UpstreamConnections connections = connections(10_000);
+        Told first = new Told();
+        Told second = new Told();
+        onLoop(() -> {
+            connections.lease(first);
+            return null;
+        });
+        Channel one = first.granted.get(10, TimeUnit.SECONDS);
+        onLoop(() -> {
+            connections.lease(second);
+            return null;
+        });
+        boolean grantedWithin = onLoop(() -> {
+            connections.giveBack(one); // as its answer ends, in the read that ended it
+            boolean granted = second.granted.isDone();
+            one.close(); // as bytes past the answer, in the same read, close it
+            return granted;
+        });
+        assertThat(grantedWithin).as("granted within the read").isFalse();
+        Channel two = second.granted.get(10, TimeUnit.SECONDS);
+        assertThat(two).isNotSameAs(one);
+        assertThat(two.isActive()).isTrue();
+    }
+
     @Test
     void aRequestWaitingLongerThanTheTimeoutForAConnectionIsToldSo() throws Exception {
         UpstreamConnections connections = connections(300);
