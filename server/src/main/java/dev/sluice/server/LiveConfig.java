@@ -43,6 +43,8 @@ public final class LiveConfig implements AutoCloseable {
     /** Whether {@link #store} is the caller's ({@link #of(ServerConfig, Store, ServerMetrics)}): kept, never closed. */
     private boolean storeGiven;
     private String storeSettings;
+    /** The store_timeout of the store in use: how long its decisions may still wait once it is replaced. */
+    private long storeTimeoutNanos;
     private String text;
     /** The message of the read that failed at the last look: a file gone or unreadable is reported once. */
     private String unreadable;
@@ -200,6 +202,7 @@ public final class LiveConfig implements AutoCloseable {
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
         String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys() : config.storeTimeoutNanos());
         Store old = store;
+        long oldTimeout = storeTimeoutNanos;
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
             redis.onFailure(config.onStoreFailure());
         }
@@ -208,10 +211,14 @@ public final class LiveConfig implements AutoCloseable {
             metrics.watch(opened, config.store().equals("memory") ? "memory" : "redis");
             store = opened;
             storeSettings = settings;
+            storeTimeoutNanos = config.storeTimeoutNanos();
         }
         policies = new Policies(config, store, metrics, policies == null ? java.util.Map.of() : policies.inFlight());
         if (old != null && old != store) {
-            CompletableFuture.delayedExecutor(OLD_STORE_GRACE.toMillis(), TimeUnit.MILLISECONDS).execute(() -> close(old));
+            // the decisions it was making have had their store_timeout, however long it was (a review found a store
+            // of a 10 s timeout closed at 5 s, its waiting decisions failed), and the grace beyond it
+            long grace = OLD_STORE_GRACE.toNanos() + oldTimeout;
+            CompletableFuture.delayedExecutor(grace, TimeUnit.NANOSECONDS).execute(() -> close(old));
         }
     }
 

@@ -15,6 +15,7 @@ import dev.sluice.server.request.TrustedProxies;
 import dev.sluice.store.FailurePolicy;
 import dev.sluice.store.InMemoryStore;
 import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.nodes.Tag;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.nodes.MappingNode;
@@ -52,6 +53,8 @@ public final class ConfigLoader {
             "trusted_proxies", "headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
+    /** The longest store_timeout: a day, the Redis store's bound. */
+    private static final long MOST_STORE_TIMEOUT = 86_400_000_000_000L;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
             "cost", "mode", "max_delay", "skip_if_missing");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
@@ -82,7 +85,9 @@ public final class ConfigLoader {
     /** The YAML tree of {@code text}, or null for an empty file. */
     Node compose(String text) throws ConfigException {
         try (Reader reader = new StringReader(text)) {
-            return new Yaml(new LoaderOptions()).compose(reader);
+            LoaderOptions options = new LoaderOptions();
+            options.setCodePointLimit(TextFile.MAX_BYTES); // as large as a file read may be (3 MiB by default: a review)
+            return new Yaml(options).compose(reader);
         } catch (MarkedYAMLException e) {
             int line = e.getProblemMark() == null ? 1 : e.getProblemMark().getLine() + 1;
             throw new ConfigException(file + ":" + line + ": not valid YAML: " + e.getProblem());
@@ -122,6 +127,10 @@ public final class ConfigLoader {
         }
         long timeout = top.containsKey("store_timeout")
                 ? positiveDuration(top.get("store_timeout"), "store_timeout") : 50_000_000L;
+        if (timeout > MOST_STORE_TIMEOUT) { // the Redis store's bound, told at its line (a review found it "cannot connect")
+            throw error(top.get("store_timeout"), "store_timeout", "at most 1d (a decision waits that long at most),"
+                    + " got \"" + scalar(top.get("store_timeout"), "store_timeout") + "\"");
+        }
         long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
         if (top.containsKey("max_keys")) {
             Node node = top.get("max_keys");
@@ -668,7 +677,13 @@ public final class ConfigLoader {
         if (!(node instanceof ScalarNode)) {
             throw error(node, field, "expected a single value");
         }
-        return ((ScalarNode) node).getValue();
+        String value = ((ScalarNode) node).getValue();
+        if (node.getTag().equals(Tag.NULL) && !value.isEmpty()) {
+            // ~ and null are YAML's no value, which Sluice took for the text "~" or "null": a host: ~ matched no
+            // request, silently (a review found it); an empty value is told at each field as before
+            throw error(node, field, "\"" + value + "\" is YAML's null: leave the field out, or give it a value");
+        }
+        return value;
     }
 
     long whole(Node node, String field, long least) throws ConfigException {
