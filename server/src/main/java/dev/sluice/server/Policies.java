@@ -38,9 +38,9 @@ import java.util.zip.CRC32;
  * ({@code /v1/check-request} and the gateway). Immutable; a reload builds a new one on the same store.
  *
  * <p>A key is stored under its policy's name and a checksum of what its counters mean
- * ({@link PolicyConfig#counterSignature()}): {@code api-per-key@1c291ca3:user-42}. Policies never share
- * state; a reload that keeps a policy's algorithm and limits keeps its counters; one that changes them starts
- * the policy afresh.
+ * ({@link PolicyConfig#counterSignature()}, and the key's parts): {@code api-per-key@1bfc70e0:user-42}. Policies
+ * never share state; a reload that keeps a policy's algorithm, limits and key keeps its counters; one that changes
+ * them starts the policy afresh.
  */
 public final class Policies {
     private final ServerConfig config;
@@ -416,7 +416,10 @@ public final class Policies {
 
     private static String prefix(PolicyConfig policy) {
         CRC32 crc = new CRC32();
-        crc.update(policy.counterSignature().getBytes(StandardCharsets.UTF_8));
+        // the key's parts too: a policy whose key changed (header:X-User to header:X-Account), or a name taken by a
+        // policy of another key (an Envoy limit's made name by a policy of sluice.yaml), counted values that mean
+        // something else under the old counts (a review found it)
+        crc.update((policy.counterSignature() + " key " + policy.key()).getBytes(StandardCharsets.UTF_8));
         return policy.name() + "@" + String.format("%08x", crc.getValue()) + ":";
     }
 }

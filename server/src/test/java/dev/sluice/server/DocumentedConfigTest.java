@@ -39,4 +39,14 @@ class DocumentedConfigTest {
         }
         assertThat(checked).as("configurations found in %s", doc).isNotEmpty();
     }
+
+    /** The stored key docs/server.md shows is the one examples/sluice.yaml's api-per-key stores, checksum and all. */
+    @org.junit.jupiter.api.Test
+    void theStoredKeyTheDocsShowIsTheExamplesOwn() throws Exception {
+        java.util.regex.Matcher shown = java.util.regex.Pattern.compile("api-per-key@[0-9a-f]{8}:user-42")
+                .matcher(Files.readString(Path.of("..").resolve("docs/server.md")));
+        assertThat(shown.find()).isTrue();
+        var config = ConfigLoader.load(Path.of("..").resolve("examples/sluice.yaml"));
+        assertThat(Policies.storedKey(config.policy("api-per-key"), "user-42")).isEqualTo(shown.group());
+    }
 }

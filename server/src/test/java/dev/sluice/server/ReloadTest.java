@@ -102,6 +102,21 @@ class ReloadTest {
         assertThat(live.reload()).as("nothing changed since").isEqualTo(LiveConfig.Reload.UNCHANGED);
     }
 
+    /**
+     * A review found a policy whose key changed (its limits not) keep the counts of the old key's values: the values
+     * of another key, meaning something else. Its counters start afresh, as a change of limits does.
+     */
+    @Test
+    void aPolicyWhoseKeyChangesStartsAfresh() throws Exception {
+        assertThat(remaining("kept", "10.0.0.1")).isEqualTo(2);
+        assertThat(remaining("changed", "10.0.0.1")).isEqualTo(1);
+        Files.writeString(file, FIRST.replaceFirst("key: \\[ip]", "key: [header:X-Client]"));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.policies().policy("kept").key().toString()).isEqualTo("[header:X-Client]");
+        assertThat(remaining("kept", "10.0.0.1")).as("another key: a fresh start").isEqualTo(2);
+        assertThat(remaining("changed", "10.0.0.1")).as("its key unchanged: counters kept").isZero();
+    }
+
     @Test
     void aBadEditIsLoggedCountedAndChangesNothing() throws Exception {
         assertThat(remaining("changed", "10.0.0.2")).isEqualTo(1);

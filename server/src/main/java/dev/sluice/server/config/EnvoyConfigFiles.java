@@ -412,9 +412,17 @@ final class EnvoyConfigFiles {
         if (!NAME.matcher(name).matches()) {
             name = "envoy." + name;
         }
-        String unique = name;
+        if (!sluiceNames.containsKey(name) && !names.containsKey(name)) {
+            return name;
+        }
+        // taken: a suffix of the limit's own (its domain and path), not a count in file order, so that an edit
+        // elsewhere (a file renamed, a policy added) never hands one limit's name, and with it its counters and its
+        // metric series, to another (a review found two domains' counts swapped by a file renamed)
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update((pattern.domain() + "|" + pattern.descriptor()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String unique = name + "-" + String.format("%08x", crc.getValue()).substring(0, 6);
         for (int suffix = 2; sluiceNames.containsKey(unique) || names.containsKey(unique); suffix++) {
-            unique = name + "-" + suffix;
+            unique = name + "-" + String.format("%08x", crc.getValue()).substring(0, 6) + "-" + suffix; // never met
         }
         return unique;
     }

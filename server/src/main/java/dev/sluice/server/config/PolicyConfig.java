@@ -52,9 +52,10 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
     }
 
     /**
-     * What a policy's counters mean: its algorithm and limits. Keys are stored under the policy's name and this
-     * text, so a reload that keeps it keeps the counters, and one that changes it starts afresh instead of
-     * reading one algorithm's state with another (the old counters expire by themselves).
+     * What a policy's counters mean: its algorithm and limits (and, in the stored key's checksum, its key parts:
+     * {@code Policies}). Keys are stored under the policy's name and this text, so a reload that keeps it keeps the
+     * counters, and one that changes it starts afresh instead of reading one algorithm's state with another (the old
+     * counters expire by themselves).
      */
     public String counterSignature() {
         return algorithm() + " " + limits().stream().map(Limit::toString).collect(Collectors.joining(", "));
