@@ -57,7 +57,7 @@ public final class RateLimiter {
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
         this.rejecting = rule.mode() == Mode.DELAY ? Rule.of(rule.algorithm(), rule.limits()) : rule;
-        this.longestWait = Math.min(rule.longestDelayNanos(), store.longestDelayNanos());
+        this.longestWait = Math.min(rule.longestDelayNanos(), store.longestDelayNanos(rule));
         this.store = store;
         this.clock = clock;
         this.sleeper = sleeper;

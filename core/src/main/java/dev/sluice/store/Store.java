@@ -73,6 +73,11 @@ public interface Store {
         return dev.sluice.DurationFormat.MAX_NANOS;
     }
 
+    /** {@link #longestDelayNanos()} for {@code rule}, which may be less on a store that bounds some rules more. */
+    default long longestDelayNanos(Rule rule) {
+        return longestDelayNanos();
+    }
+
     /** Forgets {@code key}: its next request finds it untouched. */
     void reset(Rule rule, String key);
 }

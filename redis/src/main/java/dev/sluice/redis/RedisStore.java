@@ -791,6 +791,12 @@ public final class RedisStore implements Store, AutoCloseable {
         return RuleScript.LONGEST_DELAY_NANOS;
     }
 
+    /** Less for an interval refill of long periods: its refills and the delay stay below 2^53 ns together. */
+    @Override
+    public long longestDelayNanos(Rule rule) {
+        return RuleScript.longestDelayNanos(rule);
+    }
+
     @Override
     public void close() { // no checked exception: a try-with-resources needs no catch (a review found it did)
         for (ScriptConnection connection : scriptConnections) {

@@ -29,6 +29,8 @@ record RuleScript(Script script, String[] fixed) {
     private static final long NS = 1_000_000L;
     private static final long EXACT = 1L << 53;
     private static final long HALF_EXACT = 1L << 52;
+    /** The most entries a sliding log may hold on Redis: its amount. */
+    static final long MOST_LOG_ENTRIES = 10_000;
     /** 2^52 ns (about 52.1 days), less one: the longest max delay the scripts keep exact (see ruleArguments). */
     static final long LONGEST_DELAY_NANOS = HALF_EXACT - 1;
     /** With a time passed in, Redis's own clock says nothing of when a key is untouched: keep keys an hour more. */
@@ -172,6 +174,15 @@ record RuleScript(Script script, String[] fixed) {
             refused = "its period is 2^53 ns (104.2 days) or longer";
         } else if (!below(limit.amount(), period / NS, EXACT)) {
             refused = "L × P(ms) is 2^53 or more";
+        } else if (algorithm == Algorithm.SLIDING_WINDOW && period >= HALF_EXACT) {
+            // a window's waits reach two periods (until the previous window weighs nothing): past 2^53 ns they
+            // rounded, one nanosecond off (a review found it)
+            refused = "a sliding window's two periods reach 2^53 ns (its period is 2^52 ns, 52.1 days, or longer)";
+        } else if (algorithm == Algorithm.SLIDING_LOG && limit.amount() > MOST_LOG_ENTRIES) {
+            // the log is read and written whole at each decision, blocking Redis: 100,000 entries took 90 ms a
+            // decision, past the store's timeout, which the failure policy then decided (a review measured it)
+            refused = "a sliding log of more than " + MOST_LOG_ENTRIES + " entries costs Redis a pass over them all at"
+                    + " each decision (about 9 ms at 10,000); sliding-window decides in a few numbers";
         } else if (algorithm.hasBurst() && !below(limit.burst(), limit.amount(), EXACT)) {
             refused = "B × L is 2^53 or more";
         } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
@@ -189,6 +200,26 @@ record RuleScript(Script script, String[] fixed) {
      * {@code ⌈B / L⌉} periods (the refills from empty to full, the next one included). Those periods alone stay
      * under 2^53 ns, less than twice {@code B × P / L} or one period, so only a delay can take them past it.
      */
+    /**
+     * The longest max delay {@code rule} may take on Redis: 2^52 ns less one, and, for an interval refill, less than
+     * 2^53 ns with its {@code ⌈B / L⌉} periods ({@link #checkRefillsFit}), so that {@code RateLimiter.acquire}
+     * never asks for a delay the store then refuses (a review found it thrown).
+     */
+    static long longestDelayNanos(Rule rule) {
+        long longest = LONGEST_DELAY_NANOS;
+        if (rule.algorithm() == Algorithm.TOKEN_BUCKET) {
+            for (Limit limit : rule.limits()) {
+                if (limit.refill() == Refill.INTERVAL) {
+                    long refills = (limit.burst() + limit.amount() - 1) / limit.amount();
+                    BigInteger spare = BigInteger.valueOf(EXACT - 1).subtract(BigInteger.valueOf(refills)
+                            .multiply(BigInteger.valueOf(limit.periodNanos())));
+                    longest = Math.min(longest, Math.max(0, spare.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue()));
+                }
+            }
+        }
+        return longest;
+    }
+
     private static void checkRefillsFit(Limit limit, Rule rule) {
         if (rule.algorithm() != Algorithm.TOKEN_BUCKET || limit.refill() != Refill.INTERVAL) {
             return;

@@ -182,6 +182,20 @@ class DifferentialTest {
         assertThat(decided.get(1)).isEqualTo(new Decision(false, 0, 7 * DAY, 7 * DAY, 0, Limit.parse("1/60d")));
     }
 
+    /**
+     * A past bug a review found: an interval refill's next refill, a time's nanoseconds plus a period of nearly 2^53
+     * ns, passed 2^53 and was stored 1 ns late, so that a request at the refill was rejected on Redis.
+     */
+    @Test
+    void anIntervalRefillOfNearly2To53NanosecondsRefillsOnTheNanosecond() {
+        long period = 9_007_199_254_000_000L;
+        long first = START + 5_999_999;
+        List<Decision> decided = decideAlike(scenario(Algorithm.TOKEN_BUCKET, Mode.REJECT, 0,
+                "2/9007199254ms burst=1 refill=interval"), List.of(new Request(first, "k", 1),
+                new Request(first + period, "k", 1)));
+        assertThat(decided.get(1).allowed()).as("refilled at the period's end").isTrue();
+    }
+
     /** A past bug: Redis took an interval bucket in debt for full once 52.1 days had passed its next refill. */
     @Test
     void anIntervalBucketInDebtIsNotFullFiftyFiveDaysAfterItsNextRefill() {

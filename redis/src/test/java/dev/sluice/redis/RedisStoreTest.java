@@ -413,6 +413,24 @@ class RedisStoreTest {
                 .hasMessageContaining("L × P(ms) is 2^53 or more");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.parse("1/1d burst=100"))), "k", 1, t))
                 .hasMessageContaining("B × P / L is 2^52 ns (52.1 days) or longer");
+        // a sliding window's waits reach two periods, and a sliding log is read whole at each decision (a review)
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("1/53d"))), "k", 1, t))
+                .hasMessageContaining("a sliding window's two periods reach 2^53 ns");
+        assertThat(store.decide(Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("1/52d"))), "window", 1, t)
+                .allowed()).isTrue();
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.SLIDING_LOG, List.of(Limit.parse("10001/1m"))), "k", 1, t))
+                .hasMessageContaining("a sliding log of more than 10000 entries");
+        assertThat(store.decide(Rule.of(Algorithm.SLIDING_LOG, List.of(Limit.parse("10000/1m"))), "log", 1, t)
+                .allowed()).isTrue();
+        // acquire() never asks an interval refill of long periods for a delay the store then refuses (a review)
+        RateLimiter longRefills = RateLimiter.builder().store(store).algorithm(Algorithm.TOKEN_BUCKET)
+                .limit("2/104d burst=1 refill=interval").build();
+        assertThat(store.longestDelayNanos(longRefills.rule())).isEqualTo((1L << 53) - 1 - 104 * 86_400_000_000_000L);
+        try {
+            assertThat(longRefills.acquire("long-refills", Duration.ofDays(1)).allowed()).isTrue();
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
         // an interval refill's reset_after reaches ⌈B / L⌉ periods plus the delay: at the bound, one ms apart
         // (here B × P / L is 30.3 days, within its bound, and ⌈B / L⌉ × P is 60 days)
         Limit twoRefills = Limit.parse("100/30d burst=101 refill=interval");
