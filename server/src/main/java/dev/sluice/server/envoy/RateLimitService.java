@@ -234,7 +234,8 @@ final class RateLimitService {
                 long amount = Integer.toUnsignedLong(given.getLimit().getRequestsPerUnit());
                 if (amount > 0) {
                     limit = Limit.of(amount, unit.nanos());
-                } else if (nothing < 0) {
+                } else if (nothing < 0 && own > 0) { // a look (hits 0) at a limit of 0 is OK, as 0 hits > 0 is not
+                    // in Envoy's service (a review found it answered OVER_LIMIT)
                     nothing = i;
                     nothingUnit = unit;
                 }

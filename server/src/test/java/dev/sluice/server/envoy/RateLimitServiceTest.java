@@ -556,6 +556,9 @@ class RateLimitServiceTest {
         // where there are no limits, there are none
         assertThat(ask("other", overridden(descriptor("user", "eve"), 0, RateLimitUnit.HOUR_VALUE)).getOverallCode())
                 .isEqualTo(Code.OK);
+        // a look (hits_addend 0) at a limit of 0 is OK, as in Envoy's service, where 0 hits are not over 0
+        assertThat(ask("edge", overridden(descriptor("user", "eve"), 0, RateLimitUnit.HOUR_VALUE).toBuilder()
+                .setHitsAddend(UInt64Value.of(0)).build()).getOverallCode()).isEqualTo(Code.OK);
     }
 
     @Test
