@@ -218,7 +218,10 @@ public final class LiveConfig implements AutoCloseable {
             // the decisions it was making have had their store_timeout, however long it was (a review found a store
             // of a 10 s timeout closed at 5 s, its waiting decisions failed), and the grace beyond it
             long grace = OLD_STORE_GRACE.toNanos() + oldTimeout;
-            CompletableFuture.delayedExecutor(grace, TimeUnit.NANOSECONDS).execute(() -> close(old));
+            CompletableFuture.delayedExecutor(grace, TimeUnit.NANOSECONDS).execute(() -> {
+                close(old);
+                metrics.retired(old);
+            });
         }
     }
 

@@ -47,6 +47,36 @@ class MetricsTest {
     }
 
     /**
+     * A review found a Redis store a reload replaced counted as it was when replaced: what it did after, deciding what
+     * had been asked of it until it was closed (a failing Redis being left, the usual case), was lost. It is counted
+     * as it goes until closed, then kept as it was then, once.
+     */
+    @Test
+    void aReplacedStoreIsCountedUntilItIsClosed() throws Exception {
+        dev.sluice.algorithm.Rule rule = dev.sluice.algorithm.Rule.of(dev.sluice.Algorithm.GCRA,
+                List.of(dev.sluice.Limit.parse("10/1s")));
+        Pattern errors = Pattern.compile("(?m)^sluice_store_errors_total\\{store=\"redis\"} (\\S+)$");
+        try (RedisServer redis = RedisServer.start(); ServerMetrics metrics = new ServerMetrics()) {
+            dev.sluice.redis.RedisStore old = dev.sluice.redis.RedisStore.builder(redis.uri())
+                    .timeout(java.time.Duration.ofMillis(300)).build();
+            dev.sluice.redis.RedisStore next = dev.sluice.redis.RedisStore.builder(redis.uri()).build();
+            metrics.watch(old, "redis");
+            metrics.watch(next, "redis"); // a reload: the old one still decides what was asked of it
+            redis.kill();
+            old.decide(rule, "k", 1, dev.sluice.store.Store.STORE_CLOCK); // fails, open
+            Matcher counted = errors.matcher(metrics.scrape());
+            assertThat(counted.find()).isTrue();
+            assertThat(Double.parseDouble(counted.group(1))).as("counted after it was replaced").isEqualTo(1.0);
+            old.close();
+            metrics.retired(old);
+            counted = errors.matcher(metrics.scrape());
+            assertThat(counted.find()).isTrue();
+            assertThat(Double.parseDouble(counted.group(1))).as("kept once closed, once").isEqualTo(1.0);
+            next.close();
+        }
+    }
+
+    /**
      * Found by attacking the server: a client sending a new key a request, under limits of a day, filled the
      * in-memory store, which then rejected every new key, and nothing showed it. Its room is now measured; a
      * store that rejects new keys when full counts them, one that evicts (the default) counts the keys evicted.

@@ -42,8 +42,14 @@ public final class ServerMetrics implements AutoCloseable {
     /** The store decided on now, and the failure counts of the stores it replaced (a counter never goes back). */
     private volatile Store store;
     private volatile String storeKind;
-    /** The counts of the stores a reload replaced, by kind, in the order of {@link StoreEvent}. */
+    /** The counts of the stores a reload replaced and closed, by kind, in the order of {@link StoreEvent}. */
     private final Map<String, long[]> retired = new ConcurrentHashMap<>();
+    /**
+     * The Redis stores a reload replaced and has not closed yet, with their kind: still deciding what was asked of
+     * them, so still counted as they go (a review found their last counts, those of a failing Redis being left,
+     * lost). Guarded by this.
+     */
+    private final Map<RedisStore, String> retiring = new java.util.IdentityHashMap<>();
     private final Traffic traffic = new Traffic();
     /** The new keys turned away by in-memory stores a reload replaced. */
     private volatile long retiredTurnedAway;
@@ -137,12 +143,8 @@ public final class ServerMetrics implements AutoCloseable {
                 retiredTurnedAway += memory.turnedAway();
                 retiredEvicted += memory.evicted();
             }
-            if (store instanceof RedisStore redis) {
-                RedisStore.Counts counts = redis.counts();
-                long[] sums = retired.computeIfAbsent(storeKind, k -> new long[StoreEvent.values().length]);
-                for (StoreEvent event : StoreEvent.values()) {
-                    sums[event.ordinal()] += event.count.applyAsLong(counts);
-                }
+            if (store instanceof RedisStore redis && redis != current) {
+                retiring.put(redis, storeKind); // counted as it finishes; its counts kept once it is closed (retired)
             }
             store = current;
             storeKind = kind;
@@ -152,6 +154,17 @@ public final class ServerMetrics implements AutoCloseable {
             if (event.meter != null) {
                 FunctionCounter.builder(event.meter, this, metrics -> metrics.total(kind, event))
                         .tag("store", kind).description(event.description).register(registry);
+            }
+        }
+    }
+
+    /** {@code old}, replaced by a reload, is closed: its counts are final, and kept as they are. */
+    public synchronized void retired(Store old) {
+        if (old instanceof RedisStore redis && retiring.containsKey(redis)) {
+            RedisStore.Counts counts = redis.counts();
+            long[] sums = retired.computeIfAbsent(retiring.remove(redis), k -> new long[StoreEvent.values().length]);
+            for (StoreEvent event : StoreEvent.values()) {
+                sums[event.ordinal()] += event.count.applyAsLong(counts);
             }
         }
     }
@@ -171,6 +184,11 @@ public final class ServerMetrics implements AutoCloseable {
         }
         if (store instanceof RedisStore redis && (kind == null || kind.equals(storeKind))) {
             sum += event.count.applyAsLong(redis.counts());
+        }
+        for (Map.Entry<RedisStore, String> going : retiring.entrySet()) {
+            if (kind == null || kind.equals(going.getValue())) {
+                sum += event.count.applyAsLong(going.getKey().counts());
+            }
         }
         return sum;
     }
