@@ -16,8 +16,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A real {@code redis-server} process on a free loopback port, for tests: {@code redis-server} from the PATH
  * if there is one, otherwise the Linux binary inside {@code com.github.codemonstur:embedded-redis} from
- * Maven Central, so a machine with only a JDK runs every Redis test. No persistence; the process dies with
- * the test JVM if the test forgets to stop it.
+ * Maven Central, so a machine with only a JDK runs every Redis test. No persistence; the process is killed as
+ * the test JVM exits if the test forgot to stop it, or failed before it could (a review found them left running).
  *
  * <p>{@link #kill()} and {@link #restart()} let fault tests take Redis away and bring it back on the same port.
  */
@@ -30,6 +30,13 @@ public final class RedisServer implements AutoCloseable {
     /** What redis-server logs when a port it must listen on is taken. */
     private static final String PORT_TAKEN = "Address already in use";
     private static Path binary;
+    /** Every process started and not yet stopped: killed by one hook as the JVM exits. */
+    private static final java.util.Set<Process> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly),
+                "sluice-redis-reaper"));
+    }
 
     private final int port;
     private final List<String> extra;
@@ -84,6 +91,7 @@ public final class RedisServer implements AutoCloseable {
         command.addAll(extra);
         process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile()).start();
+        RUNNING.add(process);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
         while (true) {
             try (Resp resp = connect()) {
@@ -108,6 +116,7 @@ public final class RedisServer implements AutoCloseable {
     public void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(10, TimeUnit.SECONDS);
+        RUNNING.remove(process);
     }
 
     /** Starts the process again on the same port (empty: nothing is persisted). */
@@ -160,7 +169,10 @@ public final class RedisServer implements AutoCloseable {
             }
             Path extracted = Files.createTempFile("sluice-redis-server-", "");
             Files.copy(embedded, extracted, StandardCopyOption.REPLACE_EXISTING);
-            extracted.toFile().setExecutable(true);
+            if (!extracted.toFile().setExecutable(true) || !Files.isExecutable(extracted)) {
+                throw new IOException("cannot make " + extracted + " executable (a temporary directory mounted noexec?):"
+                        + " set java.io.tmpdir to another, or install redis-server on the PATH");
+            }
             extracted.toFile().deleteOnExit();
             return binary = extracted;
         }
