@@ -16,7 +16,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Not a rate: nothing here refills with time except expiring leases. Per key the leases are an immutable
  * list replaced atomically ({@link ConcurrentHashMap#compute}, which holds the key's bin for the few
  * nanoseconds of the update; acquire and release pair with real work, far longer). A key with no lease
- * left is removed.
+ * left is removed. A key whose leases expire unreleased, never to be asked again, is removed by a sweep of every
+ * key, made once the number of keys has doubled since the last: a client sending a new key with each request, and
+ * never releasing, grew the map without end (a review found it); the sweeps cost each acquisition O(1) amortised.
  */
 public final class ConcurrencyLimiter {
     private final long limit;
@@ -25,6 +27,9 @@ public final class ConcurrencyLimiter {
     private final Limit described;
     private final ConcurrentHashMap<String, Leases> keys = new ConcurrentHashMap<>();
     private final AtomicLong leaseIds = new AtomicLong();
+    /** The number of keys at which the next sweep is made ({@link Long#MAX_VALUE} while one is being made). */
+    private final AtomicLong sweepAt = new AtomicLong(SWEEP_FROM);
+    private static final long SWEEP_FROM = 1_024;
 
     /** The leases of one key, ordered by expiry (they all last the same, so by acquisition). */
     private record Leases(long[] ids, long[] costs, long[] expiries) {
@@ -132,7 +137,29 @@ public final class ConcurrencyLimiter {
             answer[0] = new Decision(true, limit - inFlight - cost, 0, resetAfter(granted, now), 0, described);
             return granted;
         });
+        if (keys.size() >= sweepAt.get()) {
+            sweep();
+        }
         return new Permit(this, key, id, answer[0]);
+    }
+
+    /** Drops the expired leases of every key, and the keys left with none; by one caller at a time. */
+    private void sweep() {
+        long at = sweepAt.get();
+        if (at == Long.MAX_VALUE || keys.size() < at || !sweepAt.compareAndSet(at, Long.MAX_VALUE)) {
+            return;
+        }
+        try {
+            long now = clock.nanos();
+            for (String key : keys.keySet()) {
+                keys.computeIfPresent(key, (k, held) -> {
+                    Leases live = held.withoutExpired(now);
+                    return live.size() == 0 ? null : live;
+                });
+            }
+        } finally {
+            sweepAt.set(Math.max(SWEEP_FROM, 2L * keys.size()));
+        }
     }
 
     /** The wait until enough leases have expired for {@code cost} to fit, if none is released first. */
@@ -174,7 +201,7 @@ public final class ConcurrencyLimiter {
         return held == null ? 0 : held.withoutExpired(now).inFlight();
     }
 
-    /** How many keys hold a lease (expired leases are dropped as their keys are touched). */
+    /** How many keys hold a lease (expired leases are dropped as their keys are touched, and by the sweeps). */
     public int keyCount() {
         return keys.size();
     }

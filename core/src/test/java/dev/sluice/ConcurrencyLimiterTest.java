@@ -80,6 +80,26 @@ class ConcurrencyLimiterTest {
         assertThat(limiter.tryAcquire("k").granted()).isFalse();
     }
 
+    /**
+     * A review found a key whose leases expired unreleased kept for good unless it was asked again: a client sending
+     * a new key with each request grew the map without end. A sweep, once the keys have doubled, drops them.
+     */
+    @Test
+    void keysWhoseLeasesExpireUnreleasedAreSwept() {
+        ConcurrencyLimiter limiter = ConcurrencyLimiter.builder().limit(1).leaseTimeout(Duration.ofSeconds(1))
+                .clock(clock).build();
+        for (int i = 0; i < 3_000; i++) {
+            assertThat(limiter.tryAcquire("gone-" + i).granted()).isTrue(); // never closed
+        }
+        assertThat(limiter.keyCount()).as("held: nothing to sweep yet").isEqualTo(3_000);
+        clock.advance(Duration.ofSeconds(2));
+        for (int i = 3_000; i < 4_200; i++) {
+            assertThat(limiter.tryAcquire("gone-" + i).granted()).isTrue();
+        }
+        // at 4,096 keys the expired 3,000 went; the 1,200 taken since are held
+        assertThat(limiter.keyCount()).isEqualTo(1_200);
+    }
+
     @Test
     void costZeroIsAPeekThatHoldsNothing() {
         ConcurrencyLimiter limiter = limiter(3);

@@ -154,7 +154,11 @@ public final class InMemoryStore implements Store {
         keys.remove(key);
     }
 
-    /** Drops every key that is untouched now, on the store's clock. */
+    /**
+     * Drops every key that is untouched now, on the store's clock. A store whose limiters decide on clocks of their
+     * own (a {@code ManualClock}, a trace's time) is cleaned up with {@link #cleanUp(long)} at their time: on the
+     * store's clock, keys still counting at theirs would be dropped, and their next requests admitted afresh.
+     */
     public void cleanUp() {
         cleanUp(clock.nanos());
     }
