@@ -196,11 +196,6 @@ record RuleScript(Script script, String[] fixed) {
     }
 
     /**
-     * Refuses an interval refill whose {@code reset_after} could reach 2^53 ns. It is at most the max delay plus
-     * {@code ⌈B / L⌉} periods (the refills from empty to full, the next one included). Those periods alone stay
-     * under 2^53 ns, less than twice {@code B × P / L} or one period, so only a delay can take them past it.
-     */
-    /**
      * The longest max delay {@code rule} may take on Redis: 2^52 ns less one, and, for an interval refill, less than
      * 2^53 ns with its {@code ⌈B / L⌉} periods ({@link #checkRefillsFit}), so that {@code RateLimiter.acquire}
      * never asks for a delay the store then refuses (a review found it thrown).
@@ -220,6 +215,11 @@ record RuleScript(Script script, String[] fixed) {
         return longest;
     }
 
+    /**
+     * Refuses an interval refill whose {@code reset_after} could reach 2^53 ns. It is at most the max delay plus
+     * {@code ⌈B / L⌉} periods (the refills from empty to full, the next one included). Those periods alone stay
+     * under 2^53 ns, less than twice {@code B × P / L} or one period, so only a delay can take them past it.
+     */
     private static void checkRefillsFit(Limit limit, Rule rule) {
         if (rule.algorithm() != Algorithm.TOKEN_BUCKET || limit.refill() != Refill.INTERVAL) {
             return;

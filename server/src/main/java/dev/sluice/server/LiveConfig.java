@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>{@link #reload()} reads the file again; a changed file that checks out becomes the {@link Policies} in
  * force at once (requests already being decided finish under the old one), on the same store unless the
- * store's settings changed. Counters survive for every policy whose algorithm and limits are unchanged (see
+ * store's settings changed. Counters survive for every policy whose algorithm, limits and key are unchanged (see
  * {@link Policies}). A file that does not check out changes nothing: its message (file, line, field) goes to
  * the log and {@code sluice_config_reloads_total{result="failure"}} counts it, once (a file that cannot be read
  * is, too, until it can). An edit whose store cannot be reached is refused the same way but tried again at
@@ -202,7 +202,7 @@ public final class LiveConfig implements AutoCloseable {
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
         String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys() : config.storeTimeoutNanos());
         Store old = store;
-        long oldTimeout = storeTimeoutNanos;
+        long oldTimeout = store instanceof RedisStore ? storeTimeoutNanos : 0; // memory's decisions never wait
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
             redis.onFailure(config.onStoreFailure());
         }

@@ -67,7 +67,7 @@ public final class Policies {
 
     /**
      * Policies on {@code store}; concurrency policies keep the in-flight counts of {@code previous} (the
-     * policies this configuration replaces) where their limit is unchanged, since requests in flight under the
+     * policies this configuration replaces) where their limit and key are unchanged, since requests in flight under the
      * old configuration are still in flight.
      */
     public Policies(ServerConfig config, Store store, ServerMetrics metrics, Map<String, ConcurrencyLimiter> previous) {

@@ -61,7 +61,12 @@ final class EnvoyConfigFiles {
     private final String sluiceFile;
     /** Whether the store is Redis, whose Lua arithmetic stays exact for periods under 2^53 ns (104.2 days) only: no year. */
     private final boolean onRedis;
+    /** The names given (rate_limit.name), with where. */
     private final Map<String, String> names = new HashMap<>();
+    /** How many limits made each name from their path: a name made twice, or given too, is made unique for all. */
+    private final Map<String, Integer> madeCount = new HashMap<>();
+    /** The limits whose names were made, by their index in {@link #policies}. */
+    private final Map<Integer, String> madeAt = new HashMap<>();
     /** Whether files of one domain are merged (Envoy's {@code MERGE_DOMAIN_CONFIG}) rather than refused. */
     private final boolean mergeDomains;
     private final Map<String, String> domains = new HashMap<>();
@@ -75,7 +80,7 @@ final class EnvoyConfigFiles {
 
     /**
      * @param sluiceNames the names of the policies of {@code sluiceFile} and their lines, which no limit may take
-     *                    (a name made from a path takes a suffix instead, {@code edge.a.b-2})
+     *                    (a name made from a path takes a suffix of its own instead, {@code edge.a.b-3f09c2})
      */
     EnvoyConfigFiles(Map<String, Integer> sluiceNames, String sluiceFile, boolean onRedis, boolean mergeDomains) {
         this.sluiceNames = sluiceNames;
@@ -206,8 +211,29 @@ final class EnvoyConfigFiles {
         return files;
     }
 
+    /**
+     * The policies of the files read, a made name that is taken (by a policy of sluice.yaml, a name given, or another
+     * limit's made name) made unique for every limit that made it: its suffix is of its own domain and path, so
+     * neither the order of the files nor an edit elsewhere hands one limit's name, and with it its metric series and
+     * its counters, to another (a review found a count in file order, and then the first read keeping the plain name).
+     */
     List<PolicyConfig> policies() {
-        return policies;
+        List<PolicyConfig> named = new ArrayList<>(policies);
+        madeAt.forEach((at, made) -> {
+            if (madeCount.get(made) > 1 || names.containsKey(made) || sluiceNames.containsKey(made)) {
+                PolicyConfig policy = named.get(at);
+                named.set(at, new PolicyConfig(unique(made, policy.match()), policy.match(), policy.key(), policy.rule(),
+                        policy.inFlight(), policy.cost(), policy.costHeader(), policy.shadow(), policy.skipIfMissing()));
+            }
+        });
+        return named;
+    }
+
+    /** {@code made} and six hex digits of {@code pattern}'s domain and path. */
+    private static String unique(String made, PolicyConfig.Match pattern) {
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update((pattern.domain() + "|" + pattern.descriptor()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return made + "-" + String.format("%08x", crc.getValue()).substring(0, 6);
     }
 
     ServerConfig.Envoy envoy() {
@@ -367,15 +393,18 @@ final class EnvoyConfigFiles {
             throw nodes.error(perUnit, field + ".requests_per_unit", "more than Envoy's uint32 holds: " + amount);
         }
         String name = given != null ? given : madeName(pattern);
-        Integer sluiceLine = sluiceNames.get(name);
-        String taken = sluiceLine != null ? "the policy at " + sluiceFile + ":" + sluiceLine : names.get(name);
-        if (taken != null) {
-            throw nodes.error(fields.get("name"), field + ".name", "\"" + name + "\" is the name of " + taken
-                    + " already");
-        }
-        names.put(name, "the rate_limit at " + nodes.at(node));
         if (given != null) {
+            Integer sluiceLine = sluiceNames.get(name);
+            String taken = sluiceLine != null ? "the policy at " + sluiceFile + ":" + sluiceLine : names.get(name);
+            if (taken != null) {
+                throw nodes.error(fields.get("name"), field + ".name", "\"" + name + "\" is the name of " + taken
+                        + " already");
+            }
+            names.put(name, "the rate_limit at " + nodes.at(node));
             replaceable.add(name); // Envoy replaces only limits that have a name
+        } else {
+            madeCount.merge(name, 1, Integer::sum);
+            madeAt.put(policies.size(), name);
         }
         List<KeyPart> key = new ArrayList<>();
         List<Descriptor.Entry> path = pattern.descriptor();
@@ -398,7 +427,7 @@ final class EnvoyConfigFiles {
 
     /**
      * The name of a limit without one: its path as Envoy names it in its statistics, any character a policy name
-     * cannot hold made {@code _}, and a suffix ({@code -2}, ...) when another policy has that name already.
+     * cannot hold made {@code _}; made unique by {@link #policies()} when another policy has it too.
      */
     private String madeName(PolicyConfig.Match pattern) {
         StringBuilder made = new StringBuilder(pattern.domain());
@@ -412,19 +441,7 @@ final class EnvoyConfigFiles {
         if (!NAME.matcher(name).matches()) {
             name = "envoy." + name;
         }
-        if (!sluiceNames.containsKey(name) && !names.containsKey(name)) {
-            return name;
-        }
-        // taken: a suffix of the limit's own (its domain and path), not a count in file order, so that an edit
-        // elsewhere (a file renamed, a policy added) never hands one limit's name, and with it its counters and its
-        // metric series, to another (a review found two domains' counts swapped by a file renamed)
-        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
-        crc.update((pattern.domain() + "|" + pattern.descriptor()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        String unique = name + "-" + String.format("%08x", crc.getValue()).substring(0, 6);
-        for (int suffix = 2; sluiceNames.containsKey(unique) || names.containsKey(unique); suffix++) {
-            unique = name + "-" + String.format("%08x", crc.getValue()).substring(0, 6) + "-" + suffix; // never met
-        }
-        return unique;
+        return name; // made unique in policies(), once every limit's is known
     }
 
     /** A YAML 1.1 flag, as Envoy's service reads one ({@code true}, {@code yes}, {@code on}, ...). */

@@ -166,17 +166,21 @@ final class UpstreamConnections {
             idle.addLast(channel);
             return;
         }
-        loop.execute(() -> {
-            if (!channel.isActive()) {
-                return; // as above: its place went to whoever waited
-            }
-            Lease next = next();
-            if (next != null) {
-                next.granted(channel, true);
-            } else {
-                idle.addLast(channel);
-            }
-        });
+        try {
+            loop.execute(() -> {
+                if (!channel.isActive()) {
+                    return; // as above: its place went to whoever waited
+                }
+                Lease next = next();
+                if (next != null) {
+                    next.granted(channel, true);
+                } else {
+                    idle.addLast(channel);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            channel.close(); // the loop is shutting down: nothing will wait on it
+        }
     }
 
     private void connect(Lease lease) {
