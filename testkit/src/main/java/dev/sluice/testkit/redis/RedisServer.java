@@ -178,12 +178,30 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
+    /**
+     * A free port below the range the kernel hands out to clients' connections (32768 and up on Linux), so that
+     * none of them takes it while the server is down for a {@link #restart()} (a review found restarts that could
+     * lose their port so), nor, for a Cluster node, its bus port 10,000 higher; one of that range if none is free.
+     */
     static int freePort() throws IOException {
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 50; attempt++) {
+            int port = LOWEST_PORT + random.nextInt(PORTS);
+            try (ServerSocket socket = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                return socket.getLocalPort();
+            } catch (IOException taken) {
+                // another
+            }
+        }
         try (ServerSocket socket = new ServerSocket(0)) {
             socket.setReuseAddress(true);
             return socket.getLocalPort();
         }
     }
+
+    /** The ports {@link #freePort()} picks from: 20000 to 22767, their bus ports below 32768. */
+    private static final int LOWEST_PORT = 20_000;
+    private static final int PORTS = 2_768;
 
     /** A free port; for a Cluster node, one whose bus port ({@link #BUS_OFFSET} higher) is free as well. */
     private static int freePort(boolean cluster) throws IOException {
