@@ -76,6 +76,16 @@ class UpstreamConnectionsTest {
         }
     }
 
+    /** Asks for {@code leases} in order, on the connections' loop. */
+    private void lease(UpstreamConnections connections, Told... leases) throws Exception {
+        onLoop(() -> {
+            for (Told lease : leases) {
+                connections.lease(lease);
+            }
+            return null;
+        });
+    }
+
     private <T> T onLoop(Supplier<T> task) throws Exception {
         CompletableFuture<T> done = new CompletableFuture<>();
         loop.execute(() -> done.complete(task.get()));
@@ -93,16 +103,9 @@ class UpstreamConnectionsTest {
         Told first = new Told();
         Told second = new Told();
         Told third = new Told();
-        onLoop(() -> {
-            connections.lease(first);
-            return null;
-        });
+        lease(connections, first);
         Channel one = first.granted.get(10, TimeUnit.SECONDS);
-        onLoop(() -> {
-            connections.lease(second);
-            connections.lease(third);
-            return null;
-        });
+        lease(connections, second, third);
         assertThat(second.granted).as("room for one").isNotDone();
         onLoop(() -> one.close().syncUninterruptibly()); // its place goes to the second, on a new connection
         onLoop(() -> {
@@ -131,15 +134,9 @@ class UpstreamConnectionsTest {
         UpstreamConnections connections = connections(10_000);
         Told first = new Told();
         Told second = new Told();
-        onLoop(() -> {
-            connections.lease(first);
-            return null;
-        });
+        lease(connections, first);
         Channel one = first.granted.get(10, TimeUnit.SECONDS);
-        onLoop(() -> {
-            connections.lease(second);
-            return null;
-        });
+        lease(connections, second);
         boolean grantedWithin = onLoop(() -> {
             connections.giveBack(one); // as its answer ends, in the read that ended it
             boolean granted = second.granted.isDone();
@@ -157,18 +154,12 @@ class UpstreamConnectionsTest {
         UpstreamConnections connections = connections(300);
         Told first = new Told();
         Told second = new Told();
-        onLoop(() -> {
-            connections.lease(first);
-            return null;
-        });
+        lease(connections, first);
         Channel one = first.granted.get(10, TimeUnit.SECONDS);
         // kept busy (else, idle for the timeout, it would be closed, and its place go to the second)
         var busy = loop.scheduleAtFixedRate(() -> one.writeAndFlush(Unpooled.EMPTY_BUFFER), 50, 50, TimeUnit.MILLISECONDS);
         long started = System.nanoTime();
-        onLoop(() -> {
-            connections.lease(second);
-            return null;
-        });
+        lease(connections, second);
         Throwable cause = second.granted.handle((channel, failure) -> failure).get(10, TimeUnit.SECONDS);
         assertThat(cause).isInstanceOf(TimeoutException.class).hasMessage("no connection to the upstream came free in time");
         assertThat(System.nanoTime() - started).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(250));
@@ -181,10 +172,7 @@ class UpstreamConnectionsTest {
         Told first = new Told();
         Told cancelled = new Told();
         Told next = new Told();
-        onLoop(() -> {
-            connections.lease(first);
-            return null;
-        });
+        lease(connections, first);
         Channel one = first.granted.get(10, TimeUnit.SECONDS);
         onLoop(() -> {
             connections.lease(cancelled);
