@@ -3,6 +3,7 @@ package dev.sluice.server.envoy;
 import dev.sluice.server.LiveConfig;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
@@ -123,11 +124,14 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
 
     private final Server server;
     private final HealthStatusManager health;
+    private final HealthWatches watches;
     private final GrpcTransport transport;
 
-    private EnvoyRateLimitServer(Server server, HealthStatusManager health, GrpcTransport transport) {
+    private EnvoyRateLimitServer(Server server, HealthStatusManager health, HealthWatches watches,
+                                 GrpcTransport transport) {
         this.server = server;
         this.health = health;
+        this.watches = watches;
         this.transport = transport;
     }
 
@@ -144,6 +148,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
             throws IOException {
         HealthStatusManager health = new HealthStatusManager();
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
+        HealthWatches watches = new HealthWatches();
         GrpcTransport transport = new GrpcTransport(sendTimeout);
         try {
             return new EnvoyRateLimitServer(transport.apply(NettyServerBuilder.forAddress(new InetSocketAddress(host, port)))
@@ -157,9 +162,9 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
                     .permitKeepAliveTime(PINGS_AT_MOST_EVERY.toNanos(), TimeUnit.NANOSECONDS)
                     .permitKeepAliveWithoutCalls(true)
                     .addService(new RateLimitService(live).definition())
-                    .addService(health.getHealthService())
+                    .addService(ServerInterceptors.intercept(health.getHealthService(), watches))
                     .build()
-                    .start(), health, transport);
+                    .start(), health, watches, transport);
         } catch (IOException | RuntimeException e) {
             transport.close(); // the port was taken, say: its threads would otherwise outlive the failure
             throw e;
@@ -174,6 +179,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
     public void close() throws InterruptedException {
         health.enterTerminalState(); // watchers hear NOT_SERVING before the calls stop
         server.shutdown();
+        watches.endAll(); // streams only their clients end: left open, each held the wait below (HealthWatches)
         try {
             if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
                 server.shutdownNow();

@@ -671,6 +671,7 @@ class RateLimitServiceTest {
                         e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND));
         // a watcher (Envoy's health checks, Kubernetes' probes) hears a closing server stop serving
         java.util.concurrent.BlockingQueue<ServingStatus> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.CompletableFuture<Status> ended = new java.util.concurrent.CompletableFuture<>();
         HealthGrpc.newStub(channel).watch(HealthCheckRequest.newBuilder()
                 .setService("envoy.service.ratelimit.v3.RateLimitService").build(), new io.grpc.stub.StreamObserver<>() {
                     @Override
@@ -680,6 +681,7 @@ class RateLimitServiceTest {
 
                     @Override
                     public void onError(Throwable t) {
+                        ended.complete(Status.fromThrowable(t));
                     }
 
                     @Override
@@ -695,6 +697,12 @@ class RateLimitServiceTest {
             }
         });
         assertThat(heard.poll(10, TimeUnit.SECONDS)).isEqualTo(ServingStatus.NOT_SERVING);
+        // then the watch is ended by the closing server, not left to hold its shutdown for gRPC's wait (five
+        // seconds, then a cancel): a past weakness
+        assertThat(ended.get(30, TimeUnit.SECONDS)).satisfies(status -> {
+            assertThat(status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+            assertThat(status.getDescription()).isEqualTo("the server is shutting down");
+        });
         closing.get(30, TimeUnit.SECONDS);
     }
 
