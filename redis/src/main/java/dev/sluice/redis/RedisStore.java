@@ -264,8 +264,9 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * Sends {@code ping} for {@code watched}, if it is due: as the probe of an open breaker due for a retry, or as
-     * the health check of a closed one not checked for a second. Its answer counts as a decision's: a success
-     * closes the breaker, a failure is counted and may open it.
+     * the health check of a closed one not checked for a second. Its answer counts in the breaker as a decision's
+     * would: a success closes the breaker, a failure may open it (an opening is counted; the failure is not, since
+     * {@link Counts#failures()} counts decisions).
      */
     private void ping(CircuitBreaker watched, Supplier<CompletableFuture<String>> ping) {
         if (watched.isOpen() ? !watched.allows() : !watched.healthCheckDue()) {
@@ -280,9 +281,10 @@ public final class RedisStore implements Store, AutoCloseable {
         answer.whenComplete((pong, failure) -> {
             if (failure == null) {
                 watched.succeeded();
-            } else {
-                counted(failure instanceof CompletionException && failure.getCause() != null
-                        ? failure.getCause() : failure, watched);
+            } else if (watched.failed(failure)) {
+                // in the breaker only: the failure and timeout counts are of decisions (a review found each health
+                // check of a Redis that was down counted as a failed decision, one a second)
+                breakerOpenings.increment();
             }
         });
     }

@@ -319,7 +319,17 @@ public final class Policies {
      * slow Redis, after Envoy had given up at its 20 ms). What was charged before stays charged.
      */
     public CompletionStage<Verdict> decide(List<Charge> charges, java.util.function.BooleanSupplier abandoned) {
-        return next(charges, 0, new ArrayList<>(charges.size()), abandoned);
+        return next(charges, 0, new ArrayList<>(charges.size()), abandoned).thenApply(verdict -> {
+            if (!abandoned.getAsBoolean()) { // one whose caller has gone is answered to no one
+                metrics.requested(verdict);
+            }
+            return verdict;
+        });
+    }
+
+    /** {@code policy}'s decision for {@code key} at {@code cost}, as the verdict of a request of its own. */
+    public CompletionStage<Verdict> decide(PolicyConfig policy, String key, long cost) {
+        return decide(List.of(new Charge(policy, key, cost)));
     }
 
     /**

@@ -324,7 +324,7 @@ public final class ApiServer implements AutoCloseable {
             error(http.response(), 404, "policy: no policy named \"" + name + "\"");
             return;
         }
-        reply(http, policies, policies.check(policy, keyNode.asText(), cost).thenApply(one -> new Verdict(List.of(one))),
+        reply(http, policies, policies.decide(policy, keyNode.asText(), cost),
                 (answer, response) -> {
                     ObjectNode body = answer.checkBody();
                     String permit = answer.verdict().allowed() ? held.hold(answer.verdict().checked().get(0)) : null;
