@@ -57,7 +57,7 @@ class ConfigLoaderTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, trusted_proxies]",
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, trusted_proxies]",
             "no keys|max_keys: 0\\npolicies: []|t.yaml:1: max_keys: expected a whole number >= 1, got \"0\"",
             "keys past the heap|max_keys: 100000001\\npolicies: []|t.yaml:1: max_keys: at most 100000000 (about 100 bytes of heap a key), got 100000001",
             "a store timeout past a day|store_timeout: 2d\\npolicies: []|t.yaml:1: store_timeout: at most 1d (a decision waits that long at most), got \"2d\"",

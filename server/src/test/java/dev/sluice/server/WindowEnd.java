@@ -14,6 +14,23 @@ public final class WindowEnd {
     private WindowEnd() {
     }
 
+    /**
+     * Asserts that {@code reset} is the wait to the end of a window of {@code periodMs} in whole seconds rounded up,
+     * as Envoy's answers give it.
+     */
+    public static void assertSecondsUntilWindowEnd(com.google.protobuf.Duration reset, long periodMs, long before,
+                                                   long after) {
+        assertThat(reset.getNanos()).as("whole seconds").isZero();
+        long actualMs = reset.getSeconds() * 1000;
+        if (before / periodMs != after / periodMs) {
+            assertThat(actualMs).isBetween(0L, periodMs);
+            return;
+        }
+        assertThat(actualMs).as("the end of the %d ms window in seconds rounded up, asked between %d and %d", periodMs,
+                before, after).isBetween(periodMs - after % periodMs - SLACK_MS, periodMs - before % periodMs + 999 + SLACK_MS);
+        assertThat(actualMs).isGreaterThanOrEqualTo(1000);
+    }
+
     /** Asserts that {@code actualMs} is the wait, in milliseconds rounded up, to the end of a window of {@code periodMs}. */
     public static void assertUntilWindowEnd(long actualMs, long periodMs, long before, long after) {
         if (before / periodMs != after / periodMs) { // a window ended while the request was on its way

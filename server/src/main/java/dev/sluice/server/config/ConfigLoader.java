@@ -50,7 +50,7 @@ import java.util.regex.Pattern;
  */
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "max_keys",
-            "trusted_proxies", "headers", "policies", "envoy_configs", "envoy_merge_domains");
+            "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
     /** The longest store_timeout: a day, the Redis store's bound. */
@@ -150,19 +150,12 @@ public final class ConfigLoader {
                 proxies.add(cidr(items.get(i), "trusted_proxies[" + i + "]"));
             }
         }
-        Set<ServerConfig.HeaderSet> headers = EnumSet.allOf(ServerConfig.HeaderSet.class);
-        if (top.containsKey("headers")) {
-            headers = EnumSet.noneOf(ServerConfig.HeaderSet.class);
-            List<Node> items = list(top.get("headers"), "headers");
-            for (int i = 0; i < items.size(); i++) {
-                String value = scalar(items.get(i), "headers[" + i + "]");
-                switch (value) {
-                    case "ietf" -> headers.add(ServerConfig.HeaderSet.IETF);
-                    case "legacy" -> headers.add(ServerConfig.HeaderSet.LEGACY);
-                    default -> throw error(items.get(i), "headers[" + i + "]", "expected ietf or legacy, got \"" + value + "\"");
-                }
-            }
-        }
+        Set<ServerConfig.HeaderSet> headers = top.containsKey("headers") ? headerSets(top.get("headers"), "headers")
+                : EnumSet.allOf(ServerConfig.HeaderSet.class);
+        // none by default in the answers to Envoy, as Envoy's own service sends none unless told: Envoy adds them to
+        // every answer it passes on, and its own enable_x_ratelimit_headers adds X-RateLimit-* again (a review)
+        Set<ServerConfig.HeaderSet> envoyHeaders = top.containsKey("envoy_headers")
+                ? headerSets(top.get("envoy_headers"), "envoy_headers") : EnumSet.noneOf(ServerConfig.HeaderSet.class);
         if (!top.containsKey("policies") && !top.containsKey("envoy_configs")) {
             throw new ConfigException(file + ":" + line(root) + ": policies: missing; at least one policy is needed");
         }
@@ -236,8 +229,23 @@ public final class ConfigLoader {
                         + " and no policy is in policies: at least one policy is needed").getMessage(), read.files());
             }
         }
-        return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, List.copyOf(policies),
-                envoy);
+        return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
+                List.copyOf(policies), envoy);
+    }
+
+    /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */
+    private Set<ServerConfig.HeaderSet> headerSets(Node node, String field) throws ConfigException {
+        Set<ServerConfig.HeaderSet> sets = EnumSet.noneOf(ServerConfig.HeaderSet.class);
+        List<Node> items = list(node, field);
+        for (int i = 0; i < items.size(); i++) {
+            String value = scalar(items.get(i), field + "[" + i + "]");
+            switch (value) {
+                case "ietf" -> sets.add(ServerConfig.HeaderSet.IETF);
+                case "legacy" -> sets.add(ServerConfig.HeaderSet.LEGACY);
+                default -> throw error(items.get(i), field + "[" + i + "]", "expected ietf or legacy, got \"" + value + "\"");
+            }
+        }
+        return sets;
     }
 
     /**

@@ -14,12 +14,14 @@ import java.util.Set;
  * @param store          {@code memory}, {@code redis://host:port[/db]} or {@code redis-cluster://h1:p1,h2:p2}
  * @param maxKeys        the most keys the in-memory store holds; full, it evicts those decided least recently
  * @param headers        which response headers to send
+ * @param envoyHeaders   which of them to hand Envoy in the answers of its rate limit service (none unless told, as
+ *                       Envoy's own service; Retry-After on a call over the limit whatever this says)
  * @param policies       the file's own policies, then those read from Envoy's configuration files
  * @param envoy          what Envoy's configuration files ({@code envoy_configs}) add besides their policies
  */
 public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
-                           List<String> trustedProxies, Set<HeaderSet> headers, List<PolicyConfig> policies,
-                           Envoy envoy) {
+                           List<String> trustedProxies, Set<HeaderSet> headers, Set<HeaderSet> envoyHeaders,
+                           List<PolicyConfig> policies, Envoy envoy) {
     /** The sets of rate limit response headers. */
     public enum HeaderSet {
         /** {@code RateLimit-Policy} and {@code RateLimit} (draft-ietf-httpapi-ratelimit-headers-10). */

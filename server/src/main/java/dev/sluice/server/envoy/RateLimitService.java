@@ -139,7 +139,8 @@ final class RateLimitService {
                 if (failure != null) {
                     throw failure;
                 }
-                answer.onNext(response(verdict, ends, new VerdictAnswer(verdict, policies.config().headers()).headers()));
+                answer.onNext(response(verdict, ends,
+                        new VerdictAnswer(verdict, policies.config().envoyHeaders()).headers()));
                 answer.onCompleted();
             } catch (Throwable unforeseen) {
                 // a fault of Sluice's own, logged here, not told to the client (a review found the exception's text
@@ -281,22 +282,49 @@ final class RateLimitService {
         return response.build();
     }
 
+    /**
+     * A descriptor's status as Envoy's own service gives it (a review compared them field by field):
+     * <ul>
+     *   <li>over the limit, nothing remaining, and the wait to the end of the window even when nothing of it was
+     *   taken (a cost that never fits: the decision's reset is 0 then), where the decision tells what a smaller
+     *   cost could still take.</li>
+     * </ul>
+     */
     private static DescriptorStatus status(Code code, Checked checked) {
         Decision decision = checked.decision();
         Limit limit = decision.limit();
-        return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()), decision.remaining(),
-                Duration.ofNanos(decision.limitResetAfterNanos()));
+        long reset = decision.limitResetAfterNanos();
+        if (code == Code.OVER_LIMIT && reset == 0) {
+            reset = decision.retryAfterNanos() > 0 ? decision.retryAfterNanos() : untilWindowEnds(limit.periodNanos());
+        }
+        return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()),
+                code == Code.OVER_LIMIT ? 0 : decision.remaining(), Duration.ofNanos(reset));
     }
 
-    /** A descriptor's status: its limit ({@code uint32} fields, so capped), what is left of it, and when it resets. */
+    /** What is left, on the wall clock, of the window of {@code periodNanos} aligned to the epoch, as Envoy's are. */
+    private static long untilWindowEnds(long periodNanos) {
+        if (periodNanos % 1_000_000_000L != 0) {
+            return 0; // no unit of Envoy's: a policy of sluice.yaml's in milliseconds
+        }
+        Instant now = Instant.now();
+        long intoWindow = Math.floorMod(now.getEpochSecond(), periodNanos / 1_000_000_000L) * 1_000_000_000L
+                + now.getNano();
+        return periodNanos - intoWindow;
+    }
+
+    /**
+     * A descriptor's status: its limit ({@code uint32} fields, so capped), what is left of it, and when it resets, in
+     * whole seconds rounded up, as Envoy's service sends it: Envoy reads only the seconds (its {@code X-RateLimit-Reset}),
+     * so 1.9 s read as 1, and a window of a second always as 0 (a review found it).
+     */
     private static DescriptorStatus status(Code code, String name, long amount, Unit unit, long remaining,
                                            Duration reset) {
+        long seconds = reset.getSeconds() + (reset.getNano() > 0 ? 1 : 0);
         return DescriptorStatus.newBuilder().setCode(code)
                 .setCurrentLimit(RateLimitResponse.RateLimit.newBuilder().setName(name)
                         .setRequestsPerUnit((int) Math.min(amount, UINT32_MAX)).setUnit(unit))
                 .setLimitRemaining((int) Math.min(Math.max(remaining, 0), UINT32_MAX))
-                .setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
-                        .setSeconds(reset.getSeconds()).setNanos(reset.getNano()))
+                .setDurationUntilReset(com.google.protobuf.Duration.newBuilder().setSeconds(seconds))
                 .build();
     }
 

@@ -276,8 +276,7 @@ class EnvoyConfigFilesTest {
             com.google.protobuf.Duration reset = ask(descriptor((String) unit[0], "aligned")).getStatuses(0)
                     .getDurationUntilReset();
             long after = System.currentTimeMillis();
-            long resetMs = reset.getSeconds() * 1000 + reset.getNanos() / 1_000_000;
-            WindowEnd.assertUntilWindowEnd(resetMs, period, before, after);
+            WindowEnd.assertSecondsUntilWindowEnd(reset, period, before, after);
         }
     }
 

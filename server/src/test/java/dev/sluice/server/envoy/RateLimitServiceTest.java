@@ -42,6 +42,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class RateLimitServiceTest {
     static final String CONFIG = """
             headers: [ietf, legacy]
+            envoy_headers: [ietf, legacy]
             policies:
               - name: per-address
                 match:
@@ -180,8 +181,10 @@ class RateLimitServiceTest {
         assertThat(status.getCurrentLimit().getRequestsPerUnit()).isEqualTo(2);
         assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.SECOND);
         assertThat(status.getLimitRemaining()).isEqualTo(1);
+        // 0.5 s, in whole seconds rounded up as Envoy's service gives it: Envoy reads only the seconds, so a window of
+        // a second read as 0 (a review)
         assertThat(status.getDurationUntilReset()).isEqualTo(com.google.protobuf.Duration.newBuilder()
-                .setNanos(500_000_000).build());
+                .setSeconds(1).build());
         assertThat(headers(answer)).containsEntry("RateLimit", "\"paced\";r=1;t=1")
                 .containsEntry("RateLimit-Policy", "\"paced\";q=2;w=1, \"paced\";q=100;w=3600")
                 .containsEntry("X-RateLimit-Reset", "1");
@@ -201,9 +204,8 @@ class RateLimitServiceTest {
             assertThat(status.getCurrentLimit().getUnit()).isEqualTo(Unit.MINUTE);
             assertThat(status.getLimitRemaining()).isEqualTo(remaining);
             // the end of the minute's window, not any wait within a minute (a review found the range that wide)
-            long resetNanos = status.getDurationUntilReset().getSeconds() * 1_000_000_000L
-                    + status.getDurationUntilReset().getNanos();
-            dev.sluice.server.WindowEnd.assertUntilWindowEnd((resetNanos + 999_999) / 1_000_000, 60_000L, before, after);
+            dev.sluice.server.WindowEnd.assertSecondsUntilWindowEnd(status.getDurationUntilReset(), 60_000L, before,
+                    after);
             assertThat(headers(answer)).containsEntry("RateLimit-Policy", "\"per-address\";q=3;w=60")
                     .containsEntry("X-RateLimit-Limit", "3").containsEntry("X-RateLimit-Remaining", String.valueOf(remaining))
                     .doesNotContainKey("Retry-After");
@@ -219,6 +221,41 @@ class RateLimitServiceTest {
 
         // another address has a counter of its own
         assertThat(ask("edge", descriptor("remote_address", "10.0.0.8")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    /**
+     * As Envoy's own service, which sends none unless told: the rate limit headers are added by Envoy to every answer
+     * it passes on, and its own enable_x_ratelimit_headers adds X-RateLimit-* again (a review comparing the two
+     * found every answer through Envoy carrying five headers more). Retry-After comes with a call over the limit.
+     * Over the limit, a status tells nothing remaining and the end of the window, as Envoy's service does, even for
+     * hits that no window could hold (the decision's own reset is 0 then: nothing was taken).
+     */
+    @Test
+    void answersCarryNoRateLimitHeadersUnlessToldAndOverTheLimitNothingRemains() throws Exception {
+        String config = CONFIG.replace("envoy_headers: [ietf, legacy]\n", "");
+        try (LiveConfig quiet = LiveConfig.of(ConfigLoader.parse("envoy.yaml", config), new ServerMetrics());
+             ServiceUnderTest plain = ServiceUnderTest.start(quiet)) {
+            RateLimitResponse ok = plain.envoy().shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                    .addDescriptors(descriptor("remote_address", "10.9.0.1")).build());
+            assertThat(ok.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(ok.getResponseHeadersToAddList()).isEmpty();
+            long before = System.currentTimeMillis();
+            RateLimitResponse tooMany = plain.envoy().shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                    .setHitsAddend(3).addDescriptors(descriptor("remote_address", "10.9.0.1")).build());
+            RateLimitResponse never = plain.envoy().shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge")
+                    .setHitsAddend(9).addDescriptors(descriptor("remote_address", "10.9.0.2")).build());
+            long after = System.currentTimeMillis();
+            for (RateLimitResponse over : List.of(tooMany, never)) {
+                assertThat(over.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+                DescriptorStatus status = over.getStatuses(0);
+                assertThat(status.getLimitRemaining()).as("the decision said %s could still be taken",
+                        over == tooMany ? 2 : 3).isZero();
+                dev.sluice.server.WindowEnd.assertSecondsUntilWindowEnd(status.getDurationUntilReset(), 60_000L,
+                        before, after);
+            }
+            assertThat(headers(tooMany).keySet()).containsExactly("Retry-After");
+            assertThat(headers(never)).as("no wait admits 9 of 3").isEmpty();
+        }
     }
 
     @Test
