@@ -95,6 +95,23 @@ final class CircuitBreaker {
     }
 
     /**
+     * Records a health check's {@code PING} answered. A store that answers {@code PING} may still fail every decision
+     * (out of memory, its scripts refused by an ACL, a read-only replica): so it clears no failures in a row of a
+     * closed breaker, and an open one it closes on trial only, one failure short of opening again, so that the next
+     * decision that fails opens it at once. A review found a closed breaker's count cleared by every check, once a
+     * second: decisions that all failed, a second apart, never opened it, and the store was called healthy.
+     */
+    void pinged() {
+        if (open.get()) {
+            failures.set(threshold - 1);
+            open.set(false);
+        }
+        if (probing.get()) {
+            probing.set(false);
+        }
+    }
+
+    /**
      * Whether the caller is to check the store's health now, with a call that counts as a decision's: true at most
      * once a second, to one caller.
      */

@@ -234,7 +234,7 @@ public final class RedisStore implements Store, AutoCloseable {
      * False while a circuit breaker is open: Redis (in a Cluster, one of its masters) failed several calls in a row
      * and is not being asked. Never waits, and never stale for long when no decision asks: each call may send a
      * {@code PING} of its own (at most one a second to each Redis while its breaker is closed, and as the probe of
-     * one open and due for a retry), whose answer counts as a decision's would and a later call sees. Two bugs
+     * one open and due for a retry), whose answer a later call sees ({@link #ping}). Two bugs
      * found so: only a decision closed a breaker, so a quiet store called itself unhealthy long after Redis was
      * back; and only decisions opened one, so a quiet store called a dead Redis healthy.
      */
@@ -264,9 +264,9 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * Sends {@code ping} for {@code watched}, if it is due: as the probe of an open breaker due for a retry, or as
-     * the health check of a closed one not checked for a second. Its answer counts in the breaker as a decision's
-     * would: a success closes the breaker, a failure may open it (an opening is counted; the failure is not, since
-     * {@link Counts#failures()} counts decisions).
+     * the health check of a closed one not checked for a second. A failure counts in the breaker as a decision's
+     * would, and may open it (an opening is counted; the failure is not, since {@link Counts#failures()} counts
+     * decisions); a success closes an open breaker on trial ({@link CircuitBreaker#pinged}).
      */
     private void ping(CircuitBreaker watched, Supplier<CompletableFuture<String>> ping) {
         if (watched.isOpen() ? !watched.allows() : !watched.healthCheckDue()) {
@@ -280,7 +280,7 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         answer.whenComplete((pong, failure) -> {
             if (failure == null) {
-                watched.succeeded();
+                watched.pinged();
             } else if (watched.failed(failure)) {
                 // in the breaker only: the failure and timeout counts are of decisions (a review found each health
                 // check of a Redis that was down counted as a failed decision, one a second)

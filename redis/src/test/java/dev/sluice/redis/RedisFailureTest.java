@@ -248,6 +248,51 @@ class RedisFailureTest {
     }
 
     /**
+     * A bug a review found: a Redis that answers PING but fails every decision (here out of memory, so that a
+     * script's write is refused; so too a read-only replica, or an ACL without EVALSHA) never opened the breaker when
+     * decisions came a second or more apart, since each health check's PING cleared the failures in a row, and the
+     * store was called healthy throughout. A PING now clears nothing of a closed breaker, and closes an open one on
+     * trial only: the next decision that fails opens it again at once.
+     */
+    @Test
+    void aRedisThatAnswersPingButFailsDecisionsOpensTheBreaker() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).breaker(3, Duration.ofMillis(300))
+                     .onFailure(FailurePolicy.CLOSED).build();
+             Resp admin = redis.connect()) {
+            RateLimiter limiter = oneAnHour(store, Algorithm.GCRA);
+            awaitRedisDeciding(limiter);
+            admin.call("CONFIG", "SET", "maxmemory", "1");
+            for (int i = 0; i < 3; i++) {
+                assertThat(limiter.tryAcquire("new-" + i).allowed()).as("failed closed").isFalse();
+                Thread.sleep(1_100); // a health check is due again
+                if (i < 2) {
+                    assertThat(store.healthy()).as("PING answers: the breaker is not open yet").isTrue();
+                }
+            }
+            assertThat(store.counts().failedClosed()).isEqualTo(3);
+            assertThat(store.counts().breakerOpenings()).as("three failed decisions in a row, PINGs between").isEqualTo(1);
+            assertThat(store.healthy()).isFalse();
+            // the breaker's wait passed: a PING probe closes it on trial, and the next decision that fails opens it
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!store.healthy()) {
+                assertThat(System.nanoTime()).as("closed on trial within 5 s").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+            assertThat(limiter.tryAcquire("new-3").allowed()).isFalse();
+            assertThat(store.counts().breakerOpenings()).as("one failure opened it again").isEqualTo(2);
+            assertThat(store.healthy()).isFalse();
+            admin.call("CONFIG", "SET", "maxmemory", "0");
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!limiter.tryAcquire("back").allowed()) {
+                assertThat(System.nanoTime()).as("decided by Redis again within 10 s").isLessThan(deadline);
+                Thread.sleep(50);
+            }
+            assertThat(store.healthy()).isTrue();
+        }
+    }
+
+    /**
      * Found by trying serve on Redis: only decisions opened a breaker, so a store that no decision asked called a
      * dead Redis healthy for as long as it stayed quiet. {@code healthy()} checks Redis itself, at most once a
      * second, and its failures count in the breaker as decisions' do: the breaker opens after three, and no decision
