@@ -510,13 +510,14 @@ public final class RedisStore implements Store, AutoCloseable {
             return local;
         }
         long resetsBefore = rejections.resets();
+        long sent = System.nanoTime();
         String answer;
         try {
             answer = send(call, redisKey, cost, nowNanos, true).join();
         } catch (CompletionException e) {
             return failed(e.getCause(), rule, cost, nowNanos, watching);
         }
-        return answered(rule, key, cost, nowNanos, answer, watching, resetsBefore);
+        return answered(rule, key, cost, nowNanos, answer, watching, resetsBefore, sent);
     }
 
     @Override
@@ -541,8 +542,9 @@ public final class RedisStore implements Store, AutoCloseable {
             return CompletableFuture.completedFuture(local);
         }
         long resetsBefore = rejections.resets();
+        long sent = System.nanoTime();
         return send(call, redisKey, cost, nowNanos, false).handle((answer, failure) -> failure == null
-                ? answered(rule, key, cost, nowNanos, answer, watching, resetsBefore)
+                ? answered(rule, key, cost, nowNanos, answer, watching, resetsBefore, sent)
                 : failed(failure, rule, cost, nowNanos, watching));
     }
 
@@ -612,7 +614,7 @@ public final class RedisStore implements Store, AutoCloseable {
      * the caller as an exception of the parser.
      */
     private Decision answered(Rule rule, String key, long cost, long nowNanos, String answer, CircuitBreaker breaker,
-                              long resetsBefore) {
+                              long resetsBefore, long sent) {
         Decision decision;
         try {
             decision = ScriptReplies.decision(rule, answer);
@@ -621,7 +623,7 @@ public final class RedisStore implements Store, AutoCloseable {
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos, breaker);
         }
         breaker.succeeded();
-        return rejections.remember(rule, key, cost, nowNanos, decision, resetsBefore);
+        return rejections.remember(rule, key, cost, nowNanos, decision, resetsBefore, sent);
     }
 
     /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */

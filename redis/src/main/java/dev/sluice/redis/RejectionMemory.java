@@ -130,11 +130,16 @@ final class RejectionMemory {
     }
 
     /**
-     * Remembers a rejection Redis answered to a call sent when {@link #resets()} was {@code resetsBefore}. None is
-     * remembered from a call that a reset overlapped: Redis may have run it before the reset's {@code DEL}, and
-     * its rejection would then outlive the reset (a bug a review found: a reset undone for up to an hour).
+     * Remembers a rejection Redis answered to a call sent at {@code sent} ({@link System#nanoTime}) when
+     * {@link #resets()} was {@code resetsBefore}. None is remembered from a call that a reset overlapped: Redis may
+     * have run it before the reset's {@code DEL}, and its rejection would then outlive the reset (a bug a review
+     * found: a reset undone for up to an hour). Its retry-after counts from the sending, not from the answer: Redis
+     * decided somewhere between the two, and counted from the answer, a rejection was remembered past the moment
+     * Redis would admit by however long the answer took to be read (a review found 300 ms, behind a busy
+     * continuation on the reading thread).
      */
-    Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision, long resetsBefore) {
+    Decision remember(Rule rule, String key, long cost, long nowNanos, Decision decision, long resetsBefore,
+                      long sent) {
         if (decision.allowed()) {
             if (cost > 0 && !rejections.isEmpty()) {
                 // the key was charged: a rejection remembered for another cost now says too much remaining and too
@@ -162,8 +167,8 @@ final class RejectionMemory {
         if (byKey.size() >= mostRemembered) {
             memory.sweep(now);
         }
-        if (byKey.size() < mostRemembered) {
-            Rejection rejection = new Rejection(cost, now + decision.retryAfterNanos(), now, decision);
+        if (byKey.size() < mostRemembered && sent + decision.retryAfterNanos() - now > 0) {
+            Rejection rejection = new Rejection(cost, sent + decision.retryAfterNanos(), sent, decision);
             byKey.put(key, rejection);
             memory.dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
             if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
