@@ -9,8 +9,15 @@ import java.util.regex.Pattern;
  * never share a key by accident ({@code a|b} + {@code c} against {@code a} + {@code b|c}).
  */
 public sealed interface KeyPart {
-    /** A header or query parameter name: an HTTP token (RFC 9110 §5.6.2). */
+    /** A header name: an HTTP token (RFC 9110 §5.6.2). */
     Pattern NAME = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
+    /**
+     * A query parameter name as {@link QueryString} compares it, decoded: any text but what a query's syntax or its
+     * escapes would take for something else ({@code & = # % +}) and control characters. A review found the header
+     * rule used for both: it took {@code query:a&b} or {@code query:a%20b}, names no request can carry, so that every
+     * request was keyed on the empty value and one limit held for all clients; and it refused {@code user[id]}.
+     */
+    Pattern QUERY_NAME = Pattern.compile("[^&=#%+\\p{Cntrl}]+");
 
     /** This part's value for {@code request}, or null when the request does not carry it. */
     String valueOf(ClientRequest request);
@@ -136,12 +143,21 @@ public sealed interface KeyPart {
             default:
                 break;
         }
-        if (text.startsWith("header:") || text.startsWith("query:")) {
-            String name = text.substring(text.indexOf(':') + 1);
+        if (text.startsWith("header:")) {
+            String name = text.substring("header:".length());
             if (!NAME.matcher(name).matches()) {
-                throw new IllegalArgumentException("bad name in \"" + text + "\"");
+                throw new IllegalArgumentException("bad header name in \"" + text + "\": expected an HTTP token"
+                        + " (letters, digits and !#$%&'*+.^_`|~-)");
             }
-            return text.startsWith("header:") ? new Header(name) : new Query(name);
+            return new Header(name);
+        }
+        if (text.startsWith("query:")) {
+            String name = text.substring("query:".length());
+            if (!QUERY_NAME.matcher(name).matches()) {
+                throw new IllegalArgumentException("bad query parameter name in \"" + text + "\": a name is written"
+                        + " decoded (query:a b for a+b or a%20b), without & = # % + or control characters");
+            }
+            return new Query(name);
         }
         if (text.startsWith("descriptor:")) {
             String key = text.substring("descriptor:".length());

@@ -91,9 +91,34 @@ class KeyPartTest {
     void refusesUnknownParts() {
         assertThatThrownBy(() -> KeyPart.parse("cookie:sid")).hasMessage(
                 "unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT");
-        assertThatThrownBy(() -> KeyPart.parse("header:")).hasMessage("bad name in \"header:\"");
-        assertThatThrownBy(() -> KeyPart.parse("query:a b")).hasMessage("bad name in \"query:a b\"");
+        assertThatThrownBy(() -> KeyPart.parse("header:")).hasMessage("bad header name in \"header:\": expected an"
+                + " HTTP token (letters, digits and !#$%&'*+.^_`|~-)");
+        assertThatThrownBy(() -> KeyPart.parse("header:user[id]")).hasMessageStartingWith("bad header name");
         assertThatThrownBy(() -> KeyPart.parse("const:")).hasMessageStartingWith("unknown key part \"const:\"");
+    }
+
+    /**
+     * A query parameter's name is compared decoded ({@link QueryString}), so it is written decoded, and a name no
+     * request can carry is refused. A review found the header rule used: {@code query:a&b} and {@code query:a%20b}
+     * were taken, every request was keyed on the empty value, and one limit held for every client; and
+     * {@code query:user[id]} was refused.
+     */
+    @Test
+    void aQueryParameterIsNamedAsARequestCarriesItDecoded() {
+        for (String name : List.of("user[id]", "café", "a:b", "a b", "page")) {
+            KeyPart part = KeyPart.parse("query:" + name);
+            assertThat(part).isEqualTo(new KeyPart.Query(name));
+        }
+        QueryString sent = QueryString.parse("a%20b=alice&user%5Bid%5D=7&caf%C3%A9=x");
+        assertThat(sent.value("a b")).isEqualTo("alice");
+        assertThat(QueryString.parse("a+b=bob").value("a b")).isEqualTo("bob");
+        assertThat(sent.value("user[id]")).isEqualTo("7");
+        assertThat(sent.value("café")).isEqualTo("x");
+        for (String name : List.of("a&b", "a%20b", "a#b", "a=b", "a+b", "", "a\tb")) {
+            assertThatThrownBy(() -> KeyPart.parse("query:" + name)).as(name).hasMessage("bad query parameter name in"
+                    + " \"query:" + name + "\": a name is written decoded (query:a b for a+b or a%20b), without & = # % +"
+                    + " or control characters");
+        }
     }
 
     @Test
