@@ -64,6 +64,9 @@ final class DescribedRequest implements ClientRequest {
         if (target.indexOf('#') >= 0) { // as the gateway: no fragment in a request
             throw new BadRequest("path: a # (a fragment) has no place in a request, in \"" + target + "\"");
         }
+        if (rawPath.indexOf('\\') >= 0) {
+            throw new BadRequest("path: " + ClientRequest.BACKSLASH + ", in \"" + target + "\"");
+        }
         if (!ClientRequest.escapesWellFormed(rawPath)) {
             // the gateway and the servlet filter answer such a target 400 before deciding it, and so does this (a
             // review found it decided, and charged, here)

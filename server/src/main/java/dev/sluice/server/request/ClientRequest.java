@@ -154,6 +154,15 @@ public interface ClientRequest {
      * {@code #} anywhere in it, a {@code %} in its {@code path} not followed by two hex digits, or a byte past ASCII anywhere in the
      * {@code target} (RFC 9112 3.2: a target is ASCII; a container reads each byte as a char).
      */
+    /**
+     * Why a {@code \} in a path is refused: it is no character of a URI's path (RFC 3986), and the upstreams that
+     * parse as browsers do (WHATWG URLs: Node's {@code new URL}, Deno, Bun, undici) take it for {@code /}, so
+     * {@code /x/..\api/items} escaped a policy for {@code /api/**} and was served as {@code /api/items} (a review
+     * found it). Escaped, {@code %5C}, it is a character of a segment, as everywhere.
+     */
+    public static final String BACKSLASH = "a \\ has no place in a path; some servers read it as /, so a target sends it"
+            + " escaped, as %5C";
+
     static void checkTarget(String path, String target) throws BadRequest {
         if (target.indexOf('#') >= 0) {
             // no fragment in a request's target (RFC 9112 3.2): the path Sluice matched ran on past it, while most
@@ -161,6 +170,9 @@ public interface ClientRequest {
             // key of its own each time (a review found it)
             throw new BadRequest("request target \"" + escapedBeyondAscii(target) + "\": a # (a fragment) has no"
                     + " place in a request; a target sends it escaped, as %23");
+        }
+        if (path.indexOf('\\') >= 0) {
+            throw new BadRequest("request target \"" + escapedBeyondAscii(target) + "\": " + BACKSLASH);
         }
         if (!escapesWellFormed(path)) {
             throw new BadRequest("request target \"" + target + "\": a % that is not followed by two hex digits");

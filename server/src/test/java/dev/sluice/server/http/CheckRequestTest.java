@@ -367,6 +367,7 @@ class CheckRequestTest {
             "a header name with a space|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"X-API-Key \":\"x\"}}|headers.X-API-Key : not an HTTP header name (letters, digits and RFC 9110's token marks only)",
             "a header name with a Kelvin sign|{\"method\":\"GET\",\"path\":\"/a\",\"headers\":{\"X-API-\u212Aey\":\"victim\"}}|headers.X-API-Key: not an HTTP header name (letters, digits and RFC 9110's token marks only)",
             "a path with a fragment|{\"method\":\"GET\",\"path\":\"/api/items#/../../public\"}|path: a # (a fragment) has no place in a request, in \"/api/items#/../../public\"",
+            "a path with a backslash|{\"method\":\"GET\",\"path\":\"/x/..\\\\api/items\"}|path: a \\ has no place in a path; some servers read it as /, so a target sends it escaped, as %5C, in \"/x/..\\api/items\"",
             "a path badly escaped|{\"method\":\"GET\",\"path\":\"/api/%zz?x=1\"}|path: a % that is not followed by two hex digits, in \"/api/%zz?x=1\"",
             "a header given twice|{\"method\":\"GET\",\"path\":\"/search\",\"headers\":{\"X-Cost\":\"1\",\"x-cost\":\"9\"}}|headers.x-cost: the header is given twice (header names are case-insensitive)",
             "a key's query parameter given twice|{\"method\":\"GET\",\"path\":\"/search?user=r1&user=victim\"}|query parameter user (the key of policy weighted): given 2 times; a key is given once",

@@ -758,6 +758,20 @@ class GatewayTest {
         assertThat(send(request("/q?user=K%231")).statusCode()).as("escaped, it is a character").isEqualTo(200);
     }
 
+    /**
+     * A bypass a review found: a \ in a path was a character of its segment to Sluice, so /x/..\api/items was no
+     * path of /api/**, while the upstreams that parse URLs as browsers do (Node's new URL, Deno, Bun) read \ as /
+     * and served /api/items. A 400, nothing forwarded; escaped, %5C, it is a character.
+     */
+    @Test
+    void aBackslashInAPathIsRefused() throws Exception {
+        assertRefused(raw("GET /x/..\\api/items HTTP/1.1\r\nHost: x\r\nX-User: u"),
+                "request target \"/x/..\\api/items\": a \\ has no place in a path; some servers read it as /, so a"
+                        + " target sends it escaped, as %5C");
+        assertThat(upstream.requests.get()).as("none forwarded").isZero();
+        assertThat(send(request("/q%5Cr?user=K")).statusCode()).as("escaped, it is a character").isEqualTo(200);
+    }
+
     @Test
     void aClientThatLeavesWhileHeldIsNeverForwarded() throws Exception {
         assertThat(send(request("/slow/b").header("X-User", "gina")).statusCode()).isEqualTo(200);
