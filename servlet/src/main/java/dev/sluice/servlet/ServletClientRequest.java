@@ -68,7 +68,7 @@ final class ServletClientRequest extends ReceivedRequest {
 
     @Override
     public String header(String name) {
-        return ClientRequest.asSent(request.getHeader(name));
+        return ClientRequest.headerAsSent(name, request.getHeader(name));
     }
 
     @Override

@@ -38,7 +38,7 @@ final class ProxiedRequest extends ReceivedRequest {
 
     @Override
     public String header(String name) {
-        return ClientRequest.asSent(request.getHeader(name));
+        return ClientRequest.headerAsSent(name, request.getHeader(name));
     }
 
     @Override

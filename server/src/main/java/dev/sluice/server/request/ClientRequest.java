@@ -139,6 +139,23 @@ public interface ClientRequest {
         }
     }
 
+    /**
+     * Header {@code name}'s value as {@link #asSent} reads it, refusing one whose bytes are not UTF-8: left one char
+     * per byte, {@code Jos\xE9} read as the same text as {@code Jos\xC3\xA9} decoded, so two clients whose headers
+     * differ shared a key, and one used up the other's limit (a review found it). A path or query so sent is refused
+     * already.
+     */
+    public static String headerAsSent(String name, String read) {
+        String sent = asSent(read);
+        if (sent == null || sent != read || read.chars().allMatch(c -> c < 0x80) || read.chars().anyMatch(c -> c > 0xFF)) {
+            return sent; // decoded, or ASCII, or decoded already by the container
+        }
+        int at = dev.sluice.server.config.TextFile.notUtf8At(read.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+        throw new BadRequest("header " + name + ": its bytes are not UTF-8 (byte " + String.format("0x%02X",
+                (int) read.charAt(Math.max(at, 0))) + " at " + Math.max(at, 0) + "); a header that Sluice reads is sent"
+                + " in UTF-8");
+    }
+
     /** Whether every {@code %} of {@code path} is followed by two hex digits, as {@link #servedPath} decodes them. */
     static boolean escapesWellFormed(String path) {
         for (int i = path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {

@@ -522,6 +522,11 @@ class GatewayTest {
         assertThat(JSON.readTree(bad.substring(bad.indexOf("\r\n\r\n") + 4)).get("error").asText())
                 .isEqualTo("header X-Cost (the cost of policy weighted): expected a whole number >= 0, got \"é\"");
         assertThat(upstream.requests.get()).isEqualTo(1);
+        // a header a key reads whose bytes are not UTF-8 is refused: read one char per byte, Jos\xE9 was José as
+        // well, and shared the key of the client who sent it in UTF-8 (a review found one using up the other's limit)
+        assertRefused(raw("GET /api/items HTTP/1.1\r\nHost: a\r\nX-User: Jos\u00E9"),
+                "header X-User: its bytes are not UTF-8 (byte 0xE9 at 3); a header that Sluice reads is sent in UTF-8");
+        assertThat(upstream.requests.get()).as("not forwarded").isEqualTo(1);
     }
 
     /** What the HTTP decoder cannot read is a 400 (431 for headers too large) that says why, not an empty answer. */
