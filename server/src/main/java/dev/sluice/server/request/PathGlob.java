@@ -15,7 +15,11 @@ public record PathGlob(String text, Pattern pattern) {
             throw new IllegalArgumentException("a path starts with /");
         }
         StringBuilder regex = new StringBuilder();
-        for (String segment : glob.substring(1).split("/", -1)) {
+        String[] segments = glob.substring(1).split("/", -1);
+        for (int i = 0; i < segments.length; i++) {
+            neverServed(segments[i], i == segments.length - 1);
+        }
+        for (String segment : segments) {
             if (segment.equals("**")) {
                 regex.append("(?:/.*)?");
                 continue;
@@ -34,6 +38,32 @@ public record PathGlob(String text, Pattern pattern) {
         // DOTALL: a decoded path may hold a line break (%0A, %E2%80%A8), which . would not match, and /api/** would
         // let such a request through uncharged (a bug a review found)
         return new PathGlob(glob, Pattern.compile(regex.toString(), Pattern.DOTALL));
+    }
+
+    /**
+     * Refuses what no path a request is matched on holds: requests are matched decoded, their parameters cut, their
+     * repeated slashes merged and their dot segments resolved ({@link ClientRequest#servedPath}), so a pattern of
+     * {@code /caf%C3%A9}, {@code /a;v=1/b}, {@code /s?x=1}, {@code //a} or {@code /a/../b} matched nothing, and its
+     * policy limited nothing without a word (a review found it).
+     */
+    private static void neverServed(String segment, boolean last) {
+        if (segment.isEmpty() && !last) {
+            throw new IllegalArgumentException("an empty segment (//): paths are matched with repeated slashes merged");
+        }
+        if (segment.equals(".") || segment.equals("..")) {
+            throw new IllegalArgumentException("a segment " + segment + ": paths are matched with . and .. resolved");
+        }
+        for (char c : new char[] {'%', ';', '?', '#', '\\'}) {
+            if (segment.indexOf(c) >= 0) {
+                throw new IllegalArgumentException(switch (c) {
+                    case '%' -> "a %: paths are matched decoded, so a pattern is written decoded (/café, not /caf%C3%A9)";
+                    case ';' -> "a ;: paths are matched with their parameters cut (/a;v=1/b is /a/b)";
+                    case '?' -> "a ?: a path is matched without its query";
+                    case '#' -> "a #: no request carries a fragment";
+                    default -> "a \\: no request's path holds one";
+                });
+            }
+        }
     }
 
     private static String quoted(String literal) {
