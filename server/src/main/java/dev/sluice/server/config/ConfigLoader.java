@@ -395,7 +395,30 @@ public final class ConfigLoader {
         if (onRedis) {
             decidableOnRedis(rule, limitNodes, fields.get("max_delay"), field);
         }
+        fits(cost, rule, null, fields, field);
         return new PolicyConfig(name, match, List.copyOf(key), rule, null, cost.fixed(), cost.header(), shadow, skip);
+    }
+
+    /**
+     * Refuses a fixed cost that no request could ever be admitted at, past the capacity of a limit: every request of
+     * the policy was rejected for ever, {@code retry_after: -1}, and {@code check} said the file was fine (a review
+     * found it).
+     */
+    private void fits(Cost cost, Rule rule, Limit inFlight, Map<String, Node> fields, String field)
+            throws ConfigException {
+        if (cost.header() != null || !fields.containsKey("cost") || cost.fixed() == 0) {
+            return;
+        }
+        boolean never;
+        try {
+            never = rule != null ? rule.decide(null, 0, cost.fixed()).decision().never() : cost.fixed() > inFlight.amount();
+        } catch (IllegalArgumentException e) { // past what the arithmetic holds
+            never = true;
+        }
+        if (never) {
+            throw error(fields.get("cost"), field + ".cost", "a cost of " + cost.fixed() + " is more than the policy's"
+                    + " limits ever admit at once: every request would be rejected");
+        }
     }
 
     /**
@@ -517,6 +540,7 @@ public final class ConfigLoader {
             throw error(fields.get("mode"), field + ".mode", "a concurrency policy rejects or shadows, got \"" + mode + "\"");
         }
         Cost cost = cost(fields, field);
+        fits(cost, null, limit, fields, field);
         return new PolicyConfig(name, match, key, null, limit, cost.fixed(), cost.header(), mode.equals("shadow"),
                 skipIfMissing(fields, field));
     }
