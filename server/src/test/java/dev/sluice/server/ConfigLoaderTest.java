@@ -55,6 +55,20 @@ class ConfigLoaderTest {
 
     private static final String GOOD = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/1s]\n";
 
+    /**
+     * check, /v1/policies and simulate call leaky-bucket's queue shaping, and a review found the name refused in the
+     * file: it is taken as the same mode as delay.
+     */
+    @Test
+    void shapingIsLeakyBucketsDelayUnderTheNameCheckGivesIt() throws Exception {
+        String policy = "policies:\n  - name: p\n    key: [ip]\n    algorithm: leaky-bucket\n    limits: [5/1s]\n    mode: ";
+        assertThat(ConfigLoader.parse("t.yaml", policy + "shaping").policies().get(0).rule().toString())
+                .isEqualTo(ConfigLoader.parse("t.yaml", policy + "delay").policies().get(0).rule().toString())
+                .isEqualTo("leaky-bucket [5/1s] shaping");
+        assertThat(ConfigLoader.parse("t.yaml", policy + "shaping").policies().get(0).rule().mode())
+                .isEqualTo(dev.sluice.Mode.SHAPING);
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, trusted_proxies]",
@@ -100,7 +114,8 @@ class ConfigLoaderTest {
             "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT",
             "a negative cost|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: -2|t.yaml:6: policies[0].cost: expected a whole number >= 0, got \"-2\"",
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
-            "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow, got \"wall\"",
+            "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow (or shaping, leaky-bucket's delay), got \"wall\"",
+            "shaping on a token bucket|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: token-bucket\\n    limits: [1/1s]\\n    mode: shaping|t.yaml:6: policies[0].mode: shaping is leaky-bucket's queue; token-bucket delays with mode: delay",
             "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \"mongo://x\"",
             "a bad proxy|trusted_proxies: [10.0.0.300/8]\\npolicies: []|t.yaml:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.300/8\"",
             "a bad header set|headers: [ietf, modern]\\npolicies: []|t.yaml:1: headers[1]: expected ietf or legacy, got \"modern\"",

@@ -368,8 +368,17 @@ public final class ConfigLoader {
                             + " leaky-bucket, as a queue), not " + algorithm);
                 }
             }
+            // leaky-bucket's delay, under the name check, /v1/policies and simulate give it (a review found it
+            // refused here, while those printed it)
+            case "shaping" -> {
+                if (algorithm != Algorithm.LEAKY_BUCKET) {
+                    throw error(fields.get("mode"), field + ".mode", "shaping is leaky-bucket's queue; " + algorithm
+                            + " delays with mode: delay");
+                }
+                mode = Mode.SHAPING;
+            }
             default -> throw error(fields.get("mode"), field + ".mode",
-                    "expected reject, delay or shadow, got \"" + modeText + "\"");
+                    "expected reject, delay or shadow (or shaping, leaky-bucket's delay), got \"" + modeText + "\"");
         }
         long maxDelay = 0;
         if (fields.containsKey("max_delay")) {
