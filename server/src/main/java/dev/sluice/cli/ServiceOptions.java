@@ -39,16 +39,17 @@ final class ServiceOptions {
 
     /** The duration {@code value} of {@code option} in milliseconds, at least {@code leastMs}, or why not. */
     static long durationMs(String option, String value, long leastMs) throws BadInput {
+        long nanos;
         try {
-            long nanos = dev.sluice.DurationFormat.parseNanos(value);
-            if (nanos >= leastMs * 1_000_000) {
-                return nanos / 1_000_000;
-            }
-        } catch (IllegalArgumentException e) {
-            // falls through to the message
+            nanos = dev.sluice.DurationFormat.parseNanos(value);
+        } catch (IllegalArgumentException e) { // too long, no unit: said as such (a review found "at least 1s" said)
+            throw new BadInput(option + ": " + e.getMessage());
         }
-        throw new BadInput(option + ": expected a duration of at least "
-                + dev.sluice.DurationFormat.format(leastMs * 1_000_000) + " such as 30s, got \"" + value + "\"");
+        if (nanos < leastMs * 1_000_000) {
+            throw new BadInput(option + ": expected a duration of at least "
+                    + dev.sluice.DurationFormat.format(leastMs * 1_000_000) + " such as 30s, got \"" + value + "\"");
+        }
+        return nanos / 1_000_000;
     }
 
     /**
@@ -103,11 +104,17 @@ final class ServiceOptions {
 
     /** Listening failed: the message names the option at fault, the port's, or the host's when it is the address. */
     BadInput cannotListen(String option, int port, Exception e) {
-        Throwable root = e;
-        while (root.getCause() != null) {
-            root = root.getCause();
+        if (host.isBlank()) {
+            return new BadInput("--host: empty; name an address of this machine, or 0.0.0.0 for every interface");
         }
-        if (root instanceof java.net.UnknownHostException || String.valueOf(root.getMessage()).contains("assign requested address")) {
+        Throwable root = e;
+        boolean unknownHost = false; // anywhere in the chain: Netty's resolver wraps its NXDOMAIN (a review found
+        // 999.1.1.1 blamed on --port)
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            unknownHost |= cause instanceof java.net.UnknownHostException;
+            root = cause;
+        }
+        if (unknownHost || String.valueOf(root.getMessage()).contains("assign requested address")) {
             return new BadInput("--host " + host + ": not an address of this machine (" + root.getMessage() + ")");
         }
         return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + root.getMessage());

@@ -45,7 +45,9 @@ class ServiceCommandsTest {
     @ParameterizedTest(name = "{0} {1}")
     @CsvSource(delimiter = '|', value = {
             "serve|500ms|--idle-timeout: expected a duration of at least 1s such as 30s, got \"500ms\"",
-            "serve|soon|--idle-timeout: expected a duration of at least 1s such as 30s, got \"soon\"",
+            "serve|soon|--idle-timeout: bad duration \"soon\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "serve|10|--idle-timeout: bad duration \"10\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "serve|4000d|--idle-timeout: duration \"4000d\" is too long (at most 3335d)",
             "gateway|0s|--idle-timeout: expected a duration of at least 1s such as 30s, got \"0s\"",
     })
     void refusesABadIdleTimeoutBeforeStartingAnything(String command, String value, String message) throws Exception {
@@ -69,6 +71,26 @@ class ServiceCommandsTest {
                 new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(), new PrintWriter(err, true));
         assertThat(status).isEqualTo(2);
         assertThat(err.toString()).startsWith("error: --host 192.0.2.1: not an address of this machine (");
+    }
+
+    /**
+     * A review found a host that does not resolve, or none, blamed on --port: Netty's resolver wraps the
+     * UnknownHostException, and the host was looked for at the end of the chain only.
+     */
+    @ParameterizedTest(name = "--host \"{0}\"")
+    @CsvSource(delimiter = '|', value = {
+            "999.1.1.1|error: --host 999.1.1.1: not an address of this machine (",
+            "no-such-host.invalid|error: --host no-such-host.invalid: not an address of this machine (",
+            "' '|error: --host: empty; name an address of this machine, or 0.0.0.0 for every interface",
+    })
+    void aHostThatIsNoAddressIsBlamedOnTheHost(String host, String message) throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n");
+        StringWriter err = new StringWriter();
+        int status = Sluice.run(new String[] {"serve", "--config", file.toString(), "--host", host, "--port", "0"},
+                new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(), new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).startsWith(message);
     }
 
     @org.junit.jupiter.api.Test
