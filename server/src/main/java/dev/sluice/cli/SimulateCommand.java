@@ -10,6 +10,7 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.redis.RedisStore;
+import dev.sluice.server.config.TerminalText;
 import dev.sluice.server.config.TextFile;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
@@ -129,10 +130,11 @@ final class SimulateCommand implements Callable<Integer> {
                         .append(DurationFormat.toMillisCeil(decision.retryAfterNanos())).append(',')
                         .append(DurationFormat.toMillisCeil(decision.resetAfterNanos())).append(',')
                         .append(DurationFormat.toMillisCeil(decision.delayNanos())).append('\n');
-                tally.computeIfAbsent(request.key(), k -> new long[2])[decision.allowed() ? 0 : 1]++;
+                // a peek (cost 0) apart, as the server counts it: it admits nothing (a review found it counted admitted)
+                tally.computeIfAbsent(request.key(), k -> new long[3])[request.cost() == 0 ? 2 : decision.allowed() ? 0 : 1]++;
             }
         } catch (StoreUnavailableException e) {
-            err.println("error: --store " + RedisStore.shown(store) + ": " + e.getMessage());
+            err.println("error: --store " + TerminalText.of(RedisStore.shown(store) + ": " + e.getMessage()));
             err.flush();
             return 1;
         } finally {
@@ -339,20 +341,28 @@ final class SimulateCommand implements Callable<Integer> {
     private void summarize(Map<String, long[]> tally) {
         long admitted = 0;
         long rejected = 0;
+        long peeked = 0;
         int shown = 0;
         for (Map.Entry<String, long[]> entry : tally.entrySet()) {
             admitted += entry.getValue()[0];
             rejected += entry.getValue()[1];
+            peeked += entry.getValue()[2];
             if (shown++ < KEYS_IN_SUMMARY) {
-                err.printf("%s: %d admitted, %d rejected%n", entry.getKey(), entry.getValue()[0], entry.getValue()[1]);
+                err.printf("%s: %d admitted, %d rejected%s%n", TerminalText.of(entry.getKey()), entry.getValue()[0],
+                        entry.getValue()[1], peeks(entry.getValue()[2]));
             }
         }
         if (tally.size() > KEYS_IN_SUMMARY) {
             err.printf("... and %d more keys%n", tally.size() - KEYS_IN_SUMMARY);
         }
-        err.printf("total: %d admitted, %d rejected, %d key%s%n", admitted, rejected, tally.size(),
+        err.printf("total: %d admitted, %d rejected%s, %d key%s%n", admitted, rejected, peeks(peeked), tally.size(),
                 tally.size() == 1 ? "" : "s");
         err.flush();
+    }
+
+    /** The peeks of a summary line, said only where there were any. */
+    private static String peeks(long count) {
+        return count == 0 ? "" : ", " + count + " peeked";
     }
 
     private static long wholeNumber(String name, String text) throws BadInput {

@@ -1,5 +1,7 @@
 package dev.sluice.cli;
 
+import dev.sluice.server.config.TerminalText;
+
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -44,12 +46,12 @@ public final class Sluice {
         command.setOut(out);
         command.setErr(err);
         command.setParameterExceptionHandler((e, arguments) -> {
-            err.println("error: " + e.getMessage());
+            err.println("error: " + TerminalText.of(e.getMessage()));
             return BAD_INPUT;
         });
         command.setExecutionExceptionHandler((e, line, parsed) -> {
             if (e instanceof BadInput) {
-                err.println("error: " + e.getMessage());
+                err.println("error: " + TerminalText.of(e.getMessage()));
                 return BAD_INPUT;
             }
             throw e;

@@ -62,6 +62,25 @@ class SimulateCommandTest {
         assertThat(run.err()).isEqualTo(SEED_WALK_SUMMARY);
     }
 
+    /**
+     * Two findings of a review: a key holding control characters reached the terminal as they were (an escape
+     * sequence that erases the line, a carriage return), so a trace of client keys could rewrite what the summary
+     * says; and a peek (cost 0) was counted admitted, where the server counts it peeked.
+     */
+    @Test
+    void theSummaryShowsControlCharactersEscapedAndCountsPeeksApart() {
+        Run run = simulate("t_ms,key,cost\n0,\"a\u001b[2K\rall good\",1\n0,b,1\n0,b,0\n0,b,5\n0,b,6\n",
+                "--algorithm", "leaky-bucket", "--limit", "5/1s", "--mode", "shaping", "--trace", "-");
+        assertThat(run.status()).isZero();
+        assertThat(run.err()).isEqualTo("a\\x1b[2K\\x0dall good: 1 admitted, 0 rejected\n"
+                + "b: 1 admitted, 2 rejected, 1 peeked\n"
+                + "total: 2 admitted, 2 rejected, 1 peeked, 2 keys\n");
+        Run bad = simulate("t_ms,key,cost\n0,k,\"1\u001b[31m\"\n", "--algorithm", "gcra", "--limit", "5/1s",
+                "--trace", "-");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err()).doesNotContain("\u001b").contains("\\x1b[31m").hasLineCount(1);
+    }
+
     @Test
     void answersTheSpecsExampleLine() {
         Run run = simulate("t_ms,key,cost\n0,user_1,1\n10000,user_1,1\n",

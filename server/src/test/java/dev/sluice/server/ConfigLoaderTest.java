@@ -69,6 +69,15 @@ class ConfigLoaderTest {
                 .isEqualTo(dev.sluice.Mode.SHAPING);
     }
 
+    /** A review found a value's control characters printed as they were: an escape sequence, a NUL, a line break. */
+    @Test
+    void aMessageShowsTheControlCharactersOfAValueEscaped() {
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "policies:\n  - name: \"a\\e[31mRED\\nB\\0\"\n"
+                + "    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n    mode: \"x\\ry\"\n"))
+                .hasMessage("t.yaml:2: policies[0].name: expected letters, digits, '.', '_' or '-', got"
+                        + " \"a\\x1b[31mRED\\x0aB\\x00\"");
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, trusted_proxies]",

@@ -15,7 +15,7 @@ public final class ConfigException extends Exception {
     }
 
     public ConfigException(String message, Map<Path, String> read) {
-        super(message, null, false, false);
+        super(TerminalText.of(message), null, false, false);
         this.read = Map.copyOf(read);
     }
 

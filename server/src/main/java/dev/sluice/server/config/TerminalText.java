@@ -1,0 +1,37 @@
+package dev.sluice.server.config;
+
+/**
+ * Text made safe to print on a terminal or in a log line: control characters (C0, DEL, C1) are written
+ * {@code \xNN}, everything else, letters past ASCII included, stays as it is.
+ *
+ * <p>Why: messages quote values from files and traces as they are, and a value holding an escape sequence
+ * ({@code ESC [2K}, a carriage return) rewrote the operator's terminal, a line break split one error over two lines,
+ * and a NUL reached stderr; a trace built from client-controlled keys (simulate's summary prints them) could so
+ * hide what it says (a review found it).
+ */
+public final class TerminalText {
+    private TerminalText() {
+    }
+
+    public static String of(String text) {
+        if (text == null) {
+            return null;
+        }
+        StringBuilder shown = null;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            boolean control = c < 0x20 || c >= 0x7F && c <= 0x9F;
+            if (control && shown == null) {
+                shown = new StringBuilder(text.length() + 8).append(text, 0, i);
+            }
+            if (shown != null) {
+                if (control) {
+                    shown.append(String.format("\\x%02x", (int) c));
+                } else {
+                    shown.append(c);
+                }
+            }
+        }
+        return shown == null ? text : shown.toString();
+    }
+}
