@@ -84,8 +84,19 @@ final class Batcher {
      */
     private static final ThreadLocal<ArrayList<Batcher>> ANSWERING = ThreadLocal.withInitial(() -> new ArrayList<>(2));
 
+    /**
+     * How long the threads of {@link #TIMER} and {@link #TIMED_OUT} live idle. They are shared by every store of the
+     * class loader, which {@code close()} cannot stop, and a thread alive keeps its class loader: a review found the
+     * timer's one thread, which lived for ever, keeping an undeployed web application's (the servlet filter's on
+     * Redis). Idle a minute, with no watch set (a store closed has none), each ends, and the loader can go.
+     */
+    private static final long IDLE_SECONDS = 60;
+
     static {
         TIMER.setRemoveOnCancelPolicy(true); // a watch set earlier leaves its later timer at once
+        // a thread with a watch still to fire waits for it whatever this says: the queue holds it
+        TIMER.setKeepAliveTime(IDLE_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+        TIMER.allowCoreThreadTimeOut(true);
     }
 
     private static ThreadFactory daemon(String name) {

@@ -323,7 +323,13 @@ class CheckApiTest {
         assertThat(head.statusCode()).isEqualTo(200);
         assertThat(head.body()).isEmpty();
         assertThat(header(head, "Content-Type")).isEqualTo(header(policies, "Content-Type")).startsWith("application/json");
-        assertThat(get("/v1/check").statusCode()).isEqualTo(405);
+        HttpResponse<String> wrongMethod = get("/v1/check");
+        assertThat(wrongMethod.statusCode()).isEqualTo(405);
+        assertThat(header(wrongMethod, "Allow")).as("a 405 says what is allowed (RFC 9110)").isEqualTo("POST");
+        HttpResponse<String> posted = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                + "/healthz")).POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(posted.statusCode()).isEqualTo(405);
+        assertThat(header(posted, "Allow")).isEqualTo("GET, HEAD");
         assertThat(get("/nowhere").statusCode()).isEqualTo(404);
     }
 

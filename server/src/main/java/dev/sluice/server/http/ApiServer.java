@@ -142,7 +142,8 @@ public final class ApiServer implements AutoCloseable {
     /** A GET, or a HEAD, answered with the same head and no body (as nginx answers one; Vert.x leaves it out). */
     private static void get(HttpServerRequest request, Runnable answer) {
         if (request.method() != HttpMethod.GET && request.method() != HttpMethod.HEAD) {
-            error(request.response(), 405, "use GET for " + request.path());
+            // Allow, as a 405 must carry (RFC 9110 15.5.6; a review found none)
+            error(request.response().putHeader("Allow", "GET, HEAD"), 405, "use GET for " + request.path());
             return;
         }
         answer.run();
@@ -156,7 +157,7 @@ public final class ApiServer implements AutoCloseable {
     /** Reads a POSTed JSON object and hands it on; anything else is answered with a 4xx that says why. */
     private void post(HttpServerRequest request, String example, BodyHandler handler) {
         if (request.method() != HttpMethod.POST) {
-            error(request.response(), 405, "use POST for " + request.path());
+            error(request.response().putHeader("Allow", "POST"), 405, "use POST for " + request.path());
             return;
         }
         String length = request.getHeader("Content-Length");
