@@ -55,6 +55,10 @@ final class ProxiedRequest extends ReceivedRequest {
      * header, while the upstream takes the target's host over the header (RFC 9112 §3.2.2); and {@code get}
      * matched no {@code methods: [GET]} policy, while many frameworks serve it as GET.
      */
+    /** A Host header's value (RFC 9110 7.2: uri-host [":" port]), empty included, which HTTP allows. */
+    private static final java.util.regex.Pattern HOST = java.util.regex.Pattern.compile(
+            "(?:\\[[0-9A-Fa-f:.]+]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?");
+
     static void checkWellFormed(HttpServerRequest request) throws BadRequest {
         List<String> hosts = request.headers().getAll("Host");
         if (hosts.size() > 1) {
@@ -62,6 +66,12 @@ final class ProxiedRequest extends ReceivedRequest {
         }
         if (hosts.isEmpty() && request.version() == HttpVersion.HTTP_1_1) {
             throw new BadRequest("header Host: missing; an HTTP/1.1 request names its host");
+        }
+        if (!hosts.isEmpty() && !HOST.matcher(hosts.get(0)).matches()) {
+            // a server must refuse a Host that is no host and port (RFC 9112 3.2): "api.example.com, evil" matched no
+            // policy for api.example.com and went on as it was, and so did a Host folded over two lines (a review)
+            throw new BadRequest("header Host: \"" + hosts.get(0) + "\" is no host and port, such as"
+                    + " api.example.com:8443");
         }
         ClientRequest.checkMethod(request.method().name());
         String path = request.path();

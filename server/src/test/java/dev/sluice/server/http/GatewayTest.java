@@ -548,6 +548,8 @@ class GatewayTest {
     @CsvSource(delimiter = '|', value = {
             "no Host|GET /api/items HTTP/1.1|header Host: missing; an HTTP/1.1 request names its host",
             "two Hosts|GET /api/items HTTP/1.1\\r\\nHost: a\\r\\nHost: b|header Host: given 2 times; a request names one host",
+            "a Host that is no host|GET /api/items HTTP/1.1\\r\\nHost: api.example.com, evil|header Host: \"api.example.com, evil\" is no host and port, such as api.example.com:8443",
+            "a Host folded|GET /api/items HTTP/1.1\\r\\nHost: x\\r\\n X-User: d6|header Host: \"x X-User: d6\" is no host and port, such as api.example.com:8443",
             "a relative target|GET api/items HTTP/1.1\\r\\nHost: a|request target \"api/items\": expected a path from the root, such as /api/items",
             "an asterisk|GET * HTTP/1.1\\r\\nHost: a|request target \"*\": expected a path from the root, such as /api/items",
             "an absolute target|GET http://other.example/api/items HTTP/1.1\\r\\nHost: a|request target \"http://other.example/api/items\": expected a path from the root, such as /api/items",
