@@ -168,8 +168,10 @@ record RuleScript(Script script, String[] fixed) {
     static void checkFits(Limit limit, Algorithm algorithm) {
         long period = limit.periodNanos();
         String refused = null;
+        String why = " (Lua's numbers are exact only up to 2^53)"; // the reason of all but two (a review)
         if (period % NS != 0) {
-            refused = "its period is not a whole number of milliseconds";
+            refused = "its period is not a whole number of milliseconds, the unit the scripts keep times in";
+            why = "";
         } else if (period >= EXACT) {
             refused = "its period is 2^53 ns (104.2 days) or longer";
         } else if (!below(limit.amount(), period / NS, EXACT)) {
@@ -183,6 +185,7 @@ record RuleScript(Script script, String[] fixed) {
             // decision, past the store's timeout, which the failure policy then decided (a review measured it)
             refused = "a sliding log of more than " + MOST_LOG_ENTRIES + " entries costs Redis a pass over them all at"
                     + " each decision (about 9 ms at 10,000); sliding-window decides in a few numbers";
+            why = "";
         } else if (algorithm.hasBurst() && !below(limit.burst(), limit.amount(), EXACT)) {
             refused = "B × L is 2^53 or more";
         } else if (algorithm.hasBurst() && BigInteger.valueOf(limit.burst()).multiply(BigInteger.valueOf(period))
@@ -190,8 +193,7 @@ record RuleScript(Script script, String[] fixed) {
             refused = "B × P / L is 2^52 ns (52.1 days) or longer";
         }
         if (refused != null) {
-            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused
-                    + " (Lua's numbers are exact only up to 2^53)");
+            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: " + refused + why);
         }
     }
 

@@ -384,7 +384,7 @@ class RedisStoreTest {
         long t = 1_700_000_000L * S;
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.GCRA, List.of(Limit.of(10, 1_500_000L))), "k", 1, t))
                 .hasMessage("limit 10/1500us is beyond the Redis store: its period is not a whole number of "
-                        + "milliseconds (Lua's numbers are exact only up to 2^53)");
+                        + "milliseconds, the unit the scripts keep times in");
         assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("1/200d"))), "k", 1, t))
                 .hasMessageContaining("its period is 2^53 ns (104.2 days) or longer");
         // the bound is 2^53 ns, 104.2 days, not 104 days as the message once said: the longest whole number of

@@ -179,7 +179,8 @@ public final class LiveConfig implements AutoCloseable {
         text = now;
         envoyFiles = config.envoy().files();
         metrics.reloaded(true);
-        LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} policies in force", file, policies.config().policies().size());
+        int count = policies.config().policies().size();
+        LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} polic{2} in force", file, count, count == 1 ? "y" : "ies");
         return Reload.APPLIED;
     }
 

@@ -201,7 +201,7 @@ class SimulateCommandTest {
             "--algorithm gcra --limit 10/1s --mode shaping|--mode shaping: shaping mode is for leaky-bucket, not gcra",
             "--algorithm gcra --limit 10/1s --mode sometimes|--mode: unknown mode \"sometimes\": expected reject, delay or shaping",
             "--algorithm gcra --limit 10/1s --store mongo://localhost:1|--store: \"mongo://localhost:1\" is not a store: use memory, redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT",
-            "--algorithm gcra --limit 10/1500us --store redis://127.0.0.1:1|--store redis://127.0.0.1:1: limit 10/1500us is beyond the Redis store: its period is not a whole number of milliseconds (Lua's numbers are exact only up to 2^53)",
+            "--algorithm gcra --limit 10/1500us --store redis://127.0.0.1:1|--store redis://127.0.0.1:1: limit 10/1500us is beyond the Redis store: its period is not a whole number of milliseconds, the unit the scripts keep times in",
             "--algorithm gcra --limit 10/1s --frob|Unknown option: '--frob'",
             "--limit 10/1s|Missing required option: '--algorithm=ALG'",
     })
