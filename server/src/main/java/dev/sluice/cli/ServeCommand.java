@@ -60,11 +60,13 @@ final class ServeCommand implements Callable<Integer> {
             }
         }
         ServerConfig settings = live.policies().config();
-        String first = settings.policies().get(0).name();
         String at = ServiceOptions.reachableAt(options.host) + ":" + server.port();
         out.printf("sluice: serving %d %s from %s on http://%s (store: %s)%n", settings.policies().size(),
                 settings.policies().size() == 1 ? "policy" : "policies", options.file(), at, settings.storeShown());
-        out.printf("try:    curl -si -X POST %s/v1/check -d '{\"policy\":\"%s\",\"key\":\"alice\"}'%n", at, first);
+        if (!settings.policies().isEmpty()) { // Envoy's files may give none for now (all unlimited), as in Envoy's service
+            out.printf("try:    curl -si -X POST %s/v1/check -d '{\"policy\":\"%s\",\"key\":\"alice\"}'%n", at,
+                    settings.policies().get(0).name());
+        }
         out.printf("        dashboard http://%s/   metrics http://%s/metrics%n", at, at);
         if (envoy != null) {
             out.printf("sluice: Envoy's rate limit service (gRPC) on %s:%d%n", ServiceOptions.reachableAt(options.host),

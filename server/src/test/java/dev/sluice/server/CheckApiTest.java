@@ -316,6 +316,7 @@ class CheckApiTest {
         assertThat(list.get(1).get("mode").asText()).isEqualTo("delay");
         assertThat(list.get(2).get("mode").asText()).isEqualTo("shadow");
         assertThat(get("/healthz").statusCode()).isEqualTo(200);
+        assertThat(get("/healthcheck").body()).as("Envoy's service's path too").isEqualTo(get("/healthz").body());
         // found by trying the API: a HEAD was a 405; it is a GET without the body
         HttpResponse<String> head = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
                 + "/v1/policies")).method("HEAD", HttpRequest.BodyPublishers.noBody()).build(),

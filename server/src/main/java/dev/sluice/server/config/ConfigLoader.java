@@ -223,11 +223,10 @@ public final class ConfigLoader {
                 }
             }
             policies.addAll(read.policies());
+            // files that give no limit at all (only unlimited descriptors, an empty directory) are taken, as Envoy's
+            // service takes them: calls are then OK; refused, a reload that set every limit unlimited, to switch
+            // limits off, kept the old ones in force (a review compared the two)
             envoy = read.envoy();
-            if (policies.isEmpty()) {
-                throw new ConfigException(error(top.get("envoy_configs"), "envoy_configs", "the files give no limit,"
-                        + " and no policy is in policies: at least one policy is needed").getMessage(), read.files());
-            }
         }
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
                 List.copyOf(policies), envoy);

@@ -109,9 +109,8 @@ final class EnvoyConfigFiles {
                     && !fs.getFile().equals(path.toString()) ? " (" + fs.getFile() + ")" : "";
             return "cannot list " + path + where + ": " + TextFile.reason(e);
         }
-        if (inside.isEmpty()) {
-            return path + " holds no file";
-        }
+        // a directory that holds no file gives no limit, as in Envoy's service (a ConfigMap emptied, say), and is
+        // watched for the files to come
         for (Path file : inside) {
             String problem = readFile(file);
             if (problem != null) {

@@ -124,7 +124,8 @@ public final class ApiServer implements AutoCloseable {
             // 200 while the service can decide (docs/server.md), and with the store down it still can, by the failure
             // policy: a 503 would make every load balancer and readiness probe take out every server on that Redis at
             // once, handing the calls to whatever their callers do without a limiter. The body tells of the store.
-            case "/healthz" -> get(request, () -> {
+            // /healthcheck: the path of Envoy's own rate limit service, for the probes of those who switch (a review)
+            case "/healthz", "/healthcheck" -> get(request, () -> {
                 boolean healthy = dashboard.storeHealthy();
                 json(request.response(), 200, VerdictAnswer.JSON.createObjectNode()
                         .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown())

@@ -392,11 +392,20 @@ class EnvoyConfigFilesTest {
     void theWatcherSeesTheFilesAndEachRefusalIsToldOnceUntilTheFileIsRight() throws Exception {
         startOnEdge();
         Path edge = dir.resolve("ratelimit/edge.yaml");
+        // the directory emptied, then every limit set unlimited: no limit, and every call OK, as in Envoy's service
+        // (refused before, they kept the old limits in force: a review)
         Files.delete(edge);
-        assertThat(live.reload()).as("the directory emptied").isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.reload()).as("the directory emptied").isEqualTo(LiveConfig.Reload.APPLIED);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
-        Files.writeString(edge, "domain: edge\ndescriptors: [{key: a, rate_limit: {unlimited: true}}]\n");
-        assertThat(live.reload()).as("no limit left").isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.policies().config().policies()).isEmpty();
+        Files.writeString(edge, "domain: edge\ndescriptors: [{key: remote_address, rate_limit: {unlimited: true}}]\n");
+        assertThat(live.reload()).as("no limit left").isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        for (int i = 0; i < 5; i++) {
+            assertThat(ask(descriptor("remote_address", "10.0.0.7")).getOverallCode()).isEqualTo(Code.OK);
+        }
+        Files.writeString(edge, "domain: edge\ndescriptors: [{key: a, rate_limit: {unit: fortnight, requests_per_unit: 1}}]\n");
+        assertThat(live.reload()).as("a bad file").isEqualTo(LiveConfig.Reload.REFUSED);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
         Files.writeString(edge, EDGE);
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
@@ -611,10 +620,16 @@ class EnvoyConfigFilesTest {
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: \"a\\0b\" is"
                 + " not a path: Nul character not allowed");
 
+        // a directory that holds no file, and files of unlimited descriptors only, give no limit, as in Envoy's
+        // service; refused, a reload that set every limit unlimited kept the old ones in force (a review)
         Files.createDirectories(dir.resolve("empty"));
         Files.writeString(sluice, "envoy_configs: [empty]\n");
-        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs[0]: "
-                + dir.resolve("empty") + " holds no file");
+        assertThat(ConfigLoader.load(sluice).policies()).isEmpty();
+        Files.writeString(dir.resolve("free.yaml"), "domain: free\ndescriptors:\n  - key: remote_address\n"
+                + "    rate_limit: {unlimited: true}\n");
+        Files.writeString(sluice, "envoy_configs: [free.yaml]\n");
+        assertThat(ConfigLoader.load(sluice).policies()).isEmpty();
+        Files.delete(dir.resolve("free.yaml"));
 
         Files.writeString(dir.resolve("one.yaml"), "domain: edge\ndescriptors: [{key: a, rate_limit: {unit: hour, requests_per_unit: 1}}]\n");
         Files.writeString(dir.resolve("two.yaml"), "\ndomain: edge\ndescriptors: []\n");
@@ -655,9 +670,5 @@ class EnvoyConfigFilesTest {
         assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(dir.resolve("named.yaml") + ":4: descriptors[0]"
                 + ".rate_limit.name: \"edge.a\" is the name of the policy at " + sluice + ":2 already");
 
-        Files.writeString(dir.resolve("open.yaml"), "domain: edge\ndescriptors: [{key: a, rate_limit: {unlimited: true}}]\n");
-        Files.writeString(sluice, "envoy_configs: [open.yaml]\n");
-        assertThatThrownBy(() -> ConfigLoader.load(sluice)).hasMessage(sluice + ":1: envoy_configs: the files give no"
-                + " limit, and no policy is in policies: at least one policy is needed");
     }
 }
