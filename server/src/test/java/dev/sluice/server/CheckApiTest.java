@@ -205,14 +205,26 @@ class CheckApiTest {
         assertThat(header(over, "Retry-After")).isNull();
     }
 
+    /** A review found the parser's advice to its programmer, and where it read from, in the client's message. */
+    @Test
+    void aBodyNestedTooDeepIsToldWithoutTheParsersInternals() throws Exception {
+        HttpResponse<String> response = post("/v1/check", "[".repeat(1001) + "]".repeat(1001));
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(response.body()).get("error").asText())
+                .startsWith("the body is not JSON: Document nesting depth (1001) exceeds the maximum allowed (1000")
+                .doesNotContain("StreamReadConstraints").doesNotContain("Source:");
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "not JSON|{policy|400|the body is not JSON: ",
             "not an object|[1,2]|400|the body must be a JSON object such as {\"policy\": \"api\", \"key\": \"user-42\"}",
-            "no policy|{\"key\":\"a\"}|400|policy: expected the name of a policy as a string",
-            "a numeric policy|{\"policy\":7,\"key\":\"a\"}|400|policy: expected the name of a policy as a string",
-            "no key|{\"policy\":\"per-user\"}|400|key: expected a non-empty string",
-            "an empty key|{\"policy\":\"per-user\",\"key\":\"\"}|400|key: expected a non-empty string",
+            "no policy|{\"key\":\"a\"}|400|policy: expected the name of a policy as a string, got nothing",
+            "a numeric policy|{\"policy\":7,\"key\":\"a\"}|400|policy: expected the name of a policy as a string, got 7",
+            "no key|{\"policy\":\"per-user\"}|400|key: expected a non-empty string, got nothing",
+            "a numeric key|{\"policy\":\"per-user\",\"key\":5}|400|key: expected a non-empty string, got 5",
+            "a cost past a double|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":1e400}|400|cost: expected a whole number >= 0, got a number past a double's range",
+            "an empty key|{\"policy\":\"per-user\",\"key\":\"\"}|400|key: expected a non-empty string, got \"\"",
             "a negative cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":-1}|400|cost: expected a whole number >= 0, got -1",
             "a fractional cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":1.5}|400|cost: expected a whole number >= 0, got 1.5",
             "a text cost|{\"policy\":\"per-user\",\"key\":\"a\",\"cost\":\"1\"}|400|cost: expected a whole number >= 0, got \"1\"",

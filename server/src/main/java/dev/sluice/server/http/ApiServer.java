@@ -235,8 +235,12 @@ public final class ApiServer implements AutoCloseable {
             return null;
         } catch (JsonProcessingException e) {
             // without the parser's advice to its programmer ("enable JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS")
+            // without the parser's advice to its programmer ("enable JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS",
+            // "from StreamReadConstraints.getMaxNestingDepth()") or where it read from (a review found both sent)
             error(response, 400, "the body is not JSON: " + e.getOriginalMessage()
-                    .replaceAll(":? *\\(?enable `?JsonReadFeature\\.[A-Z_]+`? to allow\\)?", ""));
+                    .replaceAll(":? *\\(?enable `?JsonReadFeature\\.[A-Z_]+`? to allow\\)?", "")
+                    .replaceAll(", from `?StreamReadConstraints\\.[A-Za-z]+\\(\\)`?", "")
+                    .replaceAll(" *\\[Source: [^]]*]", ""));
             return null;
         } catch (java.io.IOException e) {
             error(response, 400, "the body is not JSON");
@@ -306,17 +310,19 @@ public final class ApiServer implements AutoCloseable {
         onlyFields(request, CHECK_FIELDS, "policy, key and optionally cost");
         JsonNode policyNode = request.get("policy");
         if (policyNode == null || !policyNode.isTextual()) {
-            throw new BadRequest("policy: expected the name of a policy as a string");
+            throw new BadRequest("policy: expected the name of a policy as a string" + got(policyNode));
         }
         JsonNode keyNode = request.get("key");
         if (keyNode == null || !keyNode.isTextual() || keyNode.asText().isEmpty()) {
-            throw new BadRequest("key: expected a non-empty string");
+            throw new BadRequest("key: expected a non-empty string" + got(keyNode));
         }
         long cost = 1;
         JsonNode costNode = request.get("cost");
         if (costNode != null) {
             if (!costNode.isIntegralNumber() || !costNode.canConvertToLong() || costNode.asLong() < 0) {
-                throw new BadRequest("cost: expected a whole number >= 0, got " + costNode);
+                // a number too large for a double (1e400) is Infinity to the parser, not the text "Infinity"
+                throw new BadRequest("cost: expected a whole number >= 0, got " + (costNode.isNumber()
+                        && !Double.isFinite(costNode.asDouble()) ? "a number past a double's range" : costNode));
             }
             cost = costNode.asLong();
         }
@@ -360,11 +366,17 @@ public final class ApiServer implements AutoCloseable {
         }
     }
 
+    /** What a field held, for a message that says what it expected: nothing when it was missing. */
+    private static String got(JsonNode node) {
+        return node == null ? ", got nothing" : ", got " + node;
+    }
+
     private void release(HttpServerRequest http, JsonNode request) {
         onlyFields(request, RELEASE_FIELDS, "permit");
         JsonNode permit = request.get("permit");
         if (permit == null || !permit.isTextual()) {
-            throw new BadRequest("permit: expected the permit string that /v1/check or /v1/check-request answered");
+            throw new BadRequest("permit: expected the permit string that /v1/check or /v1/check-request answered"
+                    + got(permit));
         }
         if (!HeldPlaces.isId(permit.asText())) {
             throw new BadRequest("permit: \"" + permit.asText() + "\" is not a permit (those are "

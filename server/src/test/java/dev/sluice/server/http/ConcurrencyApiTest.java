@@ -87,8 +87,8 @@ class ConcurrencyApiTest {
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "not JSON|{permit|400|the body is not JSON",
-            "no permit|{}|400|permit: expected the permit string that /v1/check or /v1/check-request answered",
-            "a number|{\"permit\":7}|400|permit: expected the permit string that /v1/check or /v1/check-request answered",
+            "no permit|{}|400|permit: expected the permit string that /v1/check or /v1/check-request answered, got nothing",
+            "a number|{\"permit\":7}|400|permit: expected the permit string that /v1/check or /v1/check-request answered, got 7",
             "another field|{\"permit\":\"a\",\"key\":\"k\"}|400|unknown field \"key\": expected permit",
             "too short|{\"permit\":\"0123\"}|400|permit: \"0123\" is not a permit (those are 32 hex digits, as /v1/check and /v1/check-request answer them)",
             "not hex|{\"permit\":\"0123456789abcdef0123456789abcdeg\"}|400|permit: \"0123456789abcdef0123456789abcdeg\" is not a permit",
