@@ -46,7 +46,13 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
         ObjectNode body = checkBody();
         var list = body.putArray("checked");
         for (Checked one : verdict.checked()) {
-            fields(list.addObject().put("allowed", !one.rejects()), one);
+            ObjectNode entry = fields(list.addObject().put("allowed", !one.rejects()), one);
+            if (!verdict.allowed() && one.policy().inFlight() != null && one.decision().allowed() && one.cost() > 0) {
+                // a refused request holds no place: the one this policy gave it is back already, so what remains is
+                // as before it (a review found the place reported taken, with no permit to give it back by)
+                entry.put("given_back", true).put("remaining", Math.min(one.decision().limit().amount(),
+                        one.decision().remaining() + one.cost()));
+            }
         }
         return body;
     }

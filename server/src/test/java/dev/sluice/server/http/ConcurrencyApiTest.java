@@ -84,6 +84,41 @@ class ConcurrencyApiTest {
         }
     }
 
+    /**
+     * A review found a refused request's entry of a concurrency policy that had admitted it reported the place taken,
+     * though it was given back as the request was refused, and no permit came with it.
+     */
+    @Test
+    void aRefusedRequestReportsThePlacesItsEarlierPoliciesGaveBack() throws Exception {
+        String config = """
+                policies:
+                  - name: slots
+                    key: [ip]
+                    algorithm: concurrency
+                    limits: [2/30s]
+                  - name: hourly
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [1/1h]
+                """;
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            String request = "{\"method\":\"GET\",\"path\":\"/x\",\"ip\":\"10.0.0.9\"}";
+            JsonNode first = JSON.readTree(post(server, "/v1/check-request", request).body());
+            assertThat(first.get("checked").get(0).get("remaining").asLong()).isEqualTo(1);
+            assertThat(first.get("checked").get(0).has("given_back")).isFalse();
+            HttpResponse<String> refused = post(server, "/v1/check-request", request);
+            assertThat(refused.statusCode()).isEqualTo(429);
+            JsonNode slots = JSON.readTree(refused.body()).get("checked").get(0);
+            assertThat(slots.get("allowed").asBoolean()).isTrue();
+            assertThat(slots.get("given_back").asBoolean()).isTrue();
+            assertThat(slots.get("remaining").asLong()).as("one place held by the first request, none by this").isEqualTo(1);
+            assertThat(slots.has("permit")).isFalse();
+            assertThat(JSON.readTree(post(server, "/v1/check", "{\"policy\":\"slots\",\"key\":\"10.0.0.9\",\"cost\":0}")
+                    .body()).get("remaining").asLong()).as("what a peek says too").isEqualTo(1);
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "not JSON|{permit|400|the body is not JSON",
