@@ -317,6 +317,39 @@ class CheckApiTest {
         assertThat(JSON.readTree(large.body()).get("error").asText()).isEqualTo("the body is larger than 65536 bytes");
     }
 
+    /** A review found /v1/policies leaving out which requests a policy takes, at what cost, and its max delay. */
+    @Test
+    void thePoliciesSayWhatTheyMatchTheirCostAndTheirMaxDelay() throws Exception {
+        String config = """
+                policies:
+                  - name: uploads
+                    match: {path: /api/**, methods: [POST, PUT], host: api.example.com}
+                    key: [header:X-User]
+                    skip_if_missing: true
+                    algorithm: gcra
+                    limits: [10/1m]
+                    cost: header:X-Cost
+                    mode: delay
+                    max_delay: 2s
+                  - name: all
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [100/1m]
+                    cost: 2
+                """;
+        try (LiveConfig own = LiveConfig.of(ConfigLoader.parse("p.yaml", config), new ServerMetrics());
+             ApiServer api = ApiServer.start(own, "127.0.0.1", 0)) {
+            String body = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + api.port() + "/v1/policies"))
+                    .build(), HttpResponse.BodyHandlers.ofString()).body();
+            assertThat(body).isEqualTo("[{\"name\":\"uploads\",\"algorithm\":\"gcra\",\"limits\":[\"10/1m\"],"
+                    + "\"key\":[\"header:X-User\"],\"mode\":\"delay\",\"max_delay\":\"2s\",\"cost\":\"header:X-Cost\","
+                    + "\"skip_if_missing\":true,\"match\":{\"path\":\"/api/**\",\"methods\":[\"POST\",\"PUT\"],"
+                    + "\"host\":\"api.example.com\"}},"
+                    + "{\"name\":\"all\",\"algorithm\":\"fixed-window\",\"limits\":[\"100/1m\"],\"key\":[\"ip\"],"
+                    + "\"mode\":\"reject\",\"cost\":2}]");
+        }
+    }
+
     @Test
     void listsThePoliciesAndSaysItIsHealthy() throws Exception {
         HttpResponse<String> policies = get("/v1/policies");

@@ -419,9 +419,33 @@ public final class ApiServer implements AutoCloseable {
             ArrayNode key = item.putArray("key");
             policy.key().forEach(part -> key.add(part.toString()));
             item.put("mode", policy.mode());
-            if (policy.match().domain() != null) { // a policy for Envoy's rate limit service
-                ArrayNode descriptor = item.put("domain", policy.match().domain()).putArray("descriptor");
-                policy.match().descriptor().forEach(entry -> descriptor.add(entry.toString()));
+            if (policy.rule() != null && policy.rule().maxDelayNanos() > 0) {
+                item.put("max_delay", dev.sluice.DurationFormat.format(policy.rule().maxDelayNanos()));
+            }
+            // what check prints too: which requests, at what cost (a review found them left out)
+            if (policy.costHeader() != null) {
+                item.put("cost", "header:" + policy.costHeader());
+            } else {
+                item.put("cost", policy.cost());
+            }
+            if (policy.skipIfMissing()) {
+                item.put("skip_if_missing", true);
+            }
+            PolicyConfig.Match match = policy.match();
+            if (match.domain() != null) { // a policy for Envoy's rate limit service
+                ArrayNode descriptor = item.put("domain", match.domain()).putArray("descriptor");
+                match.descriptor().forEach(entry -> descriptor.add(entry.toString()));
+            } else if (match.path() != null || match.methods() != null || match.host() != null) {
+                ObjectNode matched = item.putObject("match");
+                if (match.path() != null) {
+                    matched.put("path", match.path().toString());
+                }
+                if (match.methods() != null) {
+                    match.methods().forEach(matched.putArray("methods")::add);
+                }
+                if (match.host() != null) {
+                    matched.put("host", match.host());
+                }
             }
         }
         return list;
