@@ -71,10 +71,22 @@ final class Forwarder {
     private final UpstreamConnections connections;
     /** {@code Host} for a request that has none (HTTP/1.0): the upstream's, as the URL names it. */
     private final String upstreamHost;
+    /** Told of each admitted request the gateway could not carry through: what it answered in its place. */
+    private final java.util.function.Consumer<String> failed;
 
     Forwarder(UpstreamConnections connections, String upstreamHost) {
+        this(connections, upstreamHost, answered -> { });
+    }
+
+    /**
+     * @param failed told, for each admitted request that got no answer of the upstream's, what the gateway did
+     *               instead: {@code "502"}, {@code "504"}, {@code "408"}, {@code "400"}, or {@code "cut_off"} (its
+     *               answer had begun, and its connection was closed)
+     */
+    Forwarder(UpstreamConnections connections, String upstreamHost, java.util.function.Consumer<String> failed) {
         this.connections = connections;
         this.upstreamHost = upstreamHost;
+        this.failed = failed;
     }
 
     /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
@@ -86,6 +98,7 @@ final class Forwarder {
         } catch (IllegalArgumentException e) { // a header Netty will not send (Vert.x read it)
             dropRest(incoming);
             answer(incoming, 400, "Bad Request", e.getMessage(), added);
+            failed.accept("400");
             return;
         }
         Exchange exchange = new Exchange(incoming, added, head, body);
@@ -245,7 +258,7 @@ final class Forwarder {
         public void failed(Throwable cause) {
             if (!over) {
                 over = true;
-                badGateway(incoming, cause, added);
+                failed.accept(badGateway(incoming, cause, added));
             }
         }
 
@@ -399,10 +412,12 @@ final class Forwarder {
                     dropRest(incoming);
                     if (response.headWritten()) {
                         cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
+                        failed.accept("cut_off");
                     } else { // the connection, halfway through a request, is closed once the answer is out
                         answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming",
                                 added)
                                 .onComplete(sent -> incoming.connection().close());
+                        failed.accept("408");
                     }
                 }
                 return;
@@ -435,7 +450,7 @@ final class Forwarder {
             }
             over = true;
             detach(false);
-            badGateway(incoming, cause, added);
+            failed.accept(badGateway(incoming, cause, added));
         }
 
         /** The client is gone: the connection, in the middle of an exchange nobody will read, is closed. */
@@ -549,25 +564,26 @@ final class Forwarder {
 
     /**
      * 504 when the upstream stayed silent too long, else 502; the upstream's headers, if copied, are dropped, and
-     * the rate limit's {@code added} kept.
+     * the rate limit's {@code added} kept. What it did, as {@link #failed} is told it.
      */
-    private static void badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added) {
+    private static String badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added) {
         HttpServerResponse response = incoming.response();
         if (response.ended()) {
             incoming.connection().close(); // what is left of a whole answer goes out first
-            return;
+            return "cut_off";
         }
         if (response.headWritten()) {
             cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
-            return;
+            return "cut_off";
         }
         dropRest(incoming);
         if (cause instanceof TimeoutException) {
             answer(incoming, 504, "Gateway Timeout", "gateway timeout: " + cause.getMessage(), added);
-        } else {
-            answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
-                    + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()), added);
+            return "504";
         }
+        answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
+                + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()), added);
+        return "502";
     }
 
     /**

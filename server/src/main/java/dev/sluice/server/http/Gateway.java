@@ -109,7 +109,8 @@ public final class Gateway implements AutoCloseable {
                 // connections of this loop's own: each stays on the loop of the requests it carries
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
-                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader));
+                        upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
+                        live.metrics()::gatewayFailed));
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
                 return ClientRules.server(vertx, idleClientMs, limiting::handle);
             }));
@@ -162,7 +163,9 @@ public final class Gateway implements AutoCloseable {
                     long timer = eventLoop.owner().setTimer(delayMs, fired -> forward(incoming, answer.headers()));
                     // a client that leaves while held is not forwarded at all
                     incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> {
-                        eventLoop.owner().cancelTimer(timer);
+                        if (eventLoop.owner().cancelTimer(timer)) { // still held: charged, and never forwarded
+                            live.metrics().gatewayFailed("left_while_held");
+                        }
                         verdict.release();
                     });
                 } else {

@@ -70,6 +70,10 @@ public final class ServerMetrics implements AutoCloseable {
                     .description("Requests (an HTTP request, a call of Envoy's, a /v1/check) by what all the policies"
                             + " they matched decided together").register(registry));
         }
+        for (String what : GATEWAY_FAILURES) { // each at 0 from the start, as Prometheus's rate() wants
+            Counter.builder("sluice.gateway.failures").tag("what", what).description("Admitted requests the gateway"
+                    + " could not carry through, by what it did instead").register(registry);
+        }
         for (String result : new String[] {"success", "failure"}) {
             Counter.builder("sluice.config.reloads").tag("result", result)
                     .description("Configuration reloads, applied (success) or refused (failure)").register(registry);
@@ -279,6 +283,21 @@ public final class ServerMetrics implements AutoCloseable {
                     .description("Decisions by policy and outcome").register(registry));
         }
         return counters;
+    }
+
+    /** What the gateway answered in place of the upstream, or did, for an admitted request: a label of {@link #gatewayFailed}. */
+    private static final java.util.List<String> GATEWAY_FAILURES = java.util.List.of("502", "504", "408", "400", "cut_off",
+            "left_while_held");
+
+    /**
+     * Counts an admitted request the gateway could not carry through (a review found none counted): {@code 502}
+     * (the upstream unreachable or failed), {@code 504} (silent past its timeout), {@code 408} (the client's body
+     * stopped coming), {@code 400} (a header the upstream's connection cannot carry), {@code cut_off} (the answer had
+     * begun, and the client's connection was closed), {@code left_while_held} (the client left while held by delay
+     * mode: charged, never forwarded).
+     */
+    public void gatewayFailed(String what) {
+        registry.counter("sluice.gateway.failures", "what", what).increment();
     }
 
     /** Counts a reload of the configuration file, applied or refused. */

@@ -796,6 +796,9 @@ class GatewayTest {
         }
         Thread.sleep(2_500); // past its turn
         assertThat(upstream.requests.get()).isEqualTo(2);
+        // charged, never forwarded: counted so (a review found it counted delayed and nothing more)
+        assertThat(live.metrics().scrape()).contains("sluice_gateway_failures_total{what=\"left_while_held\"} 1.0")
+                .contains("sluice_requests_total{outcome=\"delayed\"} 1.0");
     }
 
     /**
@@ -839,6 +842,8 @@ class GatewayTest {
         assertThat(JSON.readTree(response.body()).get("error").asText()).isEqualTo("gateway timeout: the upstream did not answer in time");
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofMillis(4000));
         assertThat(send(request("/hold?ms=1")).statusCode()).as("its place was given back").isEqualTo(200);
+        assertThat(live.metrics().scrape()).contains("sluice_gateway_failures_total{what=\"504\"} 1.0")
+                .contains("sluice_gateway_failures_total{what=\"502\"} 0.0");
     }
 
     /**
@@ -881,6 +886,7 @@ class GatewayTest {
         assertThat(header(charged, "RateLimit")).contains("r=1");
         assertThat(header(charged, "Content-Type")).isEqualTo("application/json");
         assertThat(header(send(request("/api/x").header("X-User", "frank")), "X-RateLimit-Remaining")).isEqualTo("0");
+        assertThat(live.metrics().scrape()).contains("sluice_gateway_failures_total{what=\"502\"} 3.0");
     }
 
     /**
