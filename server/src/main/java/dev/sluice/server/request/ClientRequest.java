@@ -143,7 +143,8 @@ public interface ClientRequest {
      * Header {@code name}'s value as {@link #asSent} reads it, refusing one whose bytes are not UTF-8: left one char
      * per byte, {@code Jos\xE9} read as the same text as {@code Jos\xC3\xA9} decoded, so two clients whose headers
      * differ shared a key, and one used up the other's limit (a review found it). A path or query so sent is refused
-     * already.
+     * already. For the gateway only, whose HTTP decoder reads one char per byte: a servlet container may hand over
+     * text decoded already.
      */
     public static String headerAsSent(String name, String read) {
         String sent = asSent(read);
@@ -157,6 +158,16 @@ public interface ClientRequest {
     }
 
     /** Whether every {@code %} of {@code path} is followed by two hex digits, as {@link #servedPath} decodes them. */
+    /** Whether {@code text} holds a percent escape ({@code %} and two hex digits). */
+    public static boolean holdsEscape(String text) {
+        for (int i = text.indexOf('%'); i >= 0; i = text.indexOf('%', i + 1)) {
+            if (i + 2 < text.length() && hexDigit(text.charAt(i + 1)) >= 0 && hexDigit(text.charAt(i + 2)) >= 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     static boolean escapesWellFormed(String path) {
         for (int i = path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {
             if (i + 2 >= path.length() || hexDigit(path.charAt(i + 1)) < 0 || hexDigit(path.charAt(i + 2)) < 0) {

@@ -12,12 +12,12 @@ public sealed interface KeyPart {
     /** A header name: an HTTP token (RFC 9110 §5.6.2). */
     Pattern NAME = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]+");
     /**
-     * A query parameter name as {@link QueryString} compares it, decoded: any text but what a query's syntax or its
-     * escapes would take for something else ({@code & = # % +}) and control characters. A review found the header
-     * rule used for both: it took {@code query:a&b} or {@code query:a%20b}, names no request can carry, so that every
-     * request was keyed on the empty value and one limit held for all clients; and it refused {@code user[id]}.
+     * A query parameter name as {@link QueryString} compares it, decoded: any text without control characters (a
+     * request carries {@code &}, {@code =}, {@code +} or {@code #} escaped). A review found the header rule used for
+     * both: it refused {@code user[id]} and {@code café}, and took {@code query:a%20b}, which only {@code a%2520b}
+     * matches; a name that holds an escape is refused ({@link #parse}).
      */
-    Pattern QUERY_NAME = Pattern.compile("[^&=#%+\\p{Cntrl}]+");
+    Pattern QUERY_NAME = Pattern.compile("[^\\p{Cntrl}]+");
 
     /** This part's value for {@code request}, or null when the request does not carry it. */
     String valueOf(ClientRequest request);
@@ -153,9 +153,9 @@ public sealed interface KeyPart {
         }
         if (text.startsWith("query:")) {
             String name = text.substring("query:".length());
-            if (!QUERY_NAME.matcher(name).matches()) {
+            if (!QUERY_NAME.matcher(name).matches() || ClientRequest.holdsEscape(name)) {
                 throw new IllegalArgumentException("bad query parameter name in \"" + text + "\": a name is written"
-                        + " decoded (query:a b for a+b or a%20b), without & = # % + or control characters");
+                        + " decoded (query:a b for a+b or a%20b), without control characters");
             }
             return new Query(name);
         }

@@ -676,10 +676,10 @@ class RateLimitServiceTest {
                     java.net.URI.create("http://127.0.0.1:" + api.port() + "/v1/policies")).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString()).body();
             assertThat(body).contains("{\"name\":\"trusted-address\",\"algorithm\":\"fixed-window\",\"limits\":[\"5/1m\"],"
-                    + "\"key\":[\"descriptor:remote_address\"],\"mode\":\"reject\",\"domain\":\"edge\","
+                    + "\"key\":[\"descriptor:remote_address\"],\"mode\":\"reject\",\"cost\":1,\"domain\":\"edge\","
                     + "\"descriptor\":[\"remote_address=10.0.0.1\"]}")
                     .contains("{\"name\":\"every-http-request\",\"algorithm\":\"fixed-window\",\"limits\":[\"1/1h\"],"
-                    + "\"key\":[\"ip\"],\"mode\":\"reject\"}");
+                    + "\"key\":[\"ip\"],\"mode\":\"reject\",\"cost\":1}");
         }
     }
 
