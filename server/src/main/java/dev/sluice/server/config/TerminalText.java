@@ -2,7 +2,8 @@ package dev.sluice.server.config;
 
 /**
  * Text made safe to print on a terminal or in a log line: control characters (C0, DEL, C1) are written
- * {@code \xNN}, everything else, letters past ASCII included, stays as it is.
+ * {@code \xNN}, invisible format characters (bidi overrides, zero-width ones) and line or paragraph separators
+ * as a backslash, u and four hex digits; everything else, letters past ASCII included, stays as it is.
  *
  * <p>Why: messages quote values from files and traces as they are, and a value holding an escape sequence
  * ({@code ESC [2K}, a carriage return) rewrote the operator's terminal, a line break split one error over two lines,
@@ -20,13 +21,16 @@ public final class TerminalText {
         StringBuilder shown = null;
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
-            boolean control = c < 0x20 || c >= 0x7F && c <= 0x9F;
+            // and the invisible ones that reorder or break a line: bidi overrides and isolates, line and paragraph
+            // separators (a review found them left as they were)
+            boolean control = c < 0x20 || c >= 0x7F && c <= 0x9F || Character.getType(c) == Character.FORMAT
+                    || c == '\u2028' || c == '\u2029';
             if (control && shown == null) {
                 shown = new StringBuilder(text.length() + 8).append(text, 0, i);
             }
             if (shown != null) {
                 if (control) {
-                    shown.append(String.format("\\x%02x", (int) c));
+                    shown.append(c <= 0xFF ? String.format("\\x%02x", (int) c) : String.format("\\u%04x", (int) c));
                 } else {
                     shown.append(c);
                 }

@@ -27,6 +27,8 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class HealthWatches implements ServerInterceptor {
     private final Set<Watch<?, ?>> open = ConcurrentHashMap.newKeySet();
+    /** Set by {@link #endAll}: a watch that starts after it (a stream accepted as the server closed) ends at once. */
+    private volatile boolean ending;
 
     @Override
     public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata headers,
@@ -36,7 +38,12 @@ final class HealthWatches implements ServerInterceptor {
         }
         Watch<Q, A> watch = new Watch<>(call);
         open.add(watch);
-        return new SimpleForwardingServerCallListener<>(next.startCall(watch, headers)) {
+        ServerCall.Listener<Q> listener = next.startCall(watch, headers);
+        if (ending) { // endAll ran before this watch was added (a review found it left open for the whole wait)
+            open.remove(watch);
+            watch.end(SHUTTING_DOWN);
+        }
+        return new SimpleForwardingServerCallListener<>(listener) {
             @Override
             public void onCancel() {
                 open.remove(watch);
@@ -53,11 +60,14 @@ final class HealthWatches implements ServerInterceptor {
 
     /** Ends every open watch with {@code UNAVAILABLE}. */
     void endAll() {
+        ending = true;
         for (Watch<?, ?> watch : open) {
-            watch.end(Status.UNAVAILABLE.withDescription("the server is shutting down"));
+            watch.end(SHUTTING_DOWN);
             open.remove(watch);
         }
     }
+
+    private static final Status SHUTTING_DOWN = Status.UNAVAILABLE.withDescription("the server is shutting down");
 
     /** How many watches are open (for tests). */
     int open() {
