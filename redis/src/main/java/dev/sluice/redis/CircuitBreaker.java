@@ -21,6 +21,8 @@ final class CircuitBreaker {
     private final AtomicBoolean probing = new AtomicBoolean();
     private final AtomicBoolean open = new AtomicBoolean();
     private volatile long openUntil;
+    /** Closed on trial by a PING ({@link #pinged}): one failure short of opening until a success ends the trial. */
+    private volatile boolean onTrial;
     /** When the store's health may next be checked with a call of its own ({@link #healthCheckDue}). */
     private final AtomicLong nextHealthCheck = new AtomicLong(System.nanoTime());
     private static final long HEALTH_CHECK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
@@ -59,6 +61,9 @@ final class CircuitBreaker {
         if (failures.get() != 0) {
             failures.set(0);
         }
+        if (onTrial) {
+            onTrial = false;
+        }
         if (open.get()) {
             open.set(false);
         }
@@ -95,18 +100,29 @@ final class CircuitBreaker {
     }
 
     /**
-     * Records a health check's {@code PING} answered. A store that answers {@code PING} may still fail every decision
-     * (out of memory, its scripts refused by an ACL, a read-only replica): so it clears no failures in a row of a
-     * closed breaker, and an open one it closes on trial only, one failure short of opening again, so that the next
-     * decision that fails opens it at once. A review found a closed breaker's count cleared by every check, once a
+     * Records a health check's {@code PING} answered, sent as the probe of the open breaker or not. A store that
+     * answers {@code PING} may still fail every decision (out of memory, its scripts refused by an ACL, a read-only
+     * replica): so it clears no failures in a row of a closed breaker, and an open one its probe closes on trial
+     * only, one failure short of opening again, so that the next decision that fails opens it at once; a second PING
+     * answered, or a decision, ends the trial. A review found a closed breaker's count cleared by every check, once a
      * second: decisions that all failed, a second apart, never opened it, and the store was called healthy.
      */
-    void pinged() {
+    void pinged(boolean probe) {
         if (open.get()) {
+            if (!probe) {
+                return; // sent while closed, answered after the breaker opened: no probe, and the wait stands
+            }
             failures.set(threshold - 1);
+            onTrial = true;
+            nextHealthCheck.set(System.nanoTime() + HEALTH_CHECK_NANOS); // the trial's check comes a second later
             open.set(false);
+        } else if (onTrial) {
+            // a second PING answered, no decision failed between: the trial is over (else, on a quiet store, one
+            // failed check hours later opened the breaker at once: the review of this change found it)
+            onTrial = false;
+            failures.set(0);
         }
-        if (probing.get()) {
+        if (probe && probing.get()) {
             probing.set(false);
         }
     }

@@ -269,7 +269,8 @@ public final class RedisStore implements Store, AutoCloseable {
      * decisions); a success closes an open breaker on trial ({@link CircuitBreaker#pinged}).
      */
     private void ping(CircuitBreaker watched, Supplier<CompletableFuture<String>> ping) {
-        if (watched.isOpen() ? !watched.allows() : !watched.healthCheckDue()) {
+        boolean probe = watched.isOpen();
+        if (probe ? !watched.allows() : !watched.healthCheckDue()) {
             return;
         }
         CompletableFuture<String> answer;
@@ -280,7 +281,7 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         answer.whenComplete((pong, failure) -> {
             if (failure == null) {
-                watched.pinged();
+                watched.pinged(probe);
             } else if (watched.failed(failure)) {
                 // in the breaker only: the failure and timeout counts are of decisions (a review found each health
                 // check of a Redis that was down counted as a failed decision, one a second)

@@ -28,6 +28,36 @@ class CircuitBreakerTest {
     }
 
     /**
+     * A health check's PING: it clears no failures of a closed breaker (decisions may fail while PING answers); as the
+     * probe of an open one it closes it on trial, one failure short of opening again; a second PING answered ends the
+     * trial; one sent while closed and answered after the breaker opened is no probe, and closes nothing. Found by
+     * reviews: a PING that cleared the count kept a failing store's breaker closed, and a trial that never ended
+     * opened the breaker on one failed check hours later.
+     */
+    @Test
+    void aPingClosesAnOpenBreakerOnTrialOnlyAsItsProbe() throws Exception {
+        CircuitBreaker quick = new CircuitBreaker(3, TimeUnit.MILLISECONDS.toNanos(10));
+        quick.failed(new IllegalStateException("1"));
+        quick.failed(new IllegalStateException("2"));
+        quick.pinged(false);
+        assertThat(quick.failed(new IllegalStateException("3"))).as("the PING cleared nothing").isTrue();
+        quick.pinged(false);
+        assertThat(quick.isOpen()).as("no probe: answered after it opened").isTrue();
+        Thread.sleep(20);
+        assertThat(quick.allows()).as("the probe").isTrue();
+        quick.pinged(true);
+        assertThat(quick.isOpen()).as("closed on trial").isFalse();
+        assertThat(quick.failed(new IllegalStateException("4"))).as("one failure opens it again").isTrue();
+        Thread.sleep(20);
+        assertThat(quick.allows()).isTrue();
+        quick.pinged(true);
+        quick.pinged(false); // a second check answered: the trial is over
+        assertThat(quick.failed(new IllegalStateException("5"))).isFalse();
+        assertThat(quick.failed(new IllegalStateException("6"))).isFalse();
+        assertThat(quick.failed(new IllegalStateException("7"))).as("three in a row again").isTrue();
+    }
+
+    /**
      * A bug a review found: the breaker counted decisions, and one batched call of 64 decisions that failed
      * opened it at once, after one failure of Redis instead of three.
      */
