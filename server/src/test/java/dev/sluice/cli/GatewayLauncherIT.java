@@ -119,7 +119,8 @@ class GatewayLauncherIT {
         String said = new String(timeout.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(timeout.waitFor(60, TimeUnit.SECONDS)).isTrue();
         assertThat(timeout.exitValue()).isEqualTo(2);
-        assertThat(said).isEqualTo("error: --upstream-timeout: expected a duration of at least 1ms such as 30s, got \"soon\"\n");
+        assertThat(said).isEqualTo("error: --upstream-timeout: bad duration \"soon\": expected a whole number and a unit"
+                + " (ns, us, ms, s, m, h, d) such as 10s\n");
         Process missing = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway").redirectErrorStream(true).start();
         String output = new String(missing.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(missing.waitFor(60, TimeUnit.SECONDS)).isTrue();
