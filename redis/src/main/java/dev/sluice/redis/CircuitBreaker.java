@@ -48,6 +48,22 @@ final class CircuitBreaker {
         return true;
     }
 
+    /**
+     * Claims the probe of an open breaker due for a retry, for a health check: true for one caller only; false while
+     * closed, unlike {@link #allows}, so that a check sent while closed is never taken for the probe (a review found
+     * one, sent as a decision closed the breaker and answered after it opened again, closing the new opening).
+     */
+    boolean claimProbe() {
+        if (!open.get() || System.nanoTime() - openUntil < 0 || !probing.compareAndSet(false, true)) {
+            return false;
+        }
+        if (!open.get()) { // closed by a success meanwhile
+            probing.set(false);
+            return false;
+        }
+        return true;
+    }
+
     /** The wait until the store is tried again (0 while the breaker is closed). */
     long nanosUntilRetry() {
         return open.get() ? Math.max(0, openUntil - System.nanoTime()) : 0;

@@ -270,7 +270,7 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     private void ping(CircuitBreaker watched, Supplier<CompletableFuture<String>> ping) {
         boolean probe = watched.isOpen();
-        if (probe ? !watched.allows() : !watched.healthCheckDue()) {
+        if (probe ? !watched.claimProbe() : !watched.healthCheckDue()) {
             return;
         }
         CompletableFuture<String> answer;

@@ -58,6 +58,23 @@ class CircuitBreakerTest {
     }
 
     /**
+     * A health check claims the probe only of a breaker open and due: allows() says yes to a closed breaker too, and
+     * a check sent so, as the probe, closed an opening that came before its answer (a review).
+     */
+    @Test
+    void aHealthCheckClaimsTheProbeOnlyOfAnOpenBreakerDueForIt() throws Exception {
+        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.MILLISECONDS.toNanos(10));
+        assertThat(quick.claimProbe()).as("closed").isFalse();
+        assertThat(quick.allows()).isTrue();
+        quick.failed(new IllegalStateException("1"));
+        assertThat(quick.claimProbe()).as("open, not due yet").isFalse();
+        Thread.sleep(20);
+        assertThat(quick.claimProbe()).as("due: this caller's").isTrue();
+        assertThat(quick.claimProbe()).as("one probe at a time").isFalse();
+        assertThat(quick.allows()).isFalse();
+    }
+
+    /**
      * A bug a review found: the breaker counted decisions, and one batched call of 64 decisions that failed
      * opened it at once, after one failure of Redis instead of three.
      */

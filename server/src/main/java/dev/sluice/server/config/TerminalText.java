@@ -19,22 +19,25 @@ public final class TerminalText {
             return null;
         }
         StringBuilder shown = null;
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            // and the invisible ones that reorder or break a line: bidi overrides and isolates, line and paragraph
-            // separators (a review found them left as they were)
+        for (int i = 0; i < text.length(); ) {
+            int c = text.codePointAt(i);
+            // and the invisible ones that reorder or break a line: bidi overrides and isolates, tags past the BMP,
+            // line and paragraph separators (reviews found them left as they were)
             boolean control = c < 0x20 || c >= 0x7F && c <= 0x9F || Character.getType(c) == Character.FORMAT
-                    || c == '\u2028' || c == '\u2029';
+                    || c == 0x2028 || c == 0x2029;
             if (control && shown == null) {
                 shown = new StringBuilder(text.length() + 8).append(text, 0, i);
             }
             if (shown != null) {
-                if (control) {
-                    shown.append(c <= 0xFF ? String.format("\\x%02x", (int) c) : String.format("\\u%04x", (int) c));
+                if (!control) {
+                    shown.appendCodePoint(c);
+                } else if (c <= 0xFF) {
+                    shown.append(String.format("\\x%02x", c));
                 } else {
-                    shown.append(c);
+                    shown.append(String.format(c <= 0xFFFF ? "\\u%04x" : "\\U%08x", c));
                 }
             }
+            i += Character.charCount(c);
         }
         return shown == null ? text : shown.toString();
     }

@@ -380,6 +380,7 @@ final class Forwarder {
             stalled = channel.eventLoop().schedule(() -> {
                 if (!over) {
                     cutOff(incoming.connection()); // nothing read for the timeout, as nginx's send_timeout
+                    failed.accept("cut_off");
                 }
             }, connections.timeoutMs(), TimeUnit.MILLISECONDS); // the upstream's timeout, for a client as slow
             response.drainHandler(drained -> {
@@ -462,7 +463,8 @@ final class Forwarder {
             if (channel != null) {
                 detach(false);
             } else {
-                connections.cancel(this); // it waited for a connection
+                connections.cancel(this); // it waited for a connection: charged, never forwarded
+                failed.accept("left_while_held");
             }
         }
 

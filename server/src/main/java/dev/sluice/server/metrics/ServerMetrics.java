@@ -294,7 +294,7 @@ public final class ServerMetrics implements AutoCloseable {
      * (the upstream unreachable or failed), {@code 504} (silent past its timeout), {@code 408} (the client's body
      * stopped coming), {@code 400} (a header the upstream's connection cannot carry), {@code cut_off} (the answer had
      * begun, and the client's connection was closed), {@code left_while_held} (the client left while held by delay
-     * mode: charged, never forwarded).
+     * mode, or waiting for a connection to the upstream: charged, never forwarded).
      */
     public void gatewayFailed(String what) {
         registry.counter("sluice.gateway.failures", "what", what).increment();

@@ -157,7 +157,6 @@ public interface ClientRequest {
                 + " in UTF-8");
     }
 
-    /** Whether every {@code %} of {@code path} is followed by two hex digits, as {@link #servedPath} decodes them. */
     /** Whether {@code text} holds a percent escape ({@code %} and two hex digits). */
     public static boolean holdsEscape(String text) {
         for (int i = text.indexOf('%'); i >= 0; i = text.indexOf('%', i + 1)) {
@@ -168,6 +167,7 @@ public interface ClientRequest {
         return false;
     }
 
+    /** Whether every {@code %} of {@code path} is followed by two hex digits, as {@link #servedPath} decodes them. */
     static boolean escapesWellFormed(String path) {
         for (int i = path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 1)) {
             if (i + 2 >= path.length() || hexDigit(path.charAt(i + 1)) < 0 || hexDigit(path.charAt(i + 2)) < 0) {

@@ -17,7 +17,7 @@ public sealed interface KeyPart {
      * both: it refused {@code user[id]} and {@code café}, and took {@code query:a%20b}, which only {@code a%2520b}
      * matches; a name that holds an escape is refused ({@link #parse}).
      */
-    Pattern QUERY_NAME = Pattern.compile("[^\\p{Cntrl}]+");
+    Pattern QUERY_NAME = Pattern.compile("[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+"); // no control, format or line-breaking character
 
     /** This part's value for {@code request}, or null when the request does not carry it. */
     String valueOf(ClientRequest request);

@@ -116,7 +116,7 @@ class KeyPartTest {
         assertThat(QueryString.parse("a%26b=1&a%2Bb=2&100%25=3").value("a&b")).isEqualTo("1");
         assertThat(QueryString.parse("a%26b=1&a%2Bb=2&100%25=3").value("a+b")).isEqualTo("2");
         assertThat(QueryString.parse("a%26b=1&a%2Bb=2&100%25=3").value("100%")).isEqualTo("3");
-        for (String name : List.of("a%20b", "caf%C3%A9", "", "a\tb")) {
+        for (String name : List.of("a%20b", "caf%C3%A9", "", "a\tb", "a\u0085b", "a\u202eb")) {
             assertThatThrownBy(() -> KeyPart.parse("query:" + name)).as(name).hasMessage("bad query parameter name in"
                     + " \"query:" + name + "\": a name is written decoded (query:a b for a+b or a%20b), without control"
                     + " characters");
