@@ -320,7 +320,8 @@ final class EnvoyConfigFiles {
             sharedHere = List.copyOf(sharedHere);
             PolicyConfig.Match pattern = new PolicyConfig.Match(null, null, null, domain, here);
             patterns.add(pattern); // in file order: the first wildcard that takes a value is the one the walk follows
-            if (fields.containsKey("rate_limit")) {
+            // rate_limit: left empty (YAML's null) is no limit, as in Envoy's service (a review found it refused)
+            if (fields.containsKey("rate_limit") && !fields.get("rate_limit").getTag().equals(org.yaml.snakeyaml.nodes.Tag.NULL)) {
                 limit(nodes, fields.get("rate_limit"), where + ".rate_limit", pattern, shadow, sharedHere);
             }
             if (fields.containsKey("descriptors")) {
@@ -382,12 +383,12 @@ final class EnvoyConfigFiles {
         if (period == null) {
             throw nodes.error(node, field + ".unit", "missing");
         }
-        Node perUnit = nodes.required(fields, node, field, "requests_per_unit");
-        if (nodes.scalar(perUnit, field + ".requests_per_unit").equals("0")) {
-            throw nodes.error(perUnit, field + ".requests_per_unit", "Sluice's limits start at 1 request; to refuse"
-                    + " every request of this descriptor give it 1 a year, or leave it to a policy of its own");
-        }
-        long amount = nodes.whole(perUnit, field + ".requests_per_unit", 1);
+        // 0 requests a unit, or none given (Envoy's service reads a missing one as 0): every hit is over the limit, as
+        // Envoy's README's own example blocks an address; refused, a file that blocked one could not be read at all
+        // (a review comparing the two)
+        Node perUnit = fields.get("requests_per_unit");
+        boolean blocks = perUnit == null || nodes.scalar(perUnit, field + ".requests_per_unit").equals("0");
+        long amount = blocks ? 1 : nodes.whole(perUnit, field + ".requests_per_unit", 1);
         if (amount > 0xFFFF_FFFFL) {
             throw nodes.error(perUnit, field + ".requests_per_unit", "more than Envoy's uint32 holds: " + amount);
         }
@@ -421,7 +422,9 @@ final class EnvoyConfigFiles {
                 throw nodes.error(fields.get("unit"), field + ".unit", e.getMessage());
             }
         }
-        policies.add(new PolicyConfig(name, pattern, List.copyOf(key), rule, null, 1, null, shadow, false));
+        // blocking: a limit of 1 that every hit costs 2 of, so that each is over it ("never") and takes nothing, as a
+        // limit of 0 would, which Sluice's limits cannot be; a look (hits 0) costs 0, and is OK (PolicyConfig#blocks)
+        policies.add(new PolicyConfig(name, pattern, List.copyOf(key), rule, null, blocks ? 2 : 1, null, shadow, false));
     }
 
     /**

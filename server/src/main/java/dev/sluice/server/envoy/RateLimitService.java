@@ -297,8 +297,9 @@ final class RateLimitService {
         if (code == Code.OVER_LIMIT && reset == 0) {
             reset = decision.retryAfterNanos() > 0 ? decision.retryAfterNanos() : untilWindowEnds(limit.periodNanos());
         }
-        return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()),
-                code == Code.OVER_LIMIT ? 0 : decision.remaining(), Duration.ofNanos(reset));
+        boolean blocks = checked.policy().blocks(); // a limit of 0 requests a unit in Envoy's files
+        return status(code, checked.policy().name(), blocks ? 0 : limit.amount(), unit(limit.periodNanos()),
+                code == Code.OVER_LIMIT || blocks ? 0 : decision.remaining(), Duration.ofNanos(reset));
     }
 
     /** What is left, on the wall clock, of the window of {@code periodNanos} aligned to the epoch, as Envoy's are. */

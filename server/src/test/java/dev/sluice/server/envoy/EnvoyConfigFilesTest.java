@@ -377,6 +377,53 @@ class EnvoyConfigFilesTest {
     }
 
     /** value: ~ is no value to Envoy's service (YAML's null): any value of the key, each counted apart. */
+    /**
+     * A limit of 0 requests, or none given, blocks every hit, as in Envoy's service, whose README blocks an address
+     * so; refused before, a file that did could not be read (a review comparing the two). Each call is OVER_LIMIT,
+     * charging nothing; its status reports the limit of 0, nothing remaining, the end of its window; a look (hits 0)
+     * is OK.
+     */
+    @Test
+    void aLimitOfNoRequestsBlocksEveryHitAsInEnvoysService() throws Exception {
+        Files.writeString(dir.resolve("edge.yaml"), """
+                domain: edge
+                descriptors:
+                  - key: remote_address
+                    value: 50.0.0.5
+                    rate_limit: {unit: minute, requests_per_unit: 0}
+                  - key: remote_address
+                    value: 60.0.0.6
+                    rate_limit: {unit: hour}
+                  - key: remote_address
+                    rate_limit: {unit: minute, requests_per_unit: 3}
+                  - key: user
+                    rate_limit:
+                """);
+        start("envoy_configs: [edge.yaml]\n");
+        for (String[] blocked : new String[][] {{"50.0.0.5", "60000"}, {"60.0.0.6", "3600000"}}) {
+            for (int i = 0; i < 3; i++) {
+                long before = System.currentTimeMillis();
+                RateLimitResponse answer = ask(descriptor("remote_address", blocked[0]));
+                long after = System.currentTimeMillis();
+                assertThat(answer.getOverallCode()).as(blocked[0]).isEqualTo(Code.OVER_LIMIT);
+                RateLimitResponse.DescriptorStatus status = answer.getStatuses(0);
+                assertThat(status.getCurrentLimit().getRequestsPerUnit()).isZero();
+                assertThat(status.getLimitRemaining()).isZero();
+                WindowEnd.assertSecondsUntilWindowEnd(status.getDurationUntilReset(), Long.parseLong(blocked[1]),
+                        before, after);
+            }
+            RateLimitResponse look = envoy.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(RateLimitRequest
+                    .newBuilder().setDomain("edge").addDescriptors(descriptor("remote_address", blocked[0]).toBuilder()
+                            .setHitsAddend(com.google.protobuf.UInt64Value.of(0))).build());
+            assertThat(look.getOverallCode()).as("a look").isEqualTo(Code.OK);
+        }
+        assertThat(ask(descriptor("remote_address", "10.0.0.1")).getStatuses(0).getLimitRemaining())
+                .as("the others as configured").isEqualTo(2);
+        assertThat(ask(descriptor("user", "u")).getStatuses(0).hasCurrentLimit()).as("rate_limit: left empty is none")
+                .isFalse();
+        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge.remote_address_50.0.0.5\"} 3.0");
+    }
+
     @Test
     void aNullValueIsNoValue() throws Exception {
         Files.writeString(dir.resolve("edge.yaml"), "domain: edge\ndescriptors:\n  - key: user\n    value: ~\n"
@@ -526,7 +573,6 @@ class EnvoyConfigFilesTest {
             a bad unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      unit: fortnight\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: expected one of second, minute, hour, day, week, month, year, got "fortnight"
             no unit|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit:\\n      requests_per_unit: 1|edge.yaml:5: descriptors[0].rate_limit.unit: missing
             a unit beside unlimited|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unlimited: true, unit: second}|edge.yaml:4: descriptors[0].rate_limit.unit: an unlimited rate limit has no unit
-            a limit of 0|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 0}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: Sluice's limits start at 1 request; to refuse every request of this descriptor give it 1 a year, or leave it to a policy of its own
             a number with a leading 0|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 010}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: "010" starts with a 0, which YAML 1.1 reads as octal: write it without the 0
             a limit beyond uint32|domain: edge\\ndescriptors:\\n  - key: a\\n    rate_limit: {unit: second, requests_per_unit: 4294967296}|edge.yaml:4: descriptors[0].rate_limit.requests_per_unit: more than Envoy's uint32 holds: 4294967296
             an empty key|domain: edge\\ndescriptors:\\n  - key: ''|edge.yaml:3: descriptors[0].key: must not be empty
