@@ -264,6 +264,16 @@ public final class Policies {
         return List.of(new Charge(policy, descriptor.text(), descriptor.hits()));
     }
 
+    /**
+     * The limit of 0 requests of Envoy's files ({@code requests_per_unit: 0}) that {@code descriptor}'s walk ends on,
+     * or null.
+     */
+    public ServerConfig.Envoy.Blocked blocked(Descriptor descriptor) {
+        List<Descriptor.Entry> pattern = pattern(descriptor);
+        return pattern == null ? null : config.envoy().blocked().get(
+                new PolicyConfig.Match(null, null, null, descriptor.domain(), pattern));
+    }
+
     /** The name the limits calls bring for descriptors of {@code domain} are reported and counted under. */
     public static String overrideName(String domain) {
         return NOT_IN_NAME.matcher(domain).replaceAll("_") + "/override";

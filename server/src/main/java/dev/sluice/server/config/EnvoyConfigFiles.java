@@ -76,6 +76,7 @@ final class EnvoyConfigFiles {
     private final List<PolicyConfig.Match> patterns = new ArrayList<>();
     private final Map<PolicyConfig.Match, List<String>> replaces = new LinkedHashMap<>();
     private final java.util.Set<String> replaceable = new java.util.HashSet<>();
+    private final Map<PolicyConfig.Match, ServerConfig.Envoy.Blocked> blocked = new LinkedHashMap<>();
     private final Map<Path, String> files = new LinkedHashMap<>();
 
     /**
@@ -239,7 +240,7 @@ final class EnvoyConfigFiles {
         Map<PolicyConfig.Match, List<String>> replaced = new LinkedHashMap<>();
         replaces.forEach((pattern, names) -> replaced.put(pattern, List.copyOf(names)));
         return new ServerConfig.Envoy(List.copyOf(patterns), Map.copyOf(replaced), Set.copyOf(replaceable),
-                Set.copyOf(domains.keySet()), Map.copyOf(files));
+                Map.copyOf(blocked), Set.copyOf(domains.keySet()), Map.copyOf(files));
     }
 
     private void file(ConfigLoader nodes, String text) throws ConfigException {
@@ -385,10 +386,11 @@ final class EnvoyConfigFiles {
         }
         // 0 requests a unit, or none given (Envoy's service reads a missing one as 0): every hit is over the limit, as
         // Envoy's README's own example blocks an address; refused, a file that blocked one could not be read at all
-        // (a review comparing the two)
+        // (a review comparing the two). No policy stands for it, since Sluice's limits start at 1: the pattern is
+        // kept, and a call that ends on it is answered as one that brings a limit of 0 (RateLimitService)
         Node perUnit = fields.get("requests_per_unit");
         boolean blocks = perUnit == null || nodes.scalar(perUnit, field + ".requests_per_unit").equals("0");
-        long amount = blocks ? 1 : nodes.whole(perUnit, field + ".requests_per_unit", 1);
+        long amount = blocks ? 0 : nodes.whole(perUnit, field + ".requests_per_unit", 1);
         if (amount > 0xFFFF_FFFFL) {
             throw nodes.error(perUnit, field + ".requests_per_unit", "more than Envoy's uint32 holds: " + amount);
         }
@@ -402,9 +404,15 @@ final class EnvoyConfigFiles {
             }
             names.put(name, "the rate_limit at " + nodes.at(node));
             replaceable.add(name); // Envoy replaces only limits that have a name
-        } else {
+        } else if (!blocks) {
             madeCount.merge(name, 1, Integer::sum);
             madeAt.put(policies.size(), name);
+        }
+        if (blocks) {
+            if (!shadow) { // a limit of 0 in shadow mode only tells; it refuses nothing, as Envoy's service
+                blocked.put(pattern, new ServerConfig.Envoy.Blocked(name, EnvoyUnit.of(period)));
+            }
+            return;
         }
         List<KeyPart> key = new ArrayList<>();
         List<Descriptor.Entry> path = pattern.descriptor();
@@ -422,9 +430,7 @@ final class EnvoyConfigFiles {
                 throw nodes.error(fields.get("unit"), field + ".unit", e.getMessage());
             }
         }
-        // blocking: a limit of 1 that every hit costs 2 of, so that each is over it ("never") and takes nothing, as a
-        // limit of 0 would, which Sluice's limits cannot be; a look (hits 0) costs 0, and is OK (PolicyConfig#blocks)
-        policies.add(new PolicyConfig(name, pattern, List.copyOf(key), rule, null, blocks ? 2 : 1, null, shadow, false));
+        policies.add(new PolicyConfig(name, pattern, List.copyOf(key), rule, null, 1, null, shadow, false));
     }
 
     /**

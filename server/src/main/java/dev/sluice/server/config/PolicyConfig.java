@@ -71,15 +71,6 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
     }
 
     /** {@code reject}, {@code delay}, {@code shaping} or {@code shadow}. */
-    /**
-     * Whether every request this policy decides is over its limit: an Envoy limit of 0 requests a unit, made a limit
-     * of 1 with a cost of 2 ({@code EnvoyConfigFiles}); no other policy has a fixed cost past its capacity, which
-     * {@code sluice.yaml} refuses. Envoy's answers report it as the limit of 0 it is.
-     */
-    public boolean blocks() {
-        return rule != null && costHeader == null && cost > rule.limits().get(0).burst();
-    }
-
     public String mode() {
         return shadow ? "shadow" : rule == null ? "reject" : rule.mode().label();
     }

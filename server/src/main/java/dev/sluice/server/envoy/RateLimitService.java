@@ -7,6 +7,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
 import dev.sluice.server.config.EnvoyUnit;
+import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.http.VerdictAnswer;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.Descriptor;
@@ -113,11 +114,11 @@ final class RateLimitService {
         List<Policies.Charge> charges = new ArrayList<>();
         int[] ends = new int[request.getDescriptorsCount()];
         try {
-            Call call = call(request);
+            Call call = call(request, policies);
             if (call.nothing() >= 0 && policies.names(request.getDomain())) {
                 answer.onNext(nothingAllowed(request, call));
                 answer.onCompleted();
-                live.metrics().rejected(Policies.overrideName(request.getDomain()));
+                live.metrics().rejected(call.nothingName());
                 return;
             }
             List<List<Policies.Charge>> each = policies.charges(call.descriptors());
@@ -153,14 +154,16 @@ final class RateLimitService {
     }
 
     /**
-     * A call's descriptors, and the first of them that brings a limit of 0 requests, with its unit ({@code -1} and
-     * null when none does).
+     * A call's descriptors, and the first of them held to a limit of 0 requests, with its unit and name ({@code -1}
+     * and nulls when none is): one that brings such a limit ({@code <domain>/override}), or whose walk ends on one of
+     * Envoy's files ({@code requests_per_unit: 0}).
      */
-    private record Call(List<Descriptor> descriptors, int nothing, EnvoyUnit nothingUnit) {
+    private record Call(List<Descriptor> descriptors, int nothing, EnvoyUnit nothingUnit, String nothingName) {
     }
 
     /**
-     * The answer to a call one of whose descriptors brings a limit of 0 requests (in a domain that has limits): over
+     * The answer to a call one of whose descriptors is held to a limit of 0 requests (one it brings, in a domain that
+     * has limits, or one of Envoy's files, {@code requests_per_unit: 0}): over
      * the limit whole, as in Envoy's service, where no hit fits in 0; nothing is charged, since no request of
      * the call could be admitted. That descriptor's status says so, with the end of its unit's window; the others
      * are not decided ({@code UNKNOWN}).
@@ -176,7 +179,7 @@ final class RateLimitService {
                 response.addStatuses(DescriptorStatus.newBuilder().setCode(Code.UNKNOWN));
                 continue;
             }
-            response.addStatuses(status(Code.OVER_LIMIT, Policies.overrideName(request.getDomain()), 0,
+            response.addStatuses(status(Code.OVER_LIMIT, call.nothingName(), 0,
                     Unit.valueOf(call.nothingUnit().name()), 0, reset));
         }
         return response.build();
@@ -190,7 +193,7 @@ final class RateLimitService {
     static final int MOST_DESCRIPTORS = 10_000;
 
     /** The call's descriptors, checked field by field. */
-    private static Call call(RateLimitRequest request) {
+    private static Call call(RateLimitRequest request, Policies policies) {
         if (request.getDomain().isEmpty()) {
             throw new BadRequest("domain: must not be empty");
         }
@@ -206,6 +209,7 @@ final class RateLimitService {
         List<Descriptor> descriptors = new ArrayList<>(request.getDescriptorsCount());
         int nothing = -1;
         EnvoyUnit nothingUnit = null;
+        String nothingName = null;
         for (int i = 0; i < request.getDescriptorsCount(); i++) {
             RateLimitDescriptor given = request.getDescriptors(i);
             String field = "descriptors[" + i + "]";
@@ -239,11 +243,21 @@ final class RateLimitService {
                     // in Envoy's service (a review found it answered OVER_LIMIT)
                     nothing = i;
                     nothingUnit = unit;
+                    nothingName = Policies.overrideName(request.getDomain());
                 }
             }
-            descriptors.add(new Descriptor(request.getDomain(), entries, own, limit));
+            Descriptor descriptor = new Descriptor(request.getDomain(), entries, own, limit);
+            if (limit == null && !given.hasLimit() && nothing < 0 && own > 0) {
+                ServerConfig.Envoy.Blocked blocked = policies.blocked(descriptor);
+                if (blocked != null) { // requests_per_unit: 0 in Envoy's files
+                    nothing = i;
+                    nothingUnit = blocked.unit();
+                    nothingName = blocked.name();
+                }
+            }
+            descriptors.add(descriptor);
         }
-        return new Call(descriptors, nothing, nothingUnit);
+        return new Call(descriptors, nothing, nothingUnit, nothingName);
     }
 
     /** The unit of a descriptor's limit override (Envoy's service takes so many requests a unit). */
@@ -297,9 +311,8 @@ final class RateLimitService {
         if (code == Code.OVER_LIMIT && reset == 0) {
             reset = decision.retryAfterNanos() > 0 ? decision.retryAfterNanos() : untilWindowEnds(limit.periodNanos());
         }
-        boolean blocks = checked.policy().blocks(); // a limit of 0 requests a unit in Envoy's files
-        return status(code, checked.policy().name(), blocks ? 0 : limit.amount(), unit(limit.periodNanos()),
-                code == Code.OVER_LIMIT || blocks ? 0 : decision.remaining(), Duration.ofNanos(reset));
+        return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()),
+                code == Code.OVER_LIMIT ? 0 : decision.remaining(), Duration.ofNanos(reset));
     }
 
     /** What is left, on the wall clock, of the window of {@code periodNanos} aligned to the epoch, as Envoy's are. */

@@ -376,12 +376,11 @@ class EnvoyConfigFilesTest {
         assertThat(live.policies().policy("edge.remote_address")).isNotNull();
     }
 
-    /** value: ~ is no value to Envoy's service (YAML's null): any value of the key, each counted apart. */
     /**
      * A limit of 0 requests, or none given, blocks every hit, as in Envoy's service, whose README blocks an address
      * so; refused before, a file that did could not be read (a review comparing the two). Each call is OVER_LIMIT,
      * charging nothing; its status reports the limit of 0, nothing remaining, the end of its window; a look (hits 0)
-     * is OK.
+     * is OK; hits no cost could hold are over the limit too, not refused; no policy stands for it.
      */
     @Test
     void aLimitOfNoRequestsBlocksEveryHitAsInEnvoysService() throws Exception {
@@ -416,14 +415,22 @@ class EnvoyConfigFilesTest {
                     .newBuilder().setDomain("edge").addDescriptors(descriptor("remote_address", blocked[0]).toBuilder()
                             .setHitsAddend(com.google.protobuf.UInt64Value.of(0))).build());
             assertThat(look.getOverallCode()).as("a look").isEqualTo(Code.OK);
+            RateLimitResponse huge = envoy.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(RateLimitRequest
+                    .newBuilder().setDomain("edge").addDescriptors(descriptor("remote_address", blocked[0]).toBuilder()
+                            .setHitsAddend(com.google.protobuf.UInt64Value.of(1L << 62))).build());
+            assertThat(huge.getOverallCode()).as("hits past any cost").isEqualTo(Code.OVER_LIMIT);
+            assertThat(huge.getResponseHeadersToAddList()).isEmpty();
         }
+        assertThat(live.policies().config().policies()).extracting(PolicyConfig::name).doesNotContain(
+                "edge.remote_address_50.0.0.5", "edge.remote_address_60.0.0.6");
         assertThat(ask(descriptor("remote_address", "10.0.0.1")).getStatuses(0).getLimitRemaining())
                 .as("the others as configured").isEqualTo(2);
         assertThat(ask(descriptor("user", "u")).getStatuses(0).hasCurrentLimit()).as("rate_limit: left empty is none")
                 .isFalse();
-        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge.remote_address_50.0.0.5\"} 3.0");
+        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"rejected\",policy=\"edge.remote_address_50.0.0.5\"} 4.0");
     }
 
+    /** value: ~ is no value to Envoy's service (YAML's null): any value of the key, each counted apart. */
     @Test
     void aNullValueIsNoValue() throws Exception {
         Files.writeString(dir.resolve("edge.yaml"), "domain: edge\ndescriptors:\n  - key: user\n    value: ~\n"
