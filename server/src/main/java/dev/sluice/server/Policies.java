@@ -274,6 +274,16 @@ public final class Policies {
                 new PolicyConfig.Match(null, null, null, descriptor.domain(), pattern));
     }
 
+    /** Whether {@code descriptor}'s walk ends on an {@code unlimited: true} node of Envoy's files. */
+    public boolean unlimited(Descriptor descriptor) {
+        if (descriptor.limit() != null) {
+            return false;
+        }
+        List<Descriptor.Entry> pattern = pattern(descriptor);
+        return pattern != null && config.envoy().unlimited().contains(
+                new PolicyConfig.Match(null, null, null, descriptor.domain(), pattern));
+    }
+
     /** The name the limits calls bring for descriptors of {@code domain} are reported and counted under. */
     public static String overrideName(String domain) {
         return NOT_IN_NAME.matcher(domain).replaceAll("_") + "/override";

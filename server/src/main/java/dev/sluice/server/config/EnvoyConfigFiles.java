@@ -77,6 +77,7 @@ final class EnvoyConfigFiles {
     private final Map<PolicyConfig.Match, List<String>> replaces = new LinkedHashMap<>();
     private final java.util.Set<String> replaceable = new java.util.HashSet<>();
     private final Map<PolicyConfig.Match, ServerConfig.Envoy.Blocked> blocked = new LinkedHashMap<>();
+    private final java.util.Set<PolicyConfig.Match> unlimitedPatterns = new java.util.HashSet<>();
     private final Map<Path, String> files = new LinkedHashMap<>();
 
     /**
@@ -240,7 +241,7 @@ final class EnvoyConfigFiles {
         Map<PolicyConfig.Match, List<String>> replaced = new LinkedHashMap<>();
         replaces.forEach((pattern, names) -> replaced.put(pattern, List.copyOf(names)));
         return new ServerConfig.Envoy(List.copyOf(patterns), Map.copyOf(replaced), Set.copyOf(replaceable),
-                Map.copyOf(blocked), Set.copyOf(domains.keySet()), Map.copyOf(files));
+                Map.copyOf(blocked), Set.copyOf(unlimitedPatterns), Set.copyOf(domains.keySet()), Map.copyOf(files));
     }
 
     private void file(ConfigLoader nodes, String text) throws ConfigException {
@@ -379,6 +380,7 @@ final class EnvoyConfigFiles {
             if (period != null) {
                 throw nodes.error(fields.get("unit"), field + ".unit", "an unlimited rate limit has no unit");
             }
+            unlimitedPatterns.add(pattern);
             return;
         }
         if (period == null) {

@@ -43,15 +43,18 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
      * @param blocked     the patterns of a limit of 0 requests ({@code requests_per_unit: 0}, or none given), not in
      *                    shadow mode: a call with a hit for a descriptor whose walk ends on one is over the limit
      *                    whole, and charges nothing, as a limit of 0 a call brings; no policy stands for it
+     * @param unlimited   the patterns of {@code unlimited: true}: a descriptor that ends on one is OK, with all a
+     *                    uint32 holds remaining, as Envoy's service answers it
      * @param domains     every domain the files configure, those without descriptors too: a limit a call brings for
      *                    a descriptor (Envoy's override) applies in any of them, as in Envoy's service
      * @param files       what each file and directory held when read (a directory: the files under it), to see a
      *                    change
      */
     public record Envoy(List<PolicyConfig.Match> patterns, Map<PolicyConfig.Match, List<String>> replaces,
-                        Set<String> replaceable, Map<PolicyConfig.Match, Blocked> blocked, Set<String> domains,
-                        Map<Path, String> files) {
-        public static final Envoy NONE = new Envoy(List.of(), Map.of(), Set.of(), Map.of(), Set.of(), Map.of());
+                        Set<String> replaceable, Map<PolicyConfig.Match, Blocked> blocked,
+                        Set<PolicyConfig.Match> unlimited, Set<String> domains, Map<Path, String> files) {
+        public static final Envoy NONE = new Envoy(List.of(), Map.of(), Set.of(), Map.of(), Set.of(), Set.of(),
+                Map.of());
 
         /** A limit of 0 requests: its name (given, or made from its path) and its unit. */
         public record Blocked(String name, EnvoyUnit unit) {

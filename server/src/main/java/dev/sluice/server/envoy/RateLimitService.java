@@ -113,6 +113,7 @@ final class RateLimitService {
         Policies policies = live.policies();
         List<Policies.Charge> charges = new ArrayList<>();
         int[] ends = new int[request.getDescriptorsCount()];
+        boolean[] unlimited = new boolean[request.getDescriptorsCount()];
         try {
             Call call = call(request, policies);
             if (call.nothing() >= 0 && policies.names(request.getDomain())) {
@@ -125,6 +126,7 @@ final class RateLimitService {
             for (int i = 0; i < each.size(); i++) {
                 charges.addAll(each.get(i));
                 ends[i] = charges.size();
+                unlimited[i] = each.get(i).isEmpty() && policies.unlimited(call.descriptors().get(i));
             }
         } catch (BadRequest e) {
             answer.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
@@ -140,7 +142,7 @@ final class RateLimitService {
                 if (failure != null) {
                     throw failure;
                 }
-                answer.onNext(response(verdict, ends,
+                answer.onNext(response(verdict, ends, unlimited,
                         new VerdictAnswer(verdict, policies.config().envoyHeaders()).headers()));
                 answer.onCompleted();
             } catch (Throwable unforeseen) {
@@ -276,7 +278,8 @@ final class RateLimitService {
      * that rejected it, else of the one closest to rejecting it; and Sluice's rate limit headers, for Envoy to add
      * to the client's answer.
      */
-    private static RateLimitResponse response(Verdict verdict, int[] ends, Map<String, String> headers) {
+    private static RateLimitResponse response(Verdict verdict, int[] ends, boolean[] unlimited,
+                                              Map<String, String> headers) {
         RateLimitResponse.Builder response = RateLimitResponse.newBuilder()
                 .setOverallCode(verdict.allowed() ? Code.OK : Code.OVER_LIMIT);
         List<Checked> decided = verdict.checked();
@@ -284,8 +287,14 @@ final class RateLimitService {
             int from = i == 0 ? 0 : ends[i - 1];
             List<Checked> own = decided.subList(Math.min(from, decided.size()), Math.min(ends[i], decided.size()));
             if (own.isEmpty()) {
-                // no policy for it (OK, as Envoy's own service answers), or not reached after a rejection
-                response.addStatuses(DescriptorStatus.newBuilder().setCode(from == ends[i] ? Code.OK : Code.UNKNOWN));
+                // no policy for it (OK, as Envoy's own service answers), or not reached after a rejection; one that
+                // ends on an unlimited node has all a uint32 holds remaining, as Envoy's service tells it (a review)
+                DescriptorStatus.Builder status = DescriptorStatus.newBuilder().setCode(from == ends[i] ? Code.OK
+                        : Code.UNKNOWN);
+                if (from == ends[i] && unlimited[i]) {
+                    status.setLimitRemaining((int) UINT32_MAX);
+                }
+                response.addStatuses(status);
                 continue;
             }
             Verdict its = new Verdict(own);

@@ -187,7 +187,10 @@ class EnvoyConfigFilesTest {
             RateLimitResponse unlimited = ask(descriptor("remote_address", "10.0.0.1"));
             assertThat(unlimited.getOverallCode()).isEqualTo(Code.OK);
             assertThat(unlimited.getStatuses(0).hasCurrentLimit()).isFalse();
+            // all a uint32 holds, as Envoy's service tells an unlimited descriptor from one no limit takes (a review)
+            assertThat(Integer.toUnsignedLong(unlimited.getStatuses(0).getLimitRemaining())).isEqualTo(0xFFFF_FFFFL);
         }
+        assertThat(ask(descriptor("nothing", "here")).getStatuses(0).getLimitRemaining()).as("no limit: 0").isZero();
     }
 
     @Test
