@@ -146,7 +146,7 @@ public final class Policies {
             limiter = overriding.limiter();
             prefix = overriding.prefix();
         }
-        return limiter.tryAcquireAsync(prefix + key, cost).thenApply(decision -> counted(policy, key, cost, decision,
+        return limiter.tryAcquireAsync(stored(prefix, key), cost).thenApply(decision -> counted(policy, key, cost, decision,
                 asked));
     }
 
@@ -161,7 +161,7 @@ public final class Policies {
 
     private Checked concurrent(PolicyConfig policy, String key, long cost, long asked) {
         ConcurrencyLimiter limiter = inFlight.get(prefixes.get(policy.name()));
-        Permit permit = limiter.tryAcquire(prefixes.get(policy.name()) + key, cost);
+        Permit permit = limiter.tryAcquire(stored(prefixes.get(policy.name()), key), cost);
         if (cost == 0) { // a peek holds no place: no permit to hand out
             return counted(new Checked(policy, key, cost, permit.decision()), asked);
         }
@@ -441,7 +441,28 @@ public final class Policies {
 
     /** The stored key of {@code key} under {@code policy}, without the store's own prefix. */
     public static String storedKey(PolicyConfig policy, String key) {
-        return prefix(policy) + key;
+        return stored(prefix(policy), key);
+    }
+
+    /**
+     * The longest key kept as it is. A longer one is kept as its SHA-256, written {@code sha256:} and 64 hex digits:
+     * the in-memory store bounds how many keys it holds (max_keys), not how long they are, and a review filled a
+     * server of 256 MB to its end with keys of a few kilobytes each (a body of /v1/check holds up to 64 KB, a header
+     * 8 KB); two keys share a digest no more than two keys share a counter otherwise. Redis is spared the bytes too.
+     */
+    static final int LONGEST_KEY_KEPT = 256;
+
+    /** {@code prefix} and {@code key}, or {@code key}'s digest when it is longer than {@link #LONGEST_KEY_KEPT}. */
+    static String stored(String prefix, String key) {
+        if (key.length() <= LONGEST_KEY_KEPT) {
+            return prefix + key;
+        }
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
+            return prefix + "sha256:" + java.util.HexFormat.of().formatHex(digest);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java has SHA-256", e);
+        }
     }
 
     private static String prefix(PolicyConfig policy) {

@@ -317,6 +317,26 @@ class CheckApiTest {
         assertThat(JSON.readTree(large.body()).get("error").asText()).isEqualTo("the body is larger than 65536 bytes");
     }
 
+    /**
+     * A key longer than 256 characters is kept as its SHA-256: the store bounds how many keys it holds, not how long
+     * they are, and a review filled a server of 256 MB with keys of a few kilobytes. Two long keys are still two
+     * keys, and one is one.
+     */
+    @Test
+    void aLongKeyIsKeptAsItsDigestAndStillCountedApart() throws Exception {
+        String one = "u".repeat(5_000) + "-1";
+        String two = "u".repeat(5_000) + "-2";
+        for (int expected : new int[] {200, 200, 200, 429}) {
+            assertThat(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"" + one + "\"}").statusCode())
+                    .isEqualTo(expected);
+        }
+        assertThat(post("/v1/check", "{\"policy\":\"per-user\",\"key\":\"" + two + "\"}").statusCode()).isEqualTo(200);
+        assertThat(Policies.storedKey(live.policies().policy("per-user"), one))
+                .matches("per-user@[0-9a-f]{8}:sha256:[0-9a-f]{64}");
+        String short256 = "k".repeat(256);
+        assertThat(Policies.storedKey(live.policies().policy("per-user"), short256)).endsWith(":" + short256);
+    }
+
     /** A review found /v1/policies leaving out which requests a policy takes, at what cost, and its max delay. */
     @Test
     void thePoliciesSayWhatTheyMatchTheirCostAndTheirMaxDelay() throws Exception {

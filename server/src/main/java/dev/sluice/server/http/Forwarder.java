@@ -97,8 +97,8 @@ final class Forwarder {
             head = head(incoming, body);
         } catch (IllegalArgumentException e) { // a header Netty will not send (Vert.x read it)
             dropRest(incoming);
+            failed.accept("400"); // counted before it is answered, so that a client that has its answer sees it counted
             answer(incoming, 400, "Bad Request", e.getMessage(), added);
-            failed.accept("400");
             return;
         }
         Exchange exchange = new Exchange(incoming, added, head, body);
@@ -258,7 +258,7 @@ final class Forwarder {
         public void failed(Throwable cause) {
             if (!over) {
                 over = true;
-                failed.accept(badGateway(incoming, cause, added));
+                badGateway(incoming, cause, added, failed);
             }
         }
 
@@ -379,8 +379,8 @@ final class Forwarder {
             channel.config().setAutoRead(false);
             stalled = channel.eventLoop().schedule(() -> {
                 if (!over) {
-                    cutOff(incoming.connection()); // nothing read for the timeout, as nginx's send_timeout
                     failed.accept("cut_off");
+                    cutOff(incoming.connection()); // nothing read for the timeout, as nginx's send_timeout
                 }
             }, connections.timeoutMs(), TimeUnit.MILLISECONDS); // the upstream's timeout, for a client as slow
             response.drainHandler(drained -> {
@@ -412,13 +412,13 @@ final class Forwarder {
                     detach(false);
                     dropRest(incoming);
                     if (response.headWritten()) {
-                        cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
                         failed.accept("cut_off");
+                        cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
                     } else { // the connection, halfway through a request, is closed once the answer is out
+                        failed.accept("408");
                         answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming",
                                 added)
                                 .onComplete(sent -> incoming.connection().close());
-                        failed.accept("408");
                     }
                 }
                 return;
@@ -451,7 +451,7 @@ final class Forwarder {
             }
             over = true;
             detach(false);
-            failed.accept(badGateway(incoming, cause, added));
+            badGateway(incoming, cause, added, failed);
         }
 
         /** The client is gone: the connection, in the middle of an exchange nobody will read, is closed. */
@@ -566,26 +566,31 @@ final class Forwarder {
 
     /**
      * 504 when the upstream stayed silent too long, else 502; the upstream's headers, if copied, are dropped, and
-     * the rate limit's {@code added} kept. What it did, as {@link #failed} is told it.
+     * the rate limit's {@code added} kept; {@code failed} is told what it did.
      */
-    private static String badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added) {
+    private static void badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added,
+                                   java.util.function.Consumer<String> failed) {
         HttpServerResponse response = incoming.response();
+        // each counted before it is answered: a client that has its 502 sees it counted (a test found it racing)
         if (response.ended()) {
+            failed.accept("cut_off");
             incoming.connection().close(); // what is left of a whole answer goes out first
-            return "cut_off";
+            return;
         }
         if (response.headWritten()) {
+            failed.accept("cut_off");
             cutOff(incoming.connection()); // the answer, begun, cannot end: nothing of it to wait for
-            return "cut_off";
+            return;
         }
         dropRest(incoming);
         if (cause instanceof TimeoutException) {
+            failed.accept("504");
             answer(incoming, 504, "Gateway Timeout", "gateway timeout: " + cause.getMessage(), added);
-            return "504";
+            return;
         }
+        failed.accept("502");
         answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
                 + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()), added);
-        return "502";
     }
 
     /**
