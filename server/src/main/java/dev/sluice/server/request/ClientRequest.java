@@ -148,8 +148,19 @@ public interface ClientRequest {
      */
     public static String headerAsSent(String name, String read) {
         String sent = asSent(read);
-        if (sent == null || sent != read || read.chars().allMatch(c -> c < 0x80) || read.chars().anyMatch(c -> c > 0xFF)) {
-            return sent; // decoded, or ASCII, or decoded already by the container
+        if (sent == null || sent != read) {
+            return sent; // decoded from UTF-8
+        }
+        boolean pastAscii = false;
+        for (int i = 0; i < read.length(); i++) { // one pass: this is on every request a policy reads a header of
+            char c = read.charAt(i);
+            if (c > 0xFF) {
+                return sent; // decoded already
+            }
+            pastAscii |= c >= 0x80;
+        }
+        if (!pastAscii) {
+            return sent;
         }
         int at = dev.sluice.server.config.TextFile.notUtf8At(read.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
         throw new BadRequest("header " + name + ": its bytes are not UTF-8 (byte " + String.format("0x%02X",
@@ -178,11 +189,6 @@ public interface ClientRequest {
     }
 
     /**
-     * Refuses a request target that the gateway and the servlet filter alike answer 400 before deciding it: a
-     * {@code #} anywhere in it, a {@code %} in its {@code path} not followed by two hex digits, or a byte past ASCII anywhere in the
-     * {@code target} (RFC 9112 3.2: a target is ASCII; a container reads each byte as a char).
-     */
-    /**
      * Why a {@code \} in a path is refused: it is no character of a URI's path (RFC 3986), and the upstreams that
      * parse as browsers do (WHATWG URLs: Node's {@code new URL}, Deno, Bun, undici) take it for {@code /}, so
      * {@code /x/..\api/items} escaped a policy for {@code /api/**} and was served as {@code /api/items} (a review
@@ -191,6 +197,11 @@ public interface ClientRequest {
     public static final String BACKSLASH = "a \\ has no place in a path; some servers read it as /, so a target sends it"
             + " escaped, as %5C";
 
+    /**
+     * Refuses a request target that the gateway and the servlet filter alike answer 400 before deciding it: a
+     * {@code #} anywhere in it, a {@code %} in its {@code path} not followed by two hex digits, or a byte past ASCII anywhere in the
+     * {@code target} (RFC 9112 3.2: a target is ASCII; a container reads each byte as a char).
+     */
     static void checkTarget(String path, String target) throws BadRequest {
         if (target.indexOf('#') >= 0) {
             // no fragment in a request's target (RFC 9112 3.2): the path Sluice matched ran on past it, while most
