@@ -2,6 +2,8 @@ package dev.sluice.server.http;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
@@ -45,12 +47,23 @@ import java.util.List;
  * goes to the server's handler of malformed requests (400, {@code Connection: close}), and the decoder discards
  * the rest of the connection, so that a body mistaken for a request is never read as one.
  *
- * <p>It also bounds the requests a client pipelines: a connection with more than {@link #MOST_WAITING} requests read
- * and not yet answered is cut off. Vert.x reads on whatever waits, and puts each request read at the end of a list
- * it walks from the start, so a client pipelining 200,000 requests in one stream (6.6 MB) kept an event loop busy for
- * good and every other client of that loop waited seconds (found by trying the gateway). nginx reads one request at
- * a time; browsers do not pipeline at all. The answers are counted on their way out ({@link Answers}, beside Vert.x's
- * handler in the pipeline), so the count needs nothing of the server's request handler.
+ * <p>It also bounds the requests a client pipelines, and the answers it leaves unread: a connection is cut off (a
+ * reset) that has more than {@link #MOST_WAITING} requests read whose answers are not yet sent to the socket, or that
+ * is given another answer while more than {@link #MOST_UNSENT} bytes of answers wait for the socket. Why:
+ * <ul>
+ *   <li>Vert.x reads on whatever waits, and puts each request read at the end of a list it walks from the start, so
+ *       a client pipelining 200,000 requests in one stream (6.6 MB) kept an event loop busy for good and every other
+ *       client of that loop waited seconds (found by trying the gateway).</li>
+ *   <li>Vert.x answers them whether the client reads or not, and what the socket cannot take waits in Netty's buffer.
+ *       A client that pipelined requests the gateway rejected and read nothing had 558,000 answers waiting there
+ *       (4 connections, a server of 256 MB out of memory, and dead for every client after it left); one that
+ *       pipelined {@code GET /metrics} had the direct memory run out and the event loop stall (a review found both).
+ *       Answers were counted as they were written, not as they were sent, so the bound above never tripped.</li>
+ * </ul>
+ * nginx reads one request at a time and takes the next once the answer is sent; browsers do not pipeline at all.
+ * An honest client that reads its answers never has them wait: they go as fast as it reads them. The answers are
+ * counted on their way out ({@link Answers}, beside Vert.x's handler in the pipeline), as written and as sent, so
+ * the count needs nothing of the server's request handler.
  *
  * <p>And a body that breaks off unreadable (a chunk size that is not hex) while its request waits behind others is
  * cut off the same way, as Vert.x cuts off a connection whose request being handled has one. Vert.x failed on it
@@ -61,14 +74,17 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     /** The names Vert.x gives the decoder and its own handler in a connection's pipeline. */
     private static final String DECODER = "httpDecoder";
     private static final String VERTX = "handler";
-    /** The most requests of one connection read and not yet answered. */
+    /** The most requests of one connection read and not yet answered to the socket. */
     static final int MOST_WAITING = 1_000;
+    /** The most bytes of answers waiting for the socket when another answer begins. */
+    static final long MOST_UNSENT = 1 << 20;
 
     /** The Content-Length headers of the request being read (Netty keeps one of them); on the event loop only. */
     private int lengths;
-    /** Requests read, and answers written; on the connection's event loop only. */
+    /** Requests read, answers written, and answers sent to the socket; on the connection's event loop only. */
     private long read;
     private long answered;
+    private long sent;
     private boolean cut;
 
     private StrictFraming(HttpServerOptions options) {
@@ -83,16 +99,49 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         pipeline.addBefore(VERTX, "sluiceAnswers", strict.new Answers());
     }
 
-    /** Counts the answers Vert.x writes: each ends with a last part (informational answers, 1xx, do not count). */
+    /**
+     * Counts the answers Vert.x writes, and those sent: each ends with a last part (informational answers, 1xx, do not
+     * count), sent once its write is done. And cuts off a connection given an answer while too much waits unsent.
+     */
     private final class Answers extends ChannelOutboundHandlerAdapter {
         @Override
         public void write(ChannelHandlerContext context, Object message, ChannelPromise promise) {
-            if (message instanceof LastHttpContent && !(message instanceof HttpResponse head
-                    && head.status().codeClass() == HttpStatusClass.INFORMATIONAL)) {
+            boolean informational = message instanceof HttpResponse head
+                    && head.status().codeClass() == HttpStatusClass.INFORMATIONAL;
+            if (message instanceof HttpResponse && !informational && unsent(context) > MOST_UNSENT) {
+                context.flush(); // what a read's answers left unflushed, as in decode
+                if (unsent(context) > MOST_UNSENT) {
+                    context.write(message, promise); // Vert.x's to release, as the connection closes
+                    cutOff(context);
+                    return;
+                }
+            }
+            if (message instanceof LastHttpContent && !informational) {
                 answered++;
+                ChannelPromise counted = promise.unvoid(); // Vert.x writes with a void promise, which takes no listener
+                counted.addListener(written -> {
+                    if (written.isSuccess()) {
+                        sent++;
+                    }
+                });
+                promise = counted;
             }
             context.write(message, promise);
         }
+
+        private static long unsent(ChannelHandlerContext context) {
+            ChannelOutboundBuffer waiting = context.channel().unsafe().outboundBuffer();
+            return waiting == null ? 0 : waiting.totalPendingWriteBytes(); // null: closed
+        }
+    }
+
+    /**
+     * A reset, from here toward the socket: at once, not after the answers waiting to be written, and a plain close
+     * would leave those answers in the kernel, sent to a client that reads nothing.
+     */
+    private static void cutOff(ChannelHandlerContext context) {
+        context.channel().config().setOption(ChannelOption.SO_LINGER, 0);
+        context.close();
     }
 
     @Override
@@ -113,13 +162,18 @@ final class StrictFraming extends VertxHttpRequestDecoder {
                 brokenWhileWaiting = true;
             }
         }
-        if (brokenWhileWaiting || read - answered > MOST_WAITING) {
+        if (read - sent > MOST_WAITING) {
+            // Vert.x flushes once a read is over, and a read holds thousands of small requests: what the socket takes
+            // now is sent, and what it does not take waits for a client that reads nothing
+            context.flush();
+        }
+        if (brokenWhileWaiting || read - sent > MOST_WAITING) {
             cut = true;
             for (int i = out.size() - 1; i >= before; i--) {
                 ReferenceCountUtil.release(out.remove(i));
             }
             in.skipBytes(in.readableBytes());
-            context.close(); // from here toward the socket: at once, not after the answers waiting to be written
+            cutOff(context);
         }
     }
 

@@ -670,6 +670,98 @@ class GatewayTest {
         assertThat(send(request("/elsewhere")).body()).isEqualTo("hello");
     }
 
+    /**
+     * A client that pipelines requests and reads none of the answers is cut off (a reset) once a thousand of them wait
+     * for it beyond what the socket holds, and the gateway goes on serving. A past bug, found by a review: answers
+     * were counted as written, not as sent, so the bound above never tripped while they waited in Netty's buffer;
+     * 558,000 pipelined 429s left unread on 4 connections had a server of 256 MB out of memory, dead for every client
+     * after that one left.
+     */
+    @Test
+    void aClientThatPipelinesAndReadsNothingIsCutOff() throws Exception {
+        int requests = 200_000; // 9.6 MB: more than the two sockets' buffers hold once the gateway stops reading
+        byte[] hundred = "GET /api/x HTTP/1.1\r\nHost: a\r\nX-User: deaf\r\n\r\n".repeat(100)
+                .getBytes(StandardCharsets.US_ASCII);
+        for (int i = 0; i < 2; i++) { // per-user: 2 an hour; from here each is rejected by the gateway itself, at once
+            assertThat(send(request("/api/x").header("X-User", "deaf")).statusCode()).isEqualTo(200);
+        }
+        int written = 0;
+        boolean cut = false;
+        try (java.net.Socket client = new java.net.Socket()) {
+            client.setReceiveBufferSize(4096);
+            client.setSendBufferSize(4096);
+            client.connect(new java.net.InetSocketAddress("127.0.0.1", gateway.port()));
+            try {
+                for (; written < requests; written += 100) {
+                    client.getOutputStream().write(hundred);
+                }
+            } catch (java.net.SocketException reset) {
+                cut = true;
+            }
+        }
+        assertThat(cut).as("cut off while it sent (%d requests written)", written).isTrue();
+        java.util.regex.Matcher rejected = java.util.regex.Pattern
+                .compile("sluice_decisions_total\\{outcome=\"rejected\",policy=\"per-user\"} ([0-9.]+)")
+                .matcher(live.metrics().scrape());
+        assertThat(rejected.find()).isTrue();
+        assertThat(Double.parseDouble(rejected.group(1))).as("decided before the cut, not all it sent")
+                .isLessThan(requests / 4.0);
+        assertThat(send(request("/elsewhere")).body()).isEqualTo("hello");
+    }
+
+    /**
+     * A client that pipelines fewer requests than that bound, each with a large answer, and reads none is cut off
+     * once more than {@link StrictFraming#MOST_UNSENT} bytes of answers wait for it: its other requests are never
+     * forwarded. A past bug, found by a review: pipelined {@code GET /metrics} left unread ran a server's direct memory
+     * out.
+     */
+    @Test
+    void aClientThatLeavesLargeAnswersUnreadIsCutOff() throws Exception {
+        int requests = 300; // 300 answers of 60 KB: 18 MB, more than the sockets' buffers and the bound together
+        try (java.net.Socket client = new java.net.Socket()) {
+            client.setReceiveBufferSize(4096);
+            client.connect(new java.net.InetSocketAddress("127.0.0.1", gateway.port()));
+            client.getOutputStream().write("GET /download?bytes=60000 HTTP/1.1\r\nHost: a\r\n\r\n".repeat(requests)
+                    .getBytes(StandardCharsets.US_ASCII));
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            for (int before = -1; before != upstream.requests.get() && System.nanoTime() < deadline; ) {
+                before = upstream.requests.get();
+                Thread.sleep(1_000); // until the gateway forwards no more
+            }
+            assertThat(upstream.requests.get()).as("forwarded until the cut, not all").isLessThan(requests / 2);
+            client.setSoTimeout(10_000);
+            assertThatThrownBy(() -> client.getInputStream().readAllBytes()).as("a reset")
+                    .isInstanceOf(java.net.SocketException.class);
+        }
+        assertThat(send(request("/elsewhere")).body()).isEqualTo("hello");
+    }
+
+    /**
+     * The bound counts answers that wait for the socket, not answers a read made: an honest client that pipelines
+     * thousands of requests in one write and reads its answers as they come gets every one.
+     */
+    @Test
+    void aClientThatPipelinesManyAndReadsGetsEveryAnswer() throws Exception {
+        for (int i = 0; i < 2; i++) {
+            assertThat(send(request("/api/x").header("X-User", "reader")).statusCode()).isEqualTo(200);
+        }
+        int requests = 5 * StrictFraming.MOST_WAITING;
+        try (java.net.Socket client = rawClient()) {
+            CompletableFuture<String> answers = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return new String(client.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            String one = "GET /api/x HTTP/1.1\r\nHost: a\r\nX-User: reader\r\n\r\n";
+            client.getOutputStream().write((one.repeat(requests - 1) + one.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n"))
+                    .getBytes(StandardCharsets.US_ASCII));
+            assertThat(answers.get(30, java.util.concurrent.TimeUnit.SECONDS).split("HTTP/1.1 429 ", -1).length - 1)
+                    .isEqualTo(requests);
+        }
+    }
+
     @Test
     void aConcurrencyPolicyHoldsAPlaceUntilTheAnswerIsSent() throws Exception {
         List<CompletableFuture<HttpResponse<String>>> slow = new ArrayList<>();
