@@ -19,10 +19,28 @@ import java.util.concurrent.atomic.AtomicLong;
  * left is removed. A key whose leases expire unreleased, never to be asked again, is removed by a sweep of every
  * key, made once the number of keys has doubled since the last: a client sending a new key with each request, and
  * never releasing, grew the map without end (a review found it); the sweeps cost each acquisition O(1) amortised.
+ *
+ * <p>And it holds at most {@code maxPlaces} leases at once, over all keys (default {@value #DEFAULT_MAX_PLACES}); a
+ * key with none is not kept, so this bounds the keys too. Full, it turns new leases away ({@link Permit#turnedAway()}),
+ * rejected with the wait until the first lease it holds expires, as nginx's {@code limit_conn} answers 503 when its
+ * zone is full. Why: sweeps drop expired leases only, and leases live a lease timeout; a client sending a new key
+ * with each request and never releasing held a lease a key, each about 460 bytes with the server's id for it, and
+ * ran a server of 256 MB out of memory in a few minutes (a review found it). Not evicted, as the in-memory store's
+ * keys are: a lease dropped early would let its key hold more than its limit. Full, it sweeps again no sooner than
+ * the first expiry it saw, so a flood of new keys does not walk every key for each one.
  */
 public final class ConcurrencyLimiter {
+    /** The most leases held at once, over all keys, unless told otherwise. */
+    public static final long DEFAULT_MAX_PLACES = 100_000;
+
     private final long limit;
     private final long leaseTimeout;
+    private final long maxPlaces;
+    /** Leases held, expired ones not yet dropped among them. */
+    private final AtomicLong places = new AtomicLong();
+    /** The first expiry of the leases the last sweep left; no sweep before it (on the clock's time). */
+    private volatile long firstExpiry = Long.MIN_VALUE;
+    private final java.util.concurrent.atomic.LongAdder turnedAway = new java.util.concurrent.atomic.LongAdder();
     private final Clock clock;
     private final Limit described;
     private final ConcurrentHashMap<String, Leases> keys = new ConcurrentHashMap<>();
@@ -89,6 +107,7 @@ public final class ConcurrencyLimiter {
     private ConcurrencyLimiter(Builder builder) {
         this.limit = builder.limit;
         this.leaseTimeout = builder.leaseTimeout;
+        this.maxPlaces = builder.maxPlaces;
         this.clock = builder.clock;
         this.described = Limit.of(limit, leaseTimeout);
     }
@@ -116,13 +135,30 @@ public final class ConcurrencyLimiter {
         if (cost < 0) {
             throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
         }
+        Permit permit = attempt(key, cost);
+        if (permit.turnedAway()) { // full: leases may have expired since the last sweep
+            if (clock.nanos() >= firstExpiry && sweep(true)) {
+                permit = attempt(key, cost);
+            }
+            if (permit.turnedAway()) {
+                turnedAway.increment();
+            }
+        } else if (keys.size() >= sweepAt.get()) {
+            sweep(false);
+        }
+        return permit;
+    }
+
+    private Permit attempt(String key, long cost) {
         long id = leaseIds.incrementAndGet();
         Decision[] answer = new Decision[1];
+        boolean[] full = new boolean[1];
         keys.compute(key, (k, held) -> {
             long now = clock.nanos(); // read under the key's lock, so expiries stay in order
             // within the time a rule decides at: past it, now + the lease overflowed, and every lease expired at once
             Rule.checkTime(now);
             Leases live = held == null ? Leases.NONE : held.withoutExpired(now);
+            dropped(held, live);
             long inFlight = live.inFlight();
             if (cost == 0) {
                 answer[0] = new Decision(true, limit - inFlight, 0, resetAfter(live, now), 0, described);
@@ -133,33 +169,57 @@ public final class ConcurrencyLimiter {
                         described);
                 return live.size() == 0 ? null : live;
             }
+            if (places.incrementAndGet() > maxPlaces) {
+                places.decrementAndGet();
+                full[0] = true;
+                // nothing left for this key either, whatever its own limit leaves: 0, as a full store answers
+                long first = firstExpiry; // at or before now: a sweep is due, by another caller or this one's retry
+                answer[0] = new Decision(false, 0, first > now ? first - now : 1, resetAfter(live, now), 0, described);
+                return live.size() == 0 ? null : live;
+            }
             Leases granted = live.with(id, cost, now + leaseTimeout);
             answer[0] = new Decision(true, limit - inFlight - cost, 0, resetAfter(granted, now), 0, described);
             return granted;
         });
-        if (keys.size() >= sweepAt.get()) {
-            sweep();
-        }
-        return new Permit(this, key, id, answer[0]);
+        return new Permit(this, key, id, answer[0], full[0]);
     }
 
-    /** Drops the expired leases of every key, and the keys left with none; by one caller at a time. */
-    private void sweep() {
+    /** Counts the leases {@code live} dropped of {@code held}, the key's leases before; under the key's lock. */
+    private void dropped(Leases held, Leases live) {
+        if (held != null && held != live) {
+            places.addAndGet(live.size() - held.size());
+        }
+    }
+
+    /**
+     * Drops the expired leases of every key, and the keys left with none, and notes the first expiry of those left;
+     * by one caller at a time. A sweep for room ({@code full}) is made whatever the number of keys.
+     *
+     * @return whether this caller made it
+     */
+    private boolean sweep(boolean full) {
         long at = sweepAt.get();
-        if (at == Long.MAX_VALUE || keys.size() < at || !sweepAt.compareAndSet(at, Long.MAX_VALUE)) {
-            return;
+        if (at == Long.MAX_VALUE || (!full && keys.size() < at) || !sweepAt.compareAndSet(at, Long.MAX_VALUE)) {
+            return false;
         }
         try {
             long now = clock.nanos();
+            long[] first = {Long.MAX_VALUE};
             for (String key : keys.keySet()) {
                 keys.computeIfPresent(key, (k, held) -> {
                     Leases live = held.withoutExpired(now);
+                    dropped(held, live);
+                    if (live.size() > 0) {
+                        first[0] = Math.min(first[0], live.expiries()[0]);
+                    }
                     return live.size() == 0 ? null : live;
                 });
             }
+            firstExpiry = first[0];
         } finally {
             sweepAt.set(Math.max(SWEEP_FROM, 2L * keys.size()));
         }
+        return true;
     }
 
     /** The wait until enough leases have expired for {@code cost} to fit, if none is released first. */
@@ -186,6 +246,7 @@ public final class ConcurrencyLimiter {
         Rule.checkTime(now);
         keys.computeIfPresent(key, (k, held) -> {
             Leases live = held.without(lease).withoutExpired(now);
+            dropped(held, live);
             return live.size() == 0 ? null : live;
         });
     }
@@ -206,10 +267,26 @@ public final class ConcurrencyLimiter {
         return keys.size();
     }
 
+    /** How many leases are held, over all keys (expired ones among them until dropped). */
+    public long placeCount() {
+        return places.get();
+    }
+
+    /** The most leases held at once, over all keys. */
+    public long maxPlaces() {
+        return maxPlaces;
+    }
+
+    /** How many acquisitions were turned away because the limiter held its most leases ({@link Permit#turnedAway()}). */
+    public long turnedAway() {
+        return turnedAway.sum();
+    }
+
     /** The limit and the lease timeout of a {@link ConcurrencyLimiter}. */
     public static final class Builder {
         private long limit;
         private long leaseTimeout = Duration.ofMinutes(1).toNanos();
+        private long maxPlaces = DEFAULT_MAX_PLACES;
         private Clock clock = Clock.system();
 
         private Builder() {
@@ -230,6 +307,15 @@ public final class ConcurrencyLimiter {
             return this;
         }
 
+        /**
+         * At most this many leases held at once, over all keys (default {@value ConcurrencyLimiter#DEFAULT_MAX_PLACES});
+         * full, new ones are turned away. Each takes about 200 bytes of heap, with its key.
+         */
+        public Builder maxPlaces(long maxPlaces) {
+            this.maxPlaces = maxPlaces;
+            return this;
+        }
+
         public Builder clock(Clock clock) {
             if (clock == null) {
                 throw new IllegalArgumentException("clock must not be null");
@@ -245,6 +331,9 @@ public final class ConcurrencyLimiter {
             if (leaseTimeout < 1 || leaseTimeout > DurationFormat.MAX_NANOS) {
                 throw new IllegalArgumentException("lease timeout must be > 0 and at most "
                         + DurationFormat.MAX_NANOS + "ns, got " + leaseTimeout + "ns");
+            }
+            if (maxPlaces < 1) {
+                throw new IllegalArgumentException("max places must be at least 1, got " + maxPlaces);
             }
             return new ConcurrencyLimiter(this);
         }

@@ -23,13 +23,15 @@ public final class Permit implements AutoCloseable {
     private final String key;
     private final long lease;
     private final Decision decision;
+    private final boolean turnedAway;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Permit(ConcurrencyLimiter limiter, String key, long lease, Decision decision) {
+    Permit(ConcurrencyLimiter limiter, String key, long lease, Decision decision, boolean turnedAway) {
         this.limiter = limiter;
         this.key = key;
         this.lease = lease;
         this.decision = decision;
+        this.turnedAway = turnedAway;
     }
 
     /** Whether the capacity was granted. */
@@ -43,6 +45,15 @@ public final class Permit implements AutoCloseable {
      */
     public Decision decision() {
         return decision;
+    }
+
+    /**
+     * Whether it was refused because the limiter held its most leases over all keys
+     * ({@link ConcurrencyLimiter.Builder#maxPlaces}), not for its key's limit: its {@code retry_after} is then the
+     * wait until the first lease the limiter holds expires, and its {@code remaining} 0.
+     */
+    public boolean turnedAway() {
+        return turnedAway;
     }
 
     /** Gives the capacity back (once). */

@@ -100,6 +100,85 @@ class ConcurrencyLimiterTest {
         assertThat(limiter.keyCount()).isEqualTo(1_200);
     }
 
+    /**
+     * A past bug, found by a review: sweeps drop expired leases only, so a client sending a new key with each request
+     * and never releasing held a lease a key until the server ran out of memory. At most {@code maxPlaces} leases are
+     * held over all keys; full, a new one is turned away, with the wait until the first lease held expires; a lease
+     * given back, or one expired, makes room again.
+     */
+    @Test
+    void holdsAtMostMaxPlacesOverAllKeysAndTurnsTheRestAway() {
+        ConcurrencyLimiter limiter = ConcurrencyLimiter.builder().limit(3).leaseTimeout(Duration.ofSeconds(30))
+                .maxPlaces(5).clock(clock).build();
+        List<Permit> held = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            held.add(limiter.tryAcquire("key-" + i));
+            clock.advanceNanos(S);
+        }
+        held.add(limiter.tryAcquire("key-0"));
+        assertThat(held).allMatch(Permit::granted).noneMatch(Permit::turnedAway);
+        assertThat(limiter.placeCount()).isEqualTo(5);
+
+        Permit newKey = limiter.tryAcquire("key-9");
+        assertThat(newKey.granted()).isFalse();
+        assertThat(newKey.turnedAway()).isTrue();
+        // the first lease, taken 4 s ago, expires in 26 s; nothing is left while the limiter is full
+        assertThat(newKey.decision()).isEqualTo(new Decision(false, 0, 26 * S, 0, 0, Limit.of(3, 30 * S)));
+        Permit roomInItsKey = limiter.tryAcquire("key-1");
+        assertThat(roomInItsKey.turnedAway()).as("its key has room, the limiter none").isTrue();
+        assertThat(roomInItsKey.decision().remaining()).isZero();
+        assertThat(limiter.tryAcquire("key-1", 4).turnedAway()).as("refused for its own limit first").isFalse();
+        assertThat(limiter.tryAcquire("key-9", 0).granted()).as("a peek holds nothing").isTrue();
+        assertThat(limiter.turnedAway()).isEqualTo(2);
+        newKey.close();
+        assertThat(limiter.placeCount()).as("a refusal gives nothing back").isEqualTo(5);
+
+        held.get(2).close();
+        assertThat(limiter.tryAcquire("key-9").granted()).as("a place given back").isTrue();
+        assertThat(limiter.tryAcquire("key-8").turnedAway()).isTrue();
+        clock.advanceNanos(26 * S); // key-0's first lease runs out
+        Permit afterExpiry = limiter.tryAcquire("key-8");
+        assertThat(afterExpiry.granted()).as("a lease expired").isTrue();
+        assertThat(limiter.placeCount()).isEqualTo(5);
+        assertThat(limiter.turnedAway()).isEqualTo(3);
+        clock.advanceNanos(60 * S);
+        assertThat(limiter.tryAcquire("key-7").granted()).isTrue();
+        assertThat(limiter.placeCount()).as("every expired lease swept").isEqualTo(1);
+        assertThat(limiter.keyCount()).isEqualTo(1);
+    }
+
+    /** Many threads taking leases on keys of their own never hold more than {@code maxPlaces} together. */
+    @Test
+    void manyThreadsNeverHoldMoreThanMaxPlaces() throws Exception {
+        ConcurrencyLimiter limiter = ConcurrencyLimiter.builder().limit(2).maxPlaces(500).build();
+        int threads = 8;
+        CyclicBarrier start = new CyclicBarrier(threads);
+        AtomicInteger granted = new AtomicInteger();
+        AtomicInteger turnedAway = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<?>> runs = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int thread = t;
+            runs.add(pool.submit(() -> {
+                start.await(1, TimeUnit.MINUTES);
+                for (int i = 0; i < 200; i++) {
+                    // never closed; a key's second lease is within its limit of 2 too
+                    Permit permit = limiter.tryAcquire("t" + thread + "-" + (i % 150));
+                    (permit.granted() ? granted : turnedAway).incrementAndGet();
+                    assertThat(permit.granted() || permit.turnedAway()).as("refused only for room").isTrue();
+                }
+                return null;
+            }));
+        }
+        for (Future<?> run : runs) {
+            run.get(1, TimeUnit.MINUTES);
+        }
+        pool.shutdown();
+        assertThat(granted.get()).isEqualTo(500);
+        assertThat(limiter.placeCount()).isEqualTo(500);
+        assertThat(limiter.turnedAway()).isEqualTo(turnedAway.get()).isEqualTo(threads * 200L - 500);
+    }
+
     @Test
     void costZeroIsAPeekThatHoldsNothing() {
         ConcurrencyLimiter limiter = limiter(3);
@@ -169,5 +248,7 @@ class ConcurrencyLimiterTest {
     void refusesBadSettings() {
         assertThatThrownBy(() -> ConcurrencyLimiter.builder().build()).hasMessage("limit must be between 1 and 1099511627776, got 0");
         assertThatThrownBy(() -> limiter(2).tryAcquire("k", -1)).hasMessage("cost must be a whole number >= 0, got -1");
+        assertThatThrownBy(() -> ConcurrencyLimiter.builder().limit(1).maxPlaces(0).build())
+                .hasMessage("max places must be at least 1, got 0");
     }
 }

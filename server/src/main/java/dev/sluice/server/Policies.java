@@ -81,6 +81,7 @@ public final class Policies {
                 limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(store).build());
             } else {
                 String prefix = prefix(policy);
+                metrics.watchInFlight(policy.name());
                 ConcurrencyLimiter kept = previous.get(prefix);
                 concurrency.put(prefix, kept != null ? kept : ConcurrencyLimiter.builder()
                         .limit(policy.inFlight().amount())
@@ -162,6 +163,9 @@ public final class Policies {
     private Checked concurrent(PolicyConfig policy, String key, long cost, long asked) {
         ConcurrencyLimiter limiter = inFlight.get(prefixes.get(policy.name()));
         Permit permit = limiter.tryAcquire(stored(prefixes.get(policy.name()), key), cost);
+        if (permit.turnedAway()) {
+            metrics.inFlightTurnedAway(policy.name());
+        }
         if (cost == 0) { // a peek holds no place: no permit to hand out
             return counted(new Checked(policy, key, cost, permit.decision()), asked);
         }

@@ -258,7 +258,8 @@ class MetricsTest {
                         target.get("expr").asText());
             }
         }
-        String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1h]\n";
+        String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1h]\n"
+                + "  - name: c\n    key: [ip]\n    algorithm: concurrency\n    limits: [1/1h]\n";
         try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("m.yaml", config), new ServerMetrics());
              ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
             call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}");

@@ -300,6 +300,25 @@ public final class ServerMetrics implements AutoCloseable {
         registry.counter("sluice.gateway.failures", "what", what).increment();
     }
 
+    /**
+     * Counts a request a concurrency policy rejected because it held its most places over all keys
+     * ({@code ConcurrencyLimiter.DEFAULT_MAX_PLACES}), not for its key's limit: {@code sluice_in_flight_turned_away_total}.
+     */
+    public void inFlightTurnedAway(String policy) {
+        inFlight(policy).increment();
+    }
+
+    /** Exports a concurrency policy's {@code sluice_in_flight_turned_away_total} at 0, before anything is turned away. */
+    public void watchInFlight(String policy) {
+        inFlight(policy);
+    }
+
+    private Counter inFlight(String policy) {
+        return Counter.builder("sluice.in.flight.turned.away").tag("policy", policy)
+                .description("Requests a concurrency policy rejected because it held its most places over all keys")
+                .register(registry);
+    }
+
     /** Counts a reload of the configuration file, applied or refused. */
     public void reloaded(boolean applied) {
         registry.counter("sluice.config.reloads", "result", applied ? "success" : "failure").increment();

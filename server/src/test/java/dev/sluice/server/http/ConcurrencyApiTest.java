@@ -2,6 +2,7 @@ package dev.sluice.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.ConcurrencyLimiter;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.metrics.ServerMetrics;
@@ -56,6 +57,39 @@ class ConcurrencyApiTest {
             HttpResponse<String> third = post(server, "/v1/check", check);
             assertThat(third.statusCode()).as("the place is free again").isEqualTo(200);
             assertThat(JSON.readTree(third.body()).get("permit").asText()).isNotEqualTo(permit);
+        }
+    }
+
+    /**
+     * A past bug, found by a review: a client of {@code /v1/check} sending a new key with each request and never
+     * releasing held a place a key, until the server ran out of memory. A concurrency policy holds at most
+     * {@link ConcurrencyLimiter#DEFAULT_MAX_PLACES} places over all keys; full, a request is a 429 with nothing
+     * remaining, counted in {@code sluice_in_flight_turned_away_total}, and a place given back makes room.
+     */
+    @Test
+    void aPolicyHoldsAtMostItsMostPlacesOverAllKeys() throws Exception {
+        String config = "policies:\n  - name: one\n    key: [ip]\n    algorithm: concurrency\n    limits: [2/1h]\n";
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", config), new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            String first = JSON.readTree(post(server, "/v1/check", "{\"policy\":\"one\",\"key\":\"first\"}").body())
+                    .get("permit").asText();
+            var policy = live.policies().policy("one");
+            for (int i = 1; i < ConcurrencyLimiter.DEFAULT_MAX_PLACES; i++) { // in-process: a hundred thousand calls
+                assertThat(live.policies().decide(policy, "k" + i, 1).toCompletableFuture().join().allowed()).isTrue();
+            }
+            HttpResponse<String> full = post(server, "/v1/check", "{\"policy\":\"one\",\"key\":\"first\"}");
+            assertThat(full.statusCode()).as("its key has room, the policy none").isEqualTo(429);
+            JsonNode body = JSON.readTree(full.body());
+            assertThat(body.get("remaining").asLong()).isZero();
+            assertThat(body.get("retry_after_ms").asLong()).as("until the first lease runs out")
+                    .isBetween(3_590_000L, 3_600_000L);
+            assertThat(body.has("permit")).isFalse();
+            assertThat(live.metrics().scrape()).contains("sluice_in_flight_turned_away_total{policy=\"one\"} 1.0");
+
+            assertThat(post(server, "/v1/release", "{\"permit\":\"" + first + "\"}").statusCode()).isEqualTo(200);
+            assertThat(post(server, "/v1/check", "{\"policy\":\"one\",\"key\":\"new\"}").statusCode())
+                    .as("a place given back").isEqualTo(200);
+            assertThat(post(server, "/v1/check", "{\"policy\":\"one\",\"key\":\"newer\"}").statusCode()).isEqualTo(429);
         }
     }
 
