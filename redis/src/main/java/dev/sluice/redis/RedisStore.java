@@ -105,7 +105,8 @@ import java.util.function.Supplier;
  * A key that this process gets admitted (at another cost) forgets its rejections: it was charged, so what they
  * said of it is no longer true. Another process charging it makes a remembered {@code retry_after} too short,
  * which the next rejection after it corrects.
- * At most {@link #MAX_REMEMBERED} keys a rule are remembered; a full memory is swept of what has expired.
+ * At most {@link #MAX_REMEMBERED} rejections are remembered, under every rule together; a full memory is swept of
+ * what has expired.
  *
  * <h2>Bounds</h2>
  * Lua's numbers are doubles, exact only up to 2^53, so the store refuses (with an error naming the limit)
@@ -182,7 +183,7 @@ public final class RedisStore implements Store, AutoCloseable {
      * rules in use ask (a batcher with a call in flight finishes it on its own).
      */
     static final int MAX_RULES = 1_024;
-    /** The most rejections remembered under one rule. */
+    /** The most rejections remembered, under every rule together (about 240 bytes each). */
     static final int MAX_REMEMBERED = 100_000;
 
     /**
@@ -878,7 +879,7 @@ public final class RedisStore implements Store, AutoCloseable {
             return this;
         }
 
-        /** The most rejections remembered under one rule (default {@link #MAX_REMEMBERED}; tests make it small). */
+        /** The most rejections remembered, under every rule together (default {@link #MAX_REMEMBERED}; tests make it small). */
         Builder rememberAtMost(int rejections) {
             this.mostRemembered = rejections;
             return this;

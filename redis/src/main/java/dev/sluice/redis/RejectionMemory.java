@@ -6,6 +6,7 @@ import dev.sluice.algorithm.Rule;
 import dev.sluice.store.Store;
 
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -21,68 +22,46 @@ import java.util.concurrent.atomic.LongAdder;
  * cost (it was charged); and a reset of the key. A reset is counted as it begins and as it ends ({@link #resetting}),
  * and a call that saw the count move while it was in flight remembers nothing: Redis may have run it before the
  * reset's {@code DEL}.
+ *
+ * <p>At most {@code mostRemembered} rejections are remembered in all, under every rule together: one map, keyed by
+ * rule and key. A bound per rule held a hundred thousand under each of a thousand rules, and Envoy's calls, each
+ * bringing a limit of its own (a rule each amount), filled 802,000 entries, 191 MB of a server's heap until the end
+ * of their day (a review found it).
  */
 final class RejectionMemory {
-    /** The least time between two sweeps of one rule's rejections. */
+    /** The least time between two sweeps. */
     private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
     private final boolean on;
-    /** The most rejections remembered under one rule. */
+    /** The most rejections remembered, under every rule together. */
     private final int mostRemembered;
     /** The most rules remembered under; past this many, the memory starts again empty. */
     private final int mostRules;
-    private final ConcurrentHashMap<Rule, Memory> rejections = new ConcurrentHashMap<>();
+    /**
+     * The rejections remembered, by rule and key. An expired one is dropped when its key asks again, or by a sweep
+     * once the memory is full: keys that come and go (an address per request, say) filled it with expired ones, and
+     * it stopped remembering for good (a bug a review found).
+     */
+    private final ConcurrentHashMap<Remembered, Rejection> rejections = new ConcurrentHashMap<>();
+    /** The rules rejections are remembered under, so that a key's can be found under each. */
+    private final Set<Rule> rules = ConcurrentHashMap.newKeySet();
+    /** When the next sweep may be made, on {@link System#nanoTime()}. */
+    private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
     /** Counts up as each reset begins and as it ends: a call that saw it move remembers no rejection. */
     private final AtomicLong resets = new AtomicLong();
     private final LongAdder recalled = new LongAdder();
+
+    /** What a rejection is remembered under. */
+    private record Remembered(Rule rule, String key) {
+    }
 
     /** A rejection remembered: of {@code cost} or more, until {@code until} on {@link System#nanoTime()}. */
     private record Rejection(long cost, long until, long at, Decision decision) {
     }
 
     /**
-     * The rejections remembered under one rule, by key. An expired one is dropped when its key asks again, or by
-     * a sweep of the memory once it is full: keys that come and go (an address per request, say) filled it with
-     * expired ones, and it stopped remembering for good (a bug a review found).
-     */
-    private record Memory(ConcurrentHashMap<String, Rejection> byKey, AtomicLong nextSweep) {
-        Memory() {
-            this(new ConcurrentHashMap<>(), new AtomicLong(System.nanoTime()));
-        }
-
-        /**
-         * Drops the expired rejections, if one may have expired since the last sweep: a sweep reads every entry,
-         * so it waits for the earliest expiry it left, and comes at most ten times a second.
-         */
-        void sweep(long now) {
-            long due = nextSweep.get();
-            if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_NANOS)) {
-                return;
-            }
-            long earliest = Long.MAX_VALUE;
-            for (Map.Entry<String, Rejection> entry : byKey.entrySet()) {
-                Rejection rejection = entry.getValue();
-                if (now - rejection.until >= 0) {
-                    byKey.remove(entry.getKey(), rejection);
-                } else if (rejection.until - now < earliest) {
-                    earliest = rejection.until - now;
-                }
-            }
-            nextSweep.set(now + Math.max(SWEEP_NANOS, earliest == Long.MAX_VALUE ? 0 : earliest));
-        }
-
-        /**
-         * Brings the next sweep forward to {@code when} if it was later: a rejection remembered after a sweep may
-         * expire before those the sweep left (a review found a full memory waiting out the longest of them).
-         */
-        void dueBy(long when) {
-            nextSweep.accumulateAndGet(when, (due, earlier) -> earlier - due < 0 ? earlier : due);
-        }
-    }
-
-    /**
      * @param on             whether anything is remembered at all
-     * @param mostRemembered the most rejections remembered under one rule
+     * @param mostRemembered the most rejections remembered, under every rule together
      * @param mostRules      the most rules remembered under
      */
     RejectionMemory(boolean on, int mostRemembered, int mostRules) {
@@ -104,18 +83,17 @@ final class RejectionMemory {
 
     /** The remembered rejection that answers this request, counted down to now; {@code null} if none. */
     Decision recall(Rule rule, String key, long cost, long nowNanos) {
-        if (!remembers(rule, cost, nowNanos)) {
+        if (!remembers(rule, cost, nowNanos) || rejections.isEmpty()) {
             return null;
         }
-        Memory memory = rejections.get(rule);
-        ConcurrentHashMap<String, Rejection> byKey = memory == null ? null : memory.byKey();
-        Rejection rejection = byKey == null ? null : byKey.get(key);
+        Remembered under = new Remembered(rule, key);
+        Rejection rejection = rejections.get(under);
         if (rejection == null) {
             return null;
         }
         long now = System.nanoTime();
         if (now - rejection.until >= 0) {
-            byKey.remove(key, rejection);
+            rejections.remove(under, rejection);
             return null;
         }
         if (cost != rejection.cost) {
@@ -144,9 +122,10 @@ final class RejectionMemory {
             if (cost > 0 && !rejections.isEmpty()) {
                 // the key was charged: a rejection remembered for another cost now says too much remaining and too
                 // short a retry_after (a bug found by trying serve on Redis: obeying its Retry-After met another 429)
-                for (Memory memory : rejections.values()) {
-                    if (memory.byKey().containsKey(key)) { // a lookup, not remove's lock of the bin
-                        memory.byKey().remove(key);
+                for (Rule each : rules) {
+                    Remembered under = new Remembered(each, key);
+                    if (rejections.containsKey(under)) { // a lookup, not remove's lock of the bin
+                        rejections.remove(under);
                     }
                 }
             }
@@ -155,27 +134,56 @@ final class RejectionMemory {
         if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
             return decision;
         }
-        Memory memory = rejections.get(rule);
-        if (memory == null) {
-            if (rejections.size() >= mostRules) {
+        if (!rules.contains(rule)) {
+            if (rules.size() >= mostRules) {
+                rules.clear();
                 rejections.clear();
             }
-            memory = rejections.computeIfAbsent(rule, r -> new Memory());
+            rules.add(rule);
         }
-        ConcurrentHashMap<String, Rejection> byKey = memory.byKey();
         long now = System.nanoTime();
-        if (byKey.size() >= mostRemembered) {
-            memory.sweep(now);
+        if (rejections.size() >= mostRemembered) {
+            sweep(now);
         }
-        if (byKey.size() < mostRemembered && sent + decision.retryAfterNanos() - now > 0) {
+        if (rejections.size() < mostRemembered && sent + decision.retryAfterNanos() - now > 0) {
+            Remembered under = new Remembered(rule, key);
             Rejection rejection = new Rejection(cost, sent + decision.retryAfterNanos(), sent, decision);
-            byKey.put(key, rejection);
-            memory.dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
+            rejections.put(under, rejection);
+            dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
             if (resets.get() != resetsBefore) { // a reset began meanwhile, and may have looked before the put
-                byKey.remove(key, rejection);
+                rejections.remove(under, rejection);
             }
         }
         return decision;
+    }
+
+    /**
+     * Drops the expired rejections, if one may have expired since the last sweep: a sweep reads every entry, so it
+     * waits for the earliest expiry it left, and comes at most ten times a second.
+     */
+    private void sweep(long now) {
+        long due = nextSweep.get();
+        if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_NANOS)) {
+            return;
+        }
+        long earliest = Long.MAX_VALUE;
+        for (Map.Entry<Remembered, Rejection> entry : rejections.entrySet()) {
+            Rejection rejection = entry.getValue();
+            if (now - rejection.until >= 0) {
+                rejections.remove(entry.getKey(), rejection);
+            } else if (rejection.until - now < earliest) {
+                earliest = rejection.until - now;
+            }
+        }
+        nextSweep.set(now + Math.max(SWEEP_NANOS, earliest == Long.MAX_VALUE ? 0 : earliest));
+    }
+
+    /**
+     * Brings the next sweep forward to {@code when} if it was later: a rejection remembered after a sweep may expire
+     * before those the sweep left (a review found a full memory waiting out the longest of them).
+     */
+    private void dueBy(long when) {
+        nextSweep.accumulateAndGet(when, (due, earlier) -> earlier - due < 0 ? earlier : due);
     }
 
     /**
@@ -192,13 +200,18 @@ final class RejectionMemory {
      * delaying rules too (one key, one state, whatever rule read it), and a reset must forget them all.
      */
     private void forget(String key) {
-        for (Memory memory : rejections.values()) {
-            memory.byKey().remove(key);
+        for (Rule each : rules) {
+            rejections.remove(new Remembered(each, key));
         }
     }
 
     /** How many rules have rejections remembered under them (at most {@code mostRules}). */
     int rules() {
+        return rules.size();
+    }
+
+    /** How many rejections are remembered, under every rule together (at most {@code mostRemembered}). */
+    int remembered() {
         return rejections.size();
     }
 

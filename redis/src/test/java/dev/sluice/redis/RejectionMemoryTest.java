@@ -36,4 +36,41 @@ class RejectionMemoryTest {
         memory.remember(RULE, "late", 1, Store.STORE_CLOCK, rejected, memory.resets(), longAgo);
         assertThat(memory.recall(RULE, "late", 1, Store.STORE_CLOCK)).as("Redis admits again already").isNull();
     }
+
+    /**
+     * A bug a review found: the bound was per rule, a hundred thousand under each of a thousand rules, and calls of
+     * Envoy's each bringing a limit of their own (a rule each amount) filled 802,000 entries, 191 MB of heap. The
+     * bound is over every rule together; a rule past the most rules starts the memory again.
+     */
+    @Test
+    void atMostTheBoundIsRememberedUnderEveryRuleTogether() {
+        RejectionMemory memory = new RejectionMemory(true, 10, 4);
+        List<Rule> rules = new java.util.ArrayList<>();
+        for (int amount = 1; amount <= 4; amount++) {
+            rules.add(Rule.of(Algorithm.GCRA, List.of(Limit.parse(amount + "/1h"))));
+        }
+        for (Rule rule : rules) {
+            Decision rejected = new Decision(false, 0, 60_000 * MS, 60_000 * MS, 0, rule.limits().get(0));
+            for (int i = 0; i < 5; i++) {
+                memory.remember(rule, "k" + i, 1, Store.STORE_CLOCK, rejected, memory.resets(), System.nanoTime());
+            }
+        }
+        assertThat(memory.remembered()).isEqualTo(10);
+        assertThat(memory.rules()).isEqualTo(4);
+        assertThat(memory.recall(rules.get(0), "k4", 1, Store.STORE_CLOCK)).as("the first ten").isNotNull();
+        assertThat(memory.recall(rules.get(1), "k4", 1, Store.STORE_CLOCK)).isNotNull();
+        assertThat(memory.recall(rules.get(2), "k0", 1, Store.STORE_CLOCK)).as("full, none of the last ten").isNull();
+
+        Rule fifth = Rule.of(Algorithm.GCRA, List.of(Limit.parse("5/1h")));
+        memory.remember(fifth, "k0", 1, Store.STORE_CLOCK, new Decision(false, 0, 60_000 * MS, 60_000 * MS, 0,
+                fifth.limits().get(0)), memory.resets(), System.nanoTime());
+        assertThat(memory.rules()).as("past the most rules: started again").isEqualTo(1);
+        assertThat(memory.remembered()).isEqualTo(1);
+        assertThat(memory.recall(fifth, "k0", 1, Store.STORE_CLOCK)).isNotNull();
+        assertThat(memory.recall(rules.get(0), "k4", 1, Store.STORE_CLOCK)).isNull();
+
+        Decision admitted = new Decision(true, 3, 0, 0, 0, fifth.limits().get(0));
+        memory.remember(rules.get(0), "k0", 2, Store.STORE_CLOCK, admitted, memory.resets(), System.nanoTime());
+        assertThat(memory.recall(fifth, "k0", 1, Store.STORE_CLOCK)).as("charged under another rule: forgotten").isNull();
+    }
 }
