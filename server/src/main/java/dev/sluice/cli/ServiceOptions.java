@@ -32,6 +32,11 @@ final class ServiceOptions {
             + "request's body may take (default 60s, at least 1s; the gRPC port keeps its own 5m)")
     String idleTimeout = "60s";
 
+    @Option(names = "--max-connections", paramLabel = "N", description = "the most client connections open at once,"
+            + " over every port; one more is closed as it is accepted, as nginx's worker_connections (default: half the"
+            + " file descriptors the process may open, less 256)")
+    Integer maxConnections;
+
     /** {@code --idle-timeout} in milliseconds: at least a second, since the watch looks every quarter of it. */
     long idleTimeoutMs() throws BadInput {
         return durationMs("--idle-timeout", idleTimeout, 1_000);
@@ -87,6 +92,9 @@ final class ServiceOptions {
      */
     LiveConfig load() throws BadInput {
         checkPort("--port", port);
+        if (maxConnections != null && maxConnections < 1) {
+            throw new BadInput("--max-connections: expected at least 1, got " + maxConnections);
+        }
         try {
             EventLoops.count();
         } catch (IllegalArgumentException e) {
@@ -97,6 +105,9 @@ final class ServiceOptions {
             live = LiveConfig.load(file(), new ServerMetrics());
         } catch (ConfigException e) {
             throw new BadInput(e.getMessage());
+        }
+        if (maxConnections != null) {
+            live.connections().most(maxConnections);
         }
         live.watch(RELOAD_EVERY);
         return live;

@@ -38,6 +38,8 @@ public final class LiveConfig implements AutoCloseable {
 
     private final Path file;
     private final ServerMetrics metrics;
+    /** The client connections of every server this configuration is given to. */
+    private final ClientConnections connections = new ClientConnections();
     private volatile Policies policies;
     private Store store;
     /** Whether {@link #store} is the caller's ({@link #of(ServerConfig, Store, ServerMetrics)}): kept, never closed. */
@@ -60,6 +62,7 @@ public final class LiveConfig implements AutoCloseable {
     private LiveConfig(Path file, ServerMetrics metrics) {
         this.file = file;
         this.metrics = metrics;
+        metrics.watch(connections);
     }
 
     /** Loads {@code file}; a bad file or an unreachable store is refused with a {@link ConfigException}. */
@@ -105,6 +108,11 @@ public final class LiveConfig implements AutoCloseable {
 
     public ServerMetrics metrics() {
         return metrics;
+    }
+
+    /** The client connections open over the gateway, API and gRPC ports this configuration serves, and their bound. */
+    public ClientConnections connections() {
+        return connections;
     }
 
     /** Reloads the file every {@code period}, on a thread of its own (reading and connecting may block). */

@@ -61,6 +61,22 @@ class ServiceCommandsTest {
         assertThat(err.toString()).isEqualTo("error: " + message + "\n");
     }
 
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', value = {
+            "serve|0|--max-connections: expected at least 1, got 0",
+            "gateway|-5|--max-connections: expected at least 1, got -5",
+    })
+    void refusesABadMostConnectionsBeforeStartingAnything(String command, String value, String message) throws Exception {
+        StringWriter err = new StringWriter();
+        String[] args = command.equals("serve")
+                ? new String[] {"serve", "--port", "0", "--max-connections", value}
+                : new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--port", "0", "--max-connections", value};
+        int status = Sluice.run(args, new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(),
+                new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("error: " + message + "\n");
+    }
+
     /** An address this machine does not have is the host's fault, not the port's. */
     @org.junit.jupiter.api.Test
     void refusesAHostThatIsNotThisMachines() throws Exception {

@@ -149,7 +149,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
         HealthStatusManager health = new HealthStatusManager();
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
         HealthWatches watches = new HealthWatches();
-        GrpcTransport transport = new GrpcTransport(sendTimeout);
+        GrpcTransport transport = new GrpcTransport(sendTimeout, live.connections());
         try {
             return new EnvoyRateLimitServer(transport.apply(NettyServerBuilder.forAddress(new InetSocketAddress(host, port)))
                     .directExecutor()

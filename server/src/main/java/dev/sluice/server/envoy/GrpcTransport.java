@@ -1,5 +1,7 @@
 package dev.sluice.server.envoy;
 
+import dev.sluice.server.ClientConnections;
+
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.ChannelFactory;
@@ -23,9 +25,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The Netty transport under the gRPC server: what gRPC would choose itself (epoll where Linux has it, NIO elsewhere;
- * one accepting thread, two event loops a core, daemon threads), with one thing added, {@link UnreadAnswers} first
- * in every connection's pipeline. gRPC gives no hook into a connection's pipeline, so the listening channel carries
- * one: it sees each connection as it is accepted, before gRPC's own handlers are added behind it. Since gRPC then
+ * one accepting thread, two event loops a core, daemon threads), with two things added: {@link UnreadAnswers} first
+ * in every connection's pipeline, and no more connections than the process takes ({@link ClientConnections}: one
+ * past them is closed as it is accepted). gRPC gives no hook into a connection's pipeline, so the listening channel
+ * carries one: it sees each connection as it is accepted, before gRPC's own handlers are added behind it. Since gRPC then
  * does not own the event loops, {@link #close} ends them, after the server.
  */
 final class GrpcTransport implements AutoCloseable {
@@ -33,14 +36,14 @@ final class GrpcTransport implements AutoCloseable {
     private final EventLoopGroup connections;
     private final ChannelFactory<ServerChannel> listening;
 
-    GrpcTransport(Duration sendTimeout) {
+    GrpcTransport(Duration sendTimeout, ClientConnections clients) {
         boolean epoll = Epoll.isAvailable();
         ThreadFactory acceptor = new DefaultThreadFactory("sluice-grpc-accept", true);
         ThreadFactory loop = new DefaultThreadFactory("sluice-grpc", true);
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.accepting = new MultiThreadIoEventLoopGroup(1, acceptor, io);
         this.connections = new MultiThreadIoEventLoopGroup(0, loop, io);
-        ChannelHandler watch = new Watch(sendTimeout);
+        ChannelHandler watch = new Watch(sendTimeout, clients);
         this.listening = () -> {
             ServerChannel channel = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
             channel.pipeline().addLast(watch); // before the acceptor gRPC's bootstrap adds
@@ -66,14 +69,21 @@ final class GrpcTransport implements AutoCloseable {
     @ChannelHandler.Sharable
     private static final class Watch extends ChannelInboundHandlerAdapter {
         private final Duration sendTimeout;
+        private final ClientConnections clients;
 
-        Watch(Duration sendTimeout) {
+        Watch(Duration sendTimeout, ClientConnections clients) {
             this.sendTimeout = sendTimeout;
+            this.clients = clients;
         }
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object accepted) {
             if (accepted instanceof Channel connection) {
+                if (!clients.take()) {
+                    connection.unsafe().closeForcibly(); // not yet registered with a loop: as gRPC's acceptor closes one it cannot
+                    return;
+                }
+                connection.closeFuture().addListener(closed -> clients.leave());
                 connection.pipeline().addFirst(new UnreadAnswers(sendTimeout));
             }
             ctx.fireChannelRead(accepted);

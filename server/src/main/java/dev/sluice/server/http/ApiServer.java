@@ -79,7 +79,7 @@ public final class ApiServer implements AutoCloseable {
             ApiServer api = new ApiServer(vertx, live, idleTimeoutMs);
             // the gateway's rules: a client pipelining without bound, say, holds a loop here too
             api.port = EventLoops.listen(vertx, EventLoops.count(), host, port,
-                    () -> ClientRules.server(vertx, idleTimeoutMs, api::answer)).actualPort();
+                    () -> ClientRules.server(vertx, idleTimeoutMs, live.connections(), api::answer)).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();

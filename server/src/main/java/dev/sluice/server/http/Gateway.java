@@ -113,7 +113,7 @@ public final class Gateway implements AutoCloseable {
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
                         live.metrics()::gatewayFailed));
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
-                return ClientRules.server(vertx, idleClientMs, limiting::handle);
+                return ClientRules.server(vertx, idleClientMs, live.connections(), limiting::handle);
             }));
         } catch (Exception e) {
             vertx.close();

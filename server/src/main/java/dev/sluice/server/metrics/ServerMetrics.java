@@ -319,6 +319,19 @@ public final class ServerMetrics implements AutoCloseable {
                 .register(registry);
     }
 
+    /**
+     * Exports what {@code connections} holds: {@code sluice_client_connections} (open now, over every port) and
+     * {@code sluice_connections_refused_total} (closed as accepted, the most being open).
+     */
+    public void watch(dev.sluice.server.ClientConnections connections) {
+        io.micrometer.core.instrument.Gauge.builder("sluice.client.connections", connections,
+                        dev.sluice.server.ClientConnections::open)
+                .description("Client connections open, over the gateway, API and gRPC ports").register(registry);
+        FunctionCounter.builder("sluice.connections.refused", connections, dev.sluice.server.ClientConnections::refused)
+                .description("Client connections closed as they were accepted, the most (--max-connections) being open")
+                .register(registry);
+    }
+
     /** Counts a reload of the configuration file, applied or refused. */
     public void reloaded(boolean applied) {
         registry.counter("sluice.config.reloads", "result", applied ? "success" : "failure").increment();

@@ -1,0 +1,89 @@
+package dev.sluice.server;
+
+import java.lang.management.ManagementFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The client connections a server process holds open, over its gateway, API and gRPC ports together, and the most it
+ * takes at once ({@code --max-connections}): one more is closed as soon as it is accepted, and counted.
+ *
+ * <p>Why: each connection is a file descriptor, and the process has a fixed number of them. A client that opened
+ * 20,000 idle connections (each let go after the idle timeout, and opened again) used up the process's 20,000, and
+ * then nothing could be opened: no connection to the upstream or to Redis, no configuration file read for a reload,
+ * and every new client's connection failed in the kernel's backlog (a review found it). nginx bounds its
+ * connections the same way ({@code worker_connections}, 512 a worker by default) and closes what comes past them.
+ *
+ * <p>The default leaves room for what the process opens itself: half the descriptors it may open, less 256 (the
+ * gateway opens a connection to the upstream for each request in flight, at most one a client connection; Redis,
+ * the JVM's own files and the configuration take the 256). With the common limits: 384 connections under 1,024
+ * descriptors, 32,640 under 65,536, 524,160 under 1,048,576.
+ */
+public final class ClientConnections {
+    /** Descriptors kept for the process's own use: Redis, the JVM's files, the configuration, the listening sockets. */
+    static final int KEPT_FOR_THE_PROCESS = 256;
+    /** The fewest the default allows, whatever the limit says. */
+    static final int FEWEST = 16;
+
+    private volatile int most;
+    private final AtomicInteger open = new AtomicInteger();
+    private final LongAdder refused = new LongAdder();
+
+    /** At most {@link #defaultMost()} connections, until told otherwise. */
+    public ClientConnections() {
+        this(defaultMost());
+    }
+
+    ClientConnections(int most) {
+        this.most = most;
+    }
+
+    /** Half the file descriptors this process may open, less {@value #KEPT_FOR_THE_PROCESS}; at least {@value #FEWEST}. */
+    public static int defaultMost() {
+        long descriptors = 20_000; // where the JVM cannot tell (not a Unix)
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
+            descriptors = unix.getMaxFileDescriptorCount();
+        }
+        return (int) Math.min(Integer.MAX_VALUE, Math.max(FEWEST, (descriptors - KEPT_FOR_THE_PROCESS) / 2));
+    }
+
+    /** Sets the most connections held at once (those open past it stay; new ones wait for room). */
+    public void most(int connections) {
+        if (connections < 1) {
+            throw new IllegalArgumentException("the most client connections must be at least 1, got " + connections);
+        }
+        this.most = connections;
+    }
+
+    public int most() {
+        return most;
+    }
+
+    /**
+     * Takes a place for a connection just accepted: false when the most are open, and the connection is to be closed
+     * at once (counted in {@link #refused()}); true, and {@link #leave()} is to be called once when it closes.
+     */
+    public boolean take() {
+        if (open.incrementAndGet() > most) {
+            open.decrementAndGet();
+            refused.increment();
+            return false;
+        }
+        return true;
+    }
+
+    /** Gives back the place of a connection {@link #take()} took, as it closes. */
+    public void leave() {
+        open.decrementAndGet();
+    }
+
+    /** The client connections open now. */
+    public int open() {
+        return open.get();
+    }
+
+    /** The connections closed as they were accepted, because the most were open. */
+    public long refused() {
+        return refused.sum();
+    }
+}

@@ -1,0 +1,110 @@
+package dev.sluice.server;
+
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.envoy.EnvoyRateLimitServer;
+import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.metrics.ServerMetrics;
+import org.junit.jupiter.api.Test;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.Socket;
+import java.net.SocketException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.function.IntSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The most client connections a server process holds, over its ports together. A past bug, found by a review: a
+ * client that opened 20,000 idle connections used up the process's file descriptors, and then nothing could be
+ * opened, toward the upstream or Redis either.
+ */
+class ClientConnectionsTest {
+    private static final String CONFIG = "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [100/1s]\n";
+
+    @Test
+    void aConnectionPastTheMostIsClosedAsItComesOnEveryPort() throws Exception {
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", CONFIG), new ServerMetrics());
+             ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
+            EnvoyRateLimitServer grpc = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
+            try {
+                live.connections().most(2);
+                try (Socket first = connect(api.port()); Socket second = connect(grpc.port())) {
+                    assertThat(healthz(first)).isEqualTo("HTTP/1.1 200 OK");
+                    waitFor(() -> live.connections().open(), 2);
+                    assertClosedAtOnce(api.port());
+                    assertClosedAtOnce(grpc.port());
+                    assertThat(live.connections().refused()).isEqualTo(2);
+                    assertThat(live.metrics().scrape()).contains("sluice_connections_refused_total 2.0")
+                            .contains("sluice_client_connections 2.0");
+                    assertThat(healthz(first)).as("those open go on").isEqualTo("HTTP/1.1 200 OK");
+
+                    second.close();
+                    waitFor(() -> live.connections().open(), 1);
+                    try (Socket third = connect(api.port())) {
+                        assertThat(healthz(third)).as("room again").isEqualTo("HTTP/1.1 200 OK");
+                    }
+                }
+                waitFor(() -> live.connections().open(), 0);
+            } finally {
+                grpc.close();
+            }
+        }
+    }
+
+    @Test
+    void theDefaultLeavesTheProcessDescriptorsOfItsOwn() {
+        ClientConnections connections = new ClientConnections();
+        assertThat(connections.most()).isEqualTo(ClientConnections.defaultMost())
+                .isGreaterThanOrEqualTo(ClientConnections.FEWEST);
+        var os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean unix) { // half of what is left past 256
+            assertThat((long) connections.most()).isEqualTo(Math.max(ClientConnections.FEWEST,
+                    (unix.getMaxFileDescriptorCount() - 256) / 2));
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> connections.most(0))
+                .hasMessage("the most client connections must be at least 1, got 0");
+    }
+
+    private static Socket connect(int port) throws IOException {
+        Socket socket = new Socket("127.0.0.1", port);
+        socket.setSoTimeout(5_000);
+        return socket;
+    }
+
+    /** The status line of {@code GET /healthz} on {@code socket}, its connection kept. */
+    private static String healthz(Socket socket) throws IOException {
+        socket.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.ISO_8859_1));
+        String status = in.readLine();
+        int length = 0;
+        for (String line; !(line = in.readLine()).isEmpty(); ) {
+            if (line.toLowerCase().startsWith("content-length:")) {
+                length = Integer.parseInt(line.substring(15).trim());
+            }
+        }
+        in.skip(length); // in one reader: the answer is small, and read whole into its buffer
+        return status;
+    }
+
+    private static void assertClosedAtOnce(int port) throws IOException {
+        try (Socket refused = connect(port)) {
+            try {
+                assertThat(refused.getInputStream().read()).as("closed, nothing said").isEqualTo(-1);
+            } catch (SocketException reset) {
+                // closed with a reset: as good
+            }
+        }
+    }
+
+    private static void waitFor(IntSupplier value, int expected) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (value.getAsInt() != expected && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(value.getAsInt()).isEqualTo(expected);
+    }
+}
