@@ -25,9 +25,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The Netty transport under the gRPC server: what gRPC would choose itself (epoll where Linux has it, NIO elsewhere;
- * one accepting thread, two event loops a core, daemon threads), with two things added: {@link UnreadAnswers} first
- * in every connection's pipeline, and no more connections than the process takes ({@link ClientConnections}: one
- * past them is closed as it is accepted). gRPC gives no hook into a connection's pipeline, so the listening channel
+ * one accepting thread, two event loops a core, daemon threads), with three things added: {@link UnreadAnswers} first
+ * in every connection's pipeline, no more connections than the process takes ({@link ClientConnections}: one past
+ * them is closed as it is accepted), and a bound on the messages its calls have begun ({@link PartialMessages}). gRPC gives no hook into a connection's pipeline, so the listening channel
  * carries one: it sees each connection as it is accepted, before gRPC's own handlers are added behind it. Since gRPC then
  * does not own the event loops, {@link #close} ends them, after the server.
  */
@@ -35,6 +35,7 @@ final class GrpcTransport implements AutoCloseable {
     private final EventLoopGroup accepting;
     private final EventLoopGroup connections;
     private final ChannelFactory<ServerChannel> listening;
+    private final PartialMessages partial = new PartialMessages();
 
     GrpcTransport(Duration sendTimeout, ClientConnections clients) {
         boolean epoll = Epoll.isAvailable();
@@ -43,7 +44,7 @@ final class GrpcTransport implements AutoCloseable {
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.accepting = new MultiThreadIoEventLoopGroup(1, acceptor, io);
         this.connections = new MultiThreadIoEventLoopGroup(0, loop, io);
-        ChannelHandler watch = new Watch(sendTimeout, clients);
+        ChannelHandler watch = new Watch(sendTimeout, clients, partial);
         this.listening = () -> {
             ServerChannel channel = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
             channel.pipeline().addLast(watch); // before the acceptor gRPC's bootstrap adds
@@ -53,7 +54,8 @@ final class GrpcTransport implements AutoCloseable {
 
     /** {@code builder}, set to run on this transport. */
     NettyServerBuilder apply(NettyServerBuilder builder) {
-        return builder.channelFactory(listening).bossEventLoopGroup(accepting).workerEventLoopGroup(connections);
+        return builder.channelFactory(listening).bossEventLoopGroup(accepting).workerEventLoopGroup(connections)
+                .addStreamTracerFactory(partial);
     }
 
     /** Ends the event loops, waiting up to 5 s for their threads: a closed server leaves none behind. */
@@ -70,10 +72,12 @@ final class GrpcTransport implements AutoCloseable {
     private static final class Watch extends ChannelInboundHandlerAdapter {
         private final Duration sendTimeout;
         private final ClientConnections clients;
+        private final PartialMessages partial;
 
-        Watch(Duration sendTimeout, ClientConnections clients) {
+        Watch(Duration sendTimeout, ClientConnections clients, PartialMessages partial) {
             this.sendTimeout = sendTimeout;
             this.clients = clients;
+            this.partial = partial;
         }
 
         @Override
@@ -84,6 +88,7 @@ final class GrpcTransport implements AutoCloseable {
                     return;
                 }
                 connection.closeFuture().addListener(closed -> clients.leave());
+                partial.connected(connection);
                 connection.pipeline().addFirst(new UnreadAnswers(sendTimeout));
             }
             ctx.fireChannelRead(accepted);

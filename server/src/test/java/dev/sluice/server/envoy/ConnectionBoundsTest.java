@@ -404,6 +404,127 @@ class ConnectionBoundsTest {
     }
 
     /**
+     * A past bug, found by a review: gRPC keeps what a call's message has sent so far and opens the window for more,
+     * so a client sending messages of a megabyte but their last byte held 49 MB a connection (a gigabyte, by the
+     * bounds of a message and of the calls open). A connection holding more than {@link PartialMessages#MOST_A_CONNECTION}
+     * in messages begun is cut off (a reset, no GOAWAY); a client on another connection goes on being answered. Here
+     * a client sends nine such messages, as fast as the server's window lets it.
+     */
+    @Test
+    void aConnectionHoldingTooMuchInMessagesBegunIsCutOff() throws Exception {
+        java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
+        try (MessagesBegun client = new MessagesBegun(server.port(), readers)) {
+            long sent = client.send(9);
+            assertThat(client.ended.get(30, TimeUnit.SECONDS)).as("cut off, without a GOAWAY (%d bytes sent)", sent)
+                    .isEqualTo(-1L);
+            assertThat(sent).as("before all nine messages were sent").isLessThan(9L * MessagesBegun.BEGUN)
+                    .isGreaterThan(PartialMessages.MOST_A_CONNECTION);
+        } finally {
+            readers.shutdownNow();
+        }
+        assertThat(ask(descriptor("bulk", "after")).getOverallCode()).isEqualTo(Code.OK);
+    }
+
+    /**
+     * The bound over every connection: 22 connections each holding three messages begun (3 MB, within a connection's
+     * bound) pass {@link PartialMessages#MOST_IN_ALL} together, and one of them, the one holding the most, is cut off;
+     * the others are kept, and a client on another connection is answered.
+     */
+    @Test
+    void messagesBegunOverEveryConnectionPastTheBoundCutOffTheConnectionHoldingTheMost() throws Exception {
+        java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
+        List<MessagesBegun> clients = new ArrayList<>();
+        try {
+            for (int i = 0; i < 22; i++) {
+                MessagesBegun client = new MessagesBegun(server.port(), readers);
+                clients.add(client);
+                client.send(3);
+            }
+            Thread.sleep(1_000); // time for a cut to land
+            assertThat(clients.stream().filter(client -> client.ended.isDone()).toList()).as("cut off").hasSize(1)
+                    .allSatisfy(client -> assertThat(client.ended.get()).isEqualTo(-1L));
+            assertThat(ask(descriptor("bulk", "meanwhile")).getOverallCode()).isEqualTo(Code.OK);
+        } finally {
+            for (MessagesBegun client : clients) {
+                client.close();
+            }
+            readers.shutdownNow();
+        }
+    }
+
+    /**
+     * A client that begins messages of a megabyte (16 bytes short of the largest, within a stream's window) and sends
+     * all of each but its last byte, as fast as the server's window for the connection lets it.
+     */
+    private static final class MessagesBegun implements AutoCloseable {
+        static final int LENGTH = EnvoyRateLimitServer.MOST_BYTES_A_MESSAGE - 16;
+        /** What a message sends: its 5 bytes of prefix, and all of it but the last byte. */
+        static final int BEGUN = 5 + LENGTH - 1;
+
+        final RawHttp2Client client;
+        /** How the connection ended: -1 without a GOAWAY, -2 still open after 20 s, else the GOAWAY's code. */
+        final CompletableFuture<Long> ended;
+        private final AtomicLong window = new AtomicLong(65_535); // the connection's, widened as the server reads
+        private int nextStream = 1;
+
+        MessagesBegun(int port, java.util.concurrent.Executor readers) throws IOException {
+            client = new RawHttp2Client(port, 0);
+            client.preface();
+            client.flush();
+            ended = CompletableFuture.supplyAsync(() -> {
+                try {
+                    while (true) {
+                        Frame frame = client.read();
+                        if (frame.type() == RawHttp2Client.WINDOW_UPDATE && frame.stream() == 0) {
+                            window.addAndGet(java.nio.ByteBuffer.wrap(frame.payload()).getInt() & 0x7FFF_FFFF);
+                        } else if (frame.type() == RawHttp2Client.GOAWAY) {
+                            return java.nio.ByteBuffer.wrap(frame.payload(), 4, 4).getInt() & 0xFFFF_FFFFL;
+                        }
+                    }
+                } catch (SocketTimeoutException e) {
+                    return -2L;
+                } catch (IOException e) {
+                    return -1L;
+                }
+            }, readers);
+        }
+
+        /** Begins {@code messages} more, each on a call of its own; the bytes sent, up to a cut. */
+        long send(int messages) throws InterruptedException {
+            byte[] body = new byte[BEGUN];
+            java.nio.ByteBuffer.wrap(body).put((byte) 0).putInt(LENGTH);
+            long sent = 0;
+            try {
+                for (int i = 0; i < messages && !ended.isDone(); i++, nextStream += 2) {
+                    client.write(RawHttp2Client.HEADERS, RawHttp2Client.END_HEADERS, nextStream, RawHttp2Client.callHeaders());
+                    for (int at = 0; at < body.length && !ended.isDone(); ) {
+                        int frame = Math.min(16_384, body.length - at);
+                        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                        while (window.get() < frame && !ended.isDone() && System.nanoTime() < deadline) {
+                            client.flush();
+                            Thread.sleep(1);
+                        }
+                        assertThat(window.get() >= frame || ended.isDone()).as("the server widens the window").isTrue();
+                        window.addAndGet(-frame);
+                        client.write(RawHttp2Client.DATA, 0, nextStream, java.util.Arrays.copyOfRange(body, at, at + frame));
+                        at += frame;
+                        sent += frame;
+                    }
+                }
+                client.flush();
+            } catch (IOException cut) {
+                // reset while writing
+            }
+            return sent;
+        }
+
+        @Override
+        public void close() throws IOException {
+            client.close();
+        }
+    }
+
+    /**
      * Found by attacking the port: connections that sent nothing, or the HTTP/2 preface alone, were kept for ever,
      * about 15 KB and a file descriptor each. A connection with no call open is now ended once idle (five minutes;
      * here 300 ms), as gRPC's {@code maxConnectionIdle} does: with a GOAWAY and a PING, then, the PING unanswered,

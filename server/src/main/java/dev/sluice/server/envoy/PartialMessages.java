@@ -1,0 +1,132 @@
+package dev.sluice.server.envoy;
+
+import io.grpc.Grpc;
+import io.grpc.Metadata;
+import io.grpc.ServerStreamTracer;
+import io.grpc.Status;
+import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
+
+import java.net.SocketAddress;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Bounds the bytes of messages begun and not yet whole that gRPC holds for the calls of Envoy's rate limit service:
+ * at most {@link #MOST_A_CONNECTION} on one connection, and {@link #MOST_IN_ALL} over every connection. A connection
+ * past its bound is cut off (a reset); past the bound in all, the connection holding the most is.
+ *
+ * <p>Why: gRPC keeps what a call's message has sent so far, and gives the client the window to send more as soon as
+ * it has kept it; a message is whole at up to {@link EnvoyRateLimitServer#MOST_BYTES_A_MESSAGE}, and a connection
+ * has up to {@link EnvoyRateLimitServer#MOST_CALLS_PER_CONNECTION} calls. A client sending all of such messages but
+ * their last byte held 49 MB of direct memory a connection, and a few connections took a server to 920 MB (a review
+ * found it); the bounds of a message and of the calls allowed a gigabyte a connection. Envoy sends each message
+ * whole, of a few hundred bytes: a connection of Envoy's holds a few kilobytes in messages begun, for the moment
+ * their frames take to come.
+ *
+ * <p>How: gRPC tells a call's tracer the bytes of a message as it reads them ({@code inboundWireSize}), the message
+ * once whole ({@code inboundMessageRead}), and the call's end ({@code streamClosed}), on the connection's event loop;
+ * the call's connection is known by its client's address, which {@link GrpcTransport} registers as it accepts it
+ * ({@link #connected}).
+ */
+final class PartialMessages extends ServerStreamTracer.Factory {
+    /** The most bytes of messages begun on one connection: four of the largest messages. */
+    static final long MOST_A_CONNECTION = 4L * EnvoyRateLimitServer.MOST_BYTES_A_MESSAGE;
+    /** The most over every connection. */
+    static final long MOST_IN_ALL = 64L << 20;
+
+    private final ConcurrentHashMap<SocketAddress, Held> connections = new ConcurrentHashMap<>();
+    private final AtomicLong inAll = new AtomicLong();
+
+    /** What one connection holds, changed on its event loop; and whether it is closed or being cut off. */
+    private static final class Held {
+        final Channel channel;
+        final AtomicLong bytes = new AtomicLong();
+        volatile boolean closed;
+
+        Held(Channel channel) {
+            this.channel = channel;
+        }
+    }
+
+    /** A connection just accepted: its calls' messages are counted from now, until it closes. */
+    void connected(Channel connection) {
+        Held held = new Held(connection);
+        SocketAddress client = connection.remoteAddress();
+        connections.put(client, held);
+        connection.closeFuture().addListener(closed -> {
+            connections.remove(client, held);
+            held.closed = true; // its calls' ends, which may come after, count nothing more
+            inAll.addAndGet(-held.bytes.getAndSet(0)); // 0 if cut off: taken away then
+        });
+    }
+
+    @Override
+    public ServerStreamTracer newServerStreamTracer(String fullMethodName, Metadata headers) {
+        return new Call();
+    }
+
+    /** Counts one call's message begun. */
+    private final class Call extends ServerStreamTracer {
+        private Held held;
+        private long begun;
+
+        @Override
+        public void serverCallStarted(ServerCallInfo<?, ?> callInfo) {
+            held = connections.get(callInfo.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR));
+            add(begun);
+        }
+
+        @Override
+        public void inboundWireSize(long bytes) {
+            begun += bytes;
+            add(bytes);
+        }
+
+        @Override
+        public void inboundMessageRead(int seqNo, long optionalWireSize, long optionalUncompressedSize) {
+            add(-begun); // whole: handed on, no longer held
+            begun = 0;
+        }
+
+        @Override
+        public void streamClosed(Status status) {
+            add(-begun);
+            begun = 0;
+        }
+
+        private void add(long bytes) {
+            if (held == null || held.closed || bytes == 0) {
+                return;
+            }
+            long connection = held.bytes.addAndGet(bytes);
+            long all = inAll.addAndGet(bytes);
+            if (bytes > 0 && connection > MOST_A_CONNECTION) {
+                cutOff(held);
+            } else if (bytes > 0 && all > MOST_IN_ALL) {
+                cutOff(connections.values().stream().filter(one -> !one.closed)
+                        .max(java.util.Comparator.comparingLong(one -> one.bytes.get())).orElse(held));
+            }
+        }
+    }
+
+    /**
+     * A reset, once the call being read has returned (a close from inside gRPC's reading would run into it), from
+     * the first handler of the pipeline toward the socket: through gRPC's handler a close becomes a graceful one, a
+     * GOAWAY that waits for the calls open to end, and these never would. What it holds counts no more from now: the
+     * connection is as good as gone, and the bytes another connection reads meanwhile must not cut a second one (a
+     * test found two cut, the first one's bytes falling call by call as it closed).
+     */
+    private void cutOff(Held held) {
+        if (held.closed) {
+            return;
+        }
+        held.closed = true;
+        inAll.addAndGet(-held.bytes.getAndSet(0));
+        Channel channel = held.channel;
+        channel.eventLoop().execute(() -> {
+            channel.config().setOption(ChannelOption.SO_LINGER, 0);
+            channel.pipeline().firstContext().close();
+        });
+    }
+}
