@@ -42,35 +42,22 @@ class ServiceCommandsTest {
         assertThat(out.toString()).isEmpty();
     }
 
-    @ParameterizedTest(name = "{0} {1}")
+    @ParameterizedTest(name = "{0} {1} {2}")
     @CsvSource(delimiter = '|', value = {
-            "serve|500ms|--idle-timeout: expected a duration of at least 1s such as 30s, got \"500ms\"",
-            "serve|soon|--idle-timeout: bad duration \"soon\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
-            "serve|10|--idle-timeout: bad duration \"10\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
-            "serve|4000d|--idle-timeout: duration \"4000d\" is too long (at most 3335d)",
-            "gateway|0s|--idle-timeout: expected a duration of at least 1s such as 30s, got \"0s\"",
+            "serve|--idle-timeout|500ms|--idle-timeout: expected a duration of at least 1s such as 30s, got \"500ms\"",
+            "serve|--idle-timeout|soon|--idle-timeout: bad duration \"soon\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "serve|--idle-timeout|10|--idle-timeout: bad duration \"10\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "serve|--idle-timeout|4000d|--idle-timeout: duration \"4000d\" is too long (at most 3335d)",
+            "gateway|--idle-timeout|0s|--idle-timeout: expected a duration of at least 1s such as 30s, got \"0s\"",
+            "serve|--max-connections|0|--max-connections: expected at least 1, got 0",
+            "gateway|--max-connections|-5|--max-connections: expected at least 1, got -5",
     })
-    void refusesABadIdleTimeoutBeforeStartingAnything(String command, String value, String message) throws Exception {
+    void refusesABadOptionBeforeStartingAnything(String command, String option, String value, String message)
+            throws Exception {
         StringWriter err = new StringWriter();
         String[] args = command.equals("serve")
-                ? new String[] {"serve", "--port", "0", "--idle-timeout", value}
-                : new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--port", "0", "--idle-timeout", value};
-        int status = Sluice.run(args, new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(),
-                new PrintWriter(err, true));
-        assertThat(status).isEqualTo(2);
-        assertThat(err.toString()).isEqualTo("error: " + message + "\n");
-    }
-
-    @ParameterizedTest(name = "{0} {1}")
-    @CsvSource(delimiter = '|', value = {
-            "serve|0|--max-connections: expected at least 1, got 0",
-            "gateway|-5|--max-connections: expected at least 1, got -5",
-    })
-    void refusesABadMostConnectionsBeforeStartingAnything(String command, String value, String message) throws Exception {
-        StringWriter err = new StringWriter();
-        String[] args = command.equals("serve")
-                ? new String[] {"serve", "--port", "0", "--max-connections", value}
-                : new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--port", "0", "--max-connections", value};
+                ? new String[] {"serve", "--port", "0", option, value}
+                : new String[] {"gateway", "--upstream", "http://127.0.0.1:1", "--port", "0", option, value};
         int status = Sluice.run(args, new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(),
                 new PrintWriter(err, true));
         assertThat(status).isEqualTo(2);
