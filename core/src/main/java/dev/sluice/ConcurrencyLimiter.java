@@ -3,7 +3,8 @@ package dev.sluice;
 import dev.sluice.algorithm.Rule;
 
 import java.time.Duration;
-import java.util.Arrays;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -13,10 +14,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * gives the cost back. A permit that is never closed (its holder crashed, or forgot) expires after the lease
  * timeout, so capacity cannot leak.
  *
- * <p>Not a rate: nothing here refills with time except expiring leases. Per key the leases are an immutable
- * list replaced atomically ({@link ConcurrentHashMap#compute}, which holds the key's bin for the few
- * nanoseconds of the update; acquire and release pair with real work, far longer). A key with no lease
- * left is removed. A key whose leases expire unreleased, never to be asked again, is removed by a sweep of every
+ * <p>Not a rate: nothing here refills with time except expiring leases. Per key the leases are kept in the order
+ * they expire (they all last the same, so in the order taken), with their sum, and changed only under the key's
+ * lock ({@link ConcurrentHashMap#compute}, held for the update; acquire and release pair with real work, far
+ * longer). Taking, giving back and expiring a lease cost O(log n) in the key's leases: they were arrays copied
+ * whole at each change, and a key of tens of thousands of places (a gateway's one limit for all) spent a
+ * millisecond a request copying them, under its lock. A key with no lease left is removed. A key whose leases expire unreleased, never to be asked again, is removed by a sweep of every
  * key, made once the number of keys has doubled since the last: a client sending a new key with each request, and
  * never releasing, grew the map without end (a review found it); the sweeps cost each acquisition O(1) amortised.
  *
@@ -49,58 +52,70 @@ public final class ConcurrencyLimiter {
     private final AtomicLong sweepAt = new AtomicLong(SWEEP_FROM);
     private static final long SWEEP_FROM = 1_024;
 
-    /** The leases of one key, ordered by expiry (they all last the same, so by acquisition). */
-    private record Leases(long[] ids, long[] costs, long[] expiries) {
-        static final Leases NONE = new Leases(new long[0], new long[0], new long[0]);
+    /**
+     * The leases of one key by id, which is taken under the key's lock, so in the order of expiry; and the cost they
+     * hold. Changed and read under the key's lock only.
+     */
+    private static final class Leases {
+        private final TreeMap<Long, Lease> byId = new TreeMap<>();
+        private long inFlight;
+
+        private record Lease(long cost, long expiry) {
+        }
 
         int size() {
-            return ids.length;
+            return byId.size();
         }
 
         long inFlight() {
-            return Arrays.stream(costs).sum();
+            return inFlight;
         }
 
-        Leases withoutExpired(long now) {
-            int expired = 0;
-            while (expired < size() && expiries[expired] <= now) {
-                expired++;
+        void add(long id, long cost, long expiry) {
+            byId.put(id, new Lease(cost, expiry));
+            inFlight += cost;
+        }
+
+        /** Drops lease {@code id} if held; how many leases went (0 or 1). */
+        int remove(long id) {
+            Lease gone = byId.remove(id);
+            if (gone == null) {
+                return 0;
             }
-            return expired == 0 ? this : slice(expired, size());
+            inFlight -= gone.cost;
+            return 1;
         }
 
-        Leases slice(int from, int to) {
-            return new Leases(Arrays.copyOfRange(ids, from, to), Arrays.copyOfRange(costs, from, to),
-                    Arrays.copyOfRange(expiries, from, to));
+        /** Drops the leases expired by {@code now}; how many went. */
+        int dropExpired(long now) {
+            int dropped = 0;
+            for (Map.Entry<Long, Lease> first; (first = byId.firstEntry()) != null && first.getValue().expiry <= now; ) {
+                byId.pollFirstEntry();
+                inFlight -= first.getValue().cost;
+                dropped++;
+            }
+            return dropped;
         }
 
-        Leases with(long id, long cost, long expiry) {
-            int n = size();
-            long[] newIds = Arrays.copyOf(ids, n + 1);
-            long[] newCosts = Arrays.copyOf(costs, n + 1);
-            long[] newExpiries = Arrays.copyOf(expiries, n + 1);
-            newIds[n] = id;
-            newCosts[n] = cost;
-            newExpiries[n] = expiry;
-            return new Leases(newIds, newCosts, newExpiries);
+        long firstExpiry() {
+            return byId.firstEntry().getValue().expiry;
         }
 
-        Leases without(long id) {
-            for (int i = 0; i < size(); i++) {
-                if (ids[i] == id) {
-                    Leases before = slice(0, i);
-                    Leases after = slice(i + 1, size());
-                    return new Leases(concat(before.ids, after.ids), concat(before.costs, after.costs),
-                            concat(before.expiries, after.expiries));
+        /** The wait from {@code now} until the last lease expires; 0 with none. */
+        long resetAfter(long now) {
+            return byId.isEmpty() ? 0 : byId.lastEntry().getValue().expiry - now;
+        }
+
+        /** The wait until enough leases have expired for {@code cost} to fit within {@code limit}, none released first. */
+        long retryAfter(long now, long cost, long limit) {
+            long left = inFlight;
+            for (Lease lease : byId.values()) { // oldest first: as many as must go, no more
+                left -= lease.cost;
+                if (left + cost <= limit) {
+                    return lease.expiry - now;
                 }
             }
-            return this;
-        }
-
-        private static long[] concat(long[] a, long[] b) {
-            long[] both = Arrays.copyOf(a, a.length + b.length);
-            System.arraycopy(b, 0, both, a.length, b.length);
-            return both;
+            throw new AssertionError("a cost within the limit fits once every lease has expired");
         }
     }
 
@@ -150,45 +165,35 @@ public final class ConcurrencyLimiter {
     }
 
     private Permit attempt(String key, long cost) {
-        long id = leaseIds.incrementAndGet();
+        long[] id = new long[1];
         Decision[] answer = new Decision[1];
         boolean[] full = new boolean[1];
         keys.compute(key, (k, held) -> {
             long now = clock.nanos(); // read under the key's lock, so expiries stay in order
             // within the time a rule decides at: past it, now + the lease overflowed, and every lease expired at once
             Rule.checkTime(now);
-            Leases live = held == null ? Leases.NONE : held.withoutExpired(now);
-            dropped(held, live);
+            Leases live = held == null ? new Leases() : held;
+            places.addAndGet(-live.dropExpired(now));
             long inFlight = live.inFlight();
             if (cost == 0) {
-                answer[0] = new Decision(true, limit - inFlight, 0, resetAfter(live, now), 0, described);
-                return live.size() == 0 ? null : live;
-            }
-            if (cost > limit || inFlight + cost > limit) {
-                answer[0] = new Decision(false, limit - inFlight, retryAfter(live, now, cost), resetAfter(live, now), 0,
-                        described);
-                return live.size() == 0 ? null : live;
-            }
-            if (places.incrementAndGet() > maxPlaces) {
+                answer[0] = new Decision(true, limit - inFlight, 0, live.resetAfter(now), 0, described);
+            } else if (cost > limit || inFlight + cost > limit) {
+                long retryAfter = cost > limit ? Decision.NEVER : live.retryAfter(now, cost, limit);
+                answer[0] = new Decision(false, limit - inFlight, retryAfter, live.resetAfter(now), 0, described);
+            } else if (places.incrementAndGet() > maxPlaces) {
                 places.decrementAndGet();
                 full[0] = true;
                 // nothing left for this key either, whatever its own limit leaves: 0, as a full store answers
                 long first = firstExpiry; // at or before now: a sweep is due, by another caller or this one's retry
-                answer[0] = new Decision(false, 0, first > now ? first - now : 1, resetAfter(live, now), 0, described);
-                return live.size() == 0 ? null : live;
+                answer[0] = new Decision(false, 0, first > now ? first - now : 1, live.resetAfter(now), 0, described);
+            } else {
+                id[0] = leaseIds.incrementAndGet(); // under the lock: a key's ids follow its expiries
+                live.add(id[0], cost, now + leaseTimeout);
+                answer[0] = new Decision(true, limit - inFlight - cost, 0, live.resetAfter(now), 0, described);
             }
-            Leases granted = live.with(id, cost, now + leaseTimeout);
-            answer[0] = new Decision(true, limit - inFlight - cost, 0, resetAfter(granted, now), 0, described);
-            return granted;
+            return live.size() == 0 ? null : live;
         });
-        return new Permit(this, key, id, answer[0], full[0]);
-    }
-
-    /** Counts the leases {@code live} dropped of {@code held}, the key's leases before; under the key's lock. */
-    private void dropped(Leases held, Leases live) {
-        if (held != null && held != live) {
-            places.addAndGet(live.size() - held.size());
-        }
+        return new Permit(this, key, id[0], answer[0], full[0]);
     }
 
     /**
@@ -207,12 +212,11 @@ public final class ConcurrencyLimiter {
             long[] first = {Long.MAX_VALUE};
             for (String key : keys.keySet()) {
                 keys.computeIfPresent(key, (k, held) -> {
-                    Leases live = held.withoutExpired(now);
-                    dropped(held, live);
-                    if (live.size() > 0) {
-                        first[0] = Math.min(first[0], live.expiries()[0]);
+                    places.addAndGet(-held.dropExpired(now));
+                    if (held.size() > 0) {
+                        first[0] = Math.min(first[0], held.firstExpiry());
                     }
-                    return live.size() == 0 ? null : live;
+                    return held.size() == 0 ? null : held;
                 });
             }
             firstExpiry = first[0];
@@ -222,32 +226,12 @@ public final class ConcurrencyLimiter {
         return true;
     }
 
-    /** The wait until enough leases have expired for {@code cost} to fit, if none is released first. */
-    private long retryAfter(Leases live, long now, long cost) {
-        if (cost > limit) {
-            return Decision.NEVER;
-        }
-        long inFlight = live.inFlight();
-        for (int i = 0; i < live.size(); i++) {
-            inFlight -= live.costs()[i];
-            if (inFlight + cost <= limit) {
-                return live.expiries()[i] - now;
-            }
-        }
-        throw new AssertionError("a cost within the limit fits once every lease has expired");
-    }
-
-    private static long resetAfter(Leases live, long now) {
-        return live.size() == 0 ? 0 : live.expiries()[live.size() - 1] - now;
-    }
-
     void release(String key, long lease) {
         long now = clock.nanos();
         Rule.checkTime(now);
         keys.computeIfPresent(key, (k, held) -> {
-            Leases live = held.without(lease).withoutExpired(now);
-            dropped(held, live);
-            return live.size() == 0 ? null : live;
+            places.addAndGet(-held.remove(lease) - held.dropExpired(now));
+            return held.size() == 0 ? null : held;
         });
     }
 
@@ -256,10 +240,15 @@ public final class ConcurrencyLimiter {
         if (key == null) {
             throw new IllegalArgumentException("key must not be null");
         }
-        Leases held = keys.get(key);
         long now = clock.nanos();
         Rule.checkTime(now);
-        return held == null ? 0 : held.withoutExpired(now).inFlight();
+        long[] inFlight = new long[1];
+        keys.computeIfPresent(key, (k, held) -> { // under the key's lock, where its leases change
+            places.addAndGet(-held.dropExpired(now));
+            inFlight[0] = held.inFlight();
+            return held.size() == 0 ? null : held;
+        });
+        return inFlight[0];
     }
 
     /** How many keys hold a lease (expired leases are dropped as their keys are touched, and by the sweeps). */
