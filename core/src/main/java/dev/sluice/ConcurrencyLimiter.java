@@ -30,7 +30,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * with each request and never releasing held a lease a key, each about 460 bytes with the server's id for it, and
  * ran a server of 256 MB out of memory in a few minutes (a review found it). Not evicted, as the in-memory store's
  * keys are: a lease dropped early would let its key hold more than its limit. Full, it sweeps again no sooner than
- * the first expiry it saw, so a flood of new keys does not walk every key for each one.
+ * the first expiry it saw, nor than a tenth of a second after its last sweep, so a flood of new keys does not walk
+ * every key for each one.
  */
 public final class ConcurrencyLimiter {
     /** The most leases held at once, over all keys, unless told otherwise. */
@@ -41,8 +42,17 @@ public final class ConcurrencyLimiter {
     private final long maxPlaces;
     /** Leases held, expired ones not yet dropped among them. */
     private final AtomicLong places = new AtomicLong();
-    /** The first expiry of the leases the last sweep left; no sweep before it (on the clock's time). */
-    private volatile long firstExpiry = Long.MIN_VALUE;
+    /**
+     * When a full limiter may sweep for room again (on the clock's time): the first expiry of the leases the last
+     * sweep left, or of a lease granted since if it left none, and no sooner than {@link #ROOM_SWEEP_GAP} after it.
+     */
+    private volatile long nextRoomSweep = Long.MIN_VALUE;
+    /**
+     * The least time between two sweeps for room: each walks every key, on the caller's thread (a server's event
+     * loop), and a flood of new keys under leases expiring one after the other had one due at each expiry (a review
+     * measured calls of 21 ms).
+     */
+    static final long ROOM_SWEEP_GAP = 100_000_000L;
     private final java.util.concurrent.atomic.LongAdder turnedAway = new java.util.concurrent.atomic.LongAdder();
     private final Clock clock;
     private final Limit described;
@@ -152,7 +162,7 @@ public final class ConcurrencyLimiter {
         }
         Permit permit = attempt(key, cost);
         if (permit.turnedAway()) { // full: leases may have expired since the last sweep
-            if (clock.nanos() >= firstExpiry && sweep(true)) {
+            if (clock.nanos() >= nextRoomSweep && sweep(true)) {
                 permit = attempt(key, cost);
             }
             if (permit.turnedAway()) {
@@ -184,8 +194,8 @@ public final class ConcurrencyLimiter {
                 places.decrementAndGet();
                 full[0] = true;
                 // nothing left for this key either, whatever its own limit leaves: 0, as a full store answers
-                long first = firstExpiry; // at or before now: a sweep is due, by another caller or this one's retry
-                answer[0] = new Decision(false, 0, first > now ? first - now : 1, live.resetAfter(now), 0, described);
+                long next = nextRoomSweep; // at or before now: a sweep is due, by another caller or this one's retry
+                answer[0] = new Decision(false, 0, next > now ? next - now : 1, live.resetAfter(now), 0, described);
             } else {
                 id[0] = leaseIds.incrementAndGet(); // under the lock: a key's ids follow its expiries
                 live.add(id[0], cost, now + leaseTimeout);
@@ -219,7 +229,9 @@ public final class ConcurrencyLimiter {
                     return held.size() == 0 ? null : held;
                 });
             }
-            firstExpiry = first[0];
+            // none left: a lease granted from now expires a lease timeout on at the soonest (a review found the
+            // limiter, swept empty, never sweeping again, full for good with a retry_after of 292 years)
+            nextRoomSweep = Math.max(Math.min(first[0], now + leaseTimeout), now + ROOM_SWEEP_GAP);
         } finally {
             sweepAt.set(Math.max(SWEEP_FROM, 2L * keys.size()));
         }

@@ -145,6 +145,19 @@ class ConcurrencyLimiterTest {
         assertThat(limiter.tryAcquire("key-7").granted()).isTrue();
         assertThat(limiter.placeCount()).as("every expired lease swept").isEqualTo(1);
         assertThat(limiter.keyCount()).isEqualTo(1);
+
+        // a past bug, found by a review: a sweep that left no lease never let another sweep come, and the limiter,
+        // full again, was full for good (retry_after 292 years)
+        for (int i = 0; i < 4; i++) {
+            clock.advanceNanos(S);
+            assertThat(limiter.tryAcquire("again-" + i).granted()).isTrue();
+        }
+        Permit fullAgain = limiter.tryAcquire("again-9");
+        assertThat(fullAgain.turnedAway()).isTrue();
+        assertThat(fullAgain.decision().retryAfterNanos()).as("until key-7's lease, taken 4 s ago, runs out")
+                .isEqualTo(26 * S);
+        clock.advanceNanos(26 * S);
+        assertThat(limiter.tryAcquire("again-9").granted()).isTrue();
     }
 
     /** Many threads taking leases on keys of their own never hold more than {@code maxPlaces} together. */

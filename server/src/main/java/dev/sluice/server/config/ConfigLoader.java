@@ -1,6 +1,7 @@
 package dev.sluice.server.config;
 
 import dev.sluice.Algorithm;
+import dev.sluice.ConcurrencyLimiter;
 import dev.sluice.DurationFormat;
 import dev.sluice.Limit;
 import dev.sluice.Mode;
@@ -534,6 +535,10 @@ public final class ConfigLoader {
         Limit limit = parsed(limitNodes.get(0), field + ".limits[0]", () -> Limit.parse(text));
         if (!limit.equals(Limit.of(limit.amount(), limit.periodNanos()))) {
             throw error(limitNodes.get(0), field + ".limits[0]", "a concurrency limit has no burst or refill, got \"" + text + "\"");
+        }
+        if (limit.amount() > ConcurrencyLimiter.DEFAULT_MAX_PLACES) { // more could never be held: said, not capped
+            throw error(limitNodes.get(0), field + ".limits[0]", "a concurrency policy holds at most "
+                    + ConcurrencyLimiter.DEFAULT_MAX_PLACES + " places at once over all its keys, got \"" + text + "\"");
         }
         String mode = fields.containsKey("mode") ? scalar(fields.get("mode"), field + ".mode") : "reject";
         if (!mode.equals("reject") && !mode.equals("shadow")) {

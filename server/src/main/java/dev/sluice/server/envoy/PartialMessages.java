@@ -26,7 +26,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>How: gRPC tells a call's tracer the bytes of a message as it reads them ({@code inboundWireSize}), the message
  * once whole ({@code inboundMessageRead}), and the call's end ({@code streamClosed}), on the connection's event loop;
- * the call's connection is known by its client's address, which {@link GrpcTransport} registers as it accepts it
+ * the call's connection is known by its two addresses, which {@link GrpcTransport} registers as it accepts it
  * ({@link #connected}).
  */
 final class PartialMessages extends ServerStreamTracer.Factory {
@@ -35,7 +35,16 @@ final class PartialMessages extends ServerStreamTracer.Factory {
     /** The most over every connection. */
     static final long MOST_IN_ALL = 64L << 20;
 
-    private final ConcurrentHashMap<SocketAddress, Held> connections = new ConcurrentHashMap<>();
+    /**
+     * The connections by their two ends: a client may use one address and port toward two addresses of a server
+     * listening on every interface, and by the client's end alone, one connection's entry stood for the other's (a
+     * review found the bound passed so).
+     */
+    private final ConcurrentHashMap<Ends, Held> connections = new ConcurrentHashMap<>();
+
+    /** A connection's two ends, as the channel and gRPC's transport attributes name them. */
+    private record Ends(SocketAddress local, SocketAddress remote) {
+    }
     private final AtomicLong inAll = new AtomicLong();
 
     /** What one connection holds, changed on its event loop; and whether it is closed or being cut off. */
@@ -52,10 +61,10 @@ final class PartialMessages extends ServerStreamTracer.Factory {
     /** A connection just accepted: its calls' messages are counted from now, until it closes. */
     void connected(Channel connection) {
         Held held = new Held(connection);
-        SocketAddress client = connection.remoteAddress();
-        connections.put(client, held);
+        Ends ends = new Ends(connection.localAddress(), connection.remoteAddress());
+        connections.put(ends, held);
         connection.closeFuture().addListener(closed -> {
-            connections.remove(client, held);
+            connections.remove(ends, held);
             held.closed = true; // its calls' ends, which may come after, count nothing more
             inAll.addAndGet(-held.bytes.getAndSet(0)); // 0 if cut off: taken away then
         });
@@ -73,7 +82,8 @@ final class PartialMessages extends ServerStreamTracer.Factory {
 
         @Override
         public void serverCallStarted(ServerCallInfo<?, ?> callInfo) {
-            held = connections.get(callInfo.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR));
+            held = connections.get(new Ends(callInfo.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR),
+                    callInfo.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR)));
             add(begun);
         }
 

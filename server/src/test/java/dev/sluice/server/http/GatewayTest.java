@@ -717,7 +717,9 @@ class GatewayTest {
      */
     @Test
     void aClientThatLeavesLargeAnswersUnreadIsCutOff() throws Exception {
-        int requests = 300; // 300 answers of 60 KB: 18 MB, more than the sockets' buffers and the bound together
+        // 900 answers of 60 KB: 54 MB, far more than the sockets' buffers (4 MB on Linux as it comes; half of this
+        // would need a kernel tuned to 27 MB) and the bound together, and fewer than the bound of requests waiting
+        int requests = 900;
         try (java.net.Socket client = new java.net.Socket()) {
             client.setReceiveBufferSize(4096);
             client.connect(new java.net.InetSocketAddress("127.0.0.1", gateway.port()));
