@@ -25,9 +25,15 @@ public final class ClientConnections {
     /** The fewest the default allows, whatever the limit says. */
     static final int FEWEST = 16;
 
+    /** The most bytes of answers waiting for the socket over every connection, unless told otherwise. */
+    public static final long MOST_UNSENT_ANSWERS = 64L << 20;
+
     private volatile int most;
     private final AtomicInteger open = new AtomicInteger();
     private final LongAdder refused = new LongAdder();
+    private volatile long mostUnsent = MOST_UNSENT_ANSWERS;
+    /** Bytes of answers waiting for the socket, over every connection (as each last counted its own). */
+    private final java.util.concurrent.atomic.AtomicLong unsent = new java.util.concurrent.atomic.AtomicLong();
 
     /** At most {@link #defaultMost()} connections, until told otherwise. */
     public ClientConnections() {
@@ -75,6 +81,33 @@ public final class ClientConnections {
     /** Gives back the place of a connection {@link #take()} took, as it closes. */
     public void leave() {
         open.decrementAndGet();
+    }
+
+    /**
+     * Counts a change of the bytes of answers waiting for the socket on one connection. The gateway and the API
+     * answer a client that reads nothing until a bound of its own (1 MiB); past {@link #mostUnsentAnswers()} over
+     * every connection, a connection given another answer while more than 64 KB waits for it is cut off: a review had
+     * 250 connections, each within its own bound, run a server of 256 MB out of direct memory.
+     */
+    public void unsentChanged(long bytes) {
+        unsent.addAndGet(bytes);
+    }
+
+    /** Bytes of answers waiting for the socket, over every connection. */
+    public long unsentAnswers() {
+        return unsent.get();
+    }
+
+    public long mostUnsentAnswers() {
+        return mostUnsent;
+    }
+
+    /** Sets the most bytes of answers waiting over every connection (default {@link #MOST_UNSENT_ANSWERS}). */
+    public void mostUnsentAnswers(long bytes) {
+        if (bytes < 1) {
+            throw new IllegalArgumentException("the most bytes of unsent answers must be at least 1, got " + bytes);
+        }
+        this.mostUnsent = bytes;
     }
 
     /** The client connections open now. */

@@ -37,7 +37,7 @@ final class ClientRules {
                         return;
                     }
                     ((ConnectionBase) connection).closeFuture().onComplete(closed -> connections.leave());
-                    StrictFraming.install(connection, options);
+                    StrictFraming.install(connection, options, connections);
                     idle.connected(connection);
                 })
                 .invalidRequestHandler(ApiServer::malformed)

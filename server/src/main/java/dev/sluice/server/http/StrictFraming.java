@@ -1,10 +1,11 @@
 package dev.sluice.server.http;
 
+import dev.sluice.server.ClientConnections;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelOutboundBuffer;
-import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.HttpContent;
@@ -49,7 +50,9 @@ import java.util.List;
  *
  * <p>It also bounds the requests a client pipelines, and the answers it leaves unread: a connection is cut off (a
  * reset) that has more than {@link #MOST_WAITING} requests read whose answers are not yet sent to the socket, or that
- * is given another answer while more than {@link #MOST_UNSENT} bytes of answers wait for the socket. Why:
+ * is given another answer while more than {@link #MOST_UNSENT} bytes of answers wait for the socket, or more than
+ * {@link #LEAST_CUT_FOR_ALL} while the process's bound over every connection is passed
+ * ({@link ClientConnections#mostUnsentAnswers()}). Why:
  * <ul>
  *   <li>Vert.x reads on whatever waits, and puts each request read at the end of a list it walks from the start, so
  *       a client pipelining 200,000 requests in one stream (6.6 MB) kept an event loop busy for good and every other
@@ -78,6 +81,11 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     static final int MOST_WAITING = 1_000;
     /** The most bytes of answers waiting for the socket when another answer begins. */
     static final long MOST_UNSENT = 1 << 20;
+    /**
+     * While more than {@link ClientConnections#mostUnsentAnswers()} waits over every connection, the most bytes
+     * waiting for one when another answer begins: Netty's mark past which a connection is not writable.
+     */
+    static final long LEAST_CUT_FOR_ALL = 64 * 1024;
 
     /** The Content-Length headers of the request being read (Netty keeps one of them); on the event loop only. */
     private int lengths;
@@ -92,25 +100,34 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     }
 
     /** Puts the strict decoder in place of Vert.x's on a connection just made (nothing read yet). */
-    static void install(HttpConnection connection, HttpServerOptions options) {
+    static void install(HttpConnection connection, HttpServerOptions options, ClientConnections clients) {
         ChannelPipeline pipeline = ((ConnectionBase) connection).channel().pipeline();
         StrictFraming strict = new StrictFraming(options);
         pipeline.replace(DECODER, DECODER, strict);
-        pipeline.addBefore(VERTX, "sluiceAnswers", strict.new Answers());
+        pipeline.addBefore(VERTX, "sluiceAnswers", strict.new Answers(clients));
     }
 
     /**
      * Counts the answers Vert.x writes, and those sent: each ends with a last part (informational answers, 1xx, do not
      * count), sent once its write is done. And cuts off a connection given an answer while too much waits unsent.
      */
-    private final class Answers extends ChannelOutboundHandlerAdapter {
+    private final class Answers extends ChannelDuplexHandler {
+        private final ClientConnections clients;
+        /** What this connection last counted in the process's bytes of answers waiting. */
+        private long counted;
+
+        Answers(ClientConnections clients) {
+            this.clients = clients;
+        }
+
         @Override
         public void write(ChannelHandlerContext context, Object message, ChannelPromise promise) {
             boolean informational = message instanceof HttpResponse head
                     && head.status().codeClass() == HttpStatusClass.INFORMATIONAL;
-            if (message instanceof HttpResponse && !informational && unsent(context) > MOST_UNSENT) {
+            if (message instanceof HttpResponse && !informational && tooMuchWaits(context)) {
                 context.flush(); // what a read's answers left unflushed, as in decode
-                if (unsent(context) > MOST_UNSENT) {
+                settle(context);
+                if (tooMuchWaits(context)) {
                     context.write(message, promise); // Vert.x's to release, as the connection closes
                     cutOff(context);
                     return;
@@ -123,10 +140,41 @@ final class StrictFraming extends VertxHttpRequestDecoder {
                     if (written.isSuccess()) {
                         sent++;
                     }
+                    settle(context);
                 });
                 promise = counted;
             }
             context.write(message, promise);
+            settle(context);
+        }
+
+        /** More than its own bound waits for this connection, or more than 64 KB while the process's bound is passed. */
+        private boolean tooMuchWaits(ChannelHandlerContext context) {
+            long waiting = unsent(context);
+            return waiting > MOST_UNSENT
+                    || waiting > LEAST_CUT_FOR_ALL && clients.unsentAnswers() > clients.mostUnsentAnswers();
+        }
+
+        /** Brings this connection's count in the process's total up to date. */
+        private void settle(ChannelHandlerContext context) {
+            long now = unsent(context);
+            if (now != counted) {
+                clients.unsentChanged(now - counted);
+                counted = now;
+            }
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext context) throws Exception {
+            settle(context); // drained below the low mark, or filled past the high one
+            super.channelWritabilityChanged(context);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext context) throws Exception {
+            clients.unsentChanged(-counted);
+            counted = 0;
+            super.channelInactive(context);
         }
 
         private static long unsent(ChannelHandlerContext context) {

@@ -320,13 +320,18 @@ public final class ServerMetrics implements AutoCloseable {
     }
 
     /**
-     * Exports what {@code connections} holds: {@code sluice_client_connections} (open now, over every port) and
-     * {@code sluice_connections_refused_total} (closed as accepted, the most being open).
+     * Exports what {@code connections} holds: {@code sluice_client_connections} (open now, over every port),
+     * {@code sluice_connections_refused_total} (closed as accepted, the most being open) and
+     * {@code sluice_unsent_answer_bytes} (HTTP answers waiting for their clients to read them).
      */
     public void watch(dev.sluice.server.ClientConnections connections) {
         io.micrometer.core.instrument.Gauge.builder("sluice.client.connections", connections,
                         dev.sluice.server.ClientConnections::open)
                 .description("Client connections open, over the gateway, API and gRPC ports").register(registry);
+        io.micrometer.core.instrument.Gauge.builder("sluice.unsent.answer.bytes", connections,
+                        dev.sluice.server.ClientConnections::unsentAnswers)
+                .description("Bytes of HTTP answers waiting for clients to read them, over every connection")
+                .register(registry);
         FunctionCounter.builder("sluice.connections.refused", connections, dev.sluice.server.ClientConnections::refused)
                 .description("Client connections closed as they were accepted, the most (--max-connections) being open")
                 .register(registry);
