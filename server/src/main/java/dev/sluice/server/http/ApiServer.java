@@ -189,7 +189,14 @@ public final class ApiServer implements AutoCloseable {
             }
             body.appendBuffer(chunk);
         });
-        request.exceptionHandler(e -> error(request.response(), 400, "cannot read the body: " + e.getMessage()));
+        request.exceptionHandler(e -> {
+            // the body broke off: answered already when the decoder refused it (a 400 that names why), and then the
+            // connection's close comes here too, where a second answer threw, a 3 KB stack trace in the log a
+            // request (a review filled the log at 24 MB a second)
+            if (!request.response().headWritten() && !request.response().closed()) {
+                error(request.response(), 400, "cannot read the body: " + e.getMessage());
+            }
+        });
         request.endHandler(ended -> {
             vertx.cancelTimer(deadline); // whole: the time its decision takes is the store's, not the client's
             if (request.response().ended()) {
