@@ -27,15 +27,16 @@ import java.util.concurrent.TimeUnit;
  * The Netty transport under the gRPC server: what gRPC would choose itself (epoll where Linux has it, NIO elsewhere;
  * one accepting thread, two event loops a core, daemon threads), with three things added: {@link UnreadAnswers} first
  * in every connection's pipeline, no more connections than the process takes ({@link ClientConnections}: one past
- * them is closed as it is accepted), and a bound on the messages its calls have begun ({@link PartialMessages}). gRPC gives no hook into a connection's pipeline, so the listening channel
- * carries one: it sees each connection as it is accepted, before gRPC's own handlers are added behind it. Since gRPC then
- * does not own the event loops, {@link #close} ends them, after the server.
+ * them is closed as it is accepted), and bounds on the calls open and the messages they have begun
+ * ({@link CallsHeld}). gRPC gives no hook into a connection's pipeline, so the listening channel carries one: it sees
+ * each connection as it is accepted, before gRPC's own handlers are added behind it. Since gRPC then does not own the
+ * event loops, {@link #close} ends them, after the server.
  */
 final class GrpcTransport implements AutoCloseable {
     private final EventLoopGroup accepting;
     private final EventLoopGroup connections;
     private final ChannelFactory<ServerChannel> listening;
-    private final PartialMessages partial = new PartialMessages();
+    private final CallsHeld calls = new CallsHeld();
 
     GrpcTransport(Duration sendTimeout, ClientConnections clients) {
         boolean epoll = Epoll.isAvailable();
@@ -44,7 +45,7 @@ final class GrpcTransport implements AutoCloseable {
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.accepting = new MultiThreadIoEventLoopGroup(1, acceptor, io);
         this.connections = new MultiThreadIoEventLoopGroup(0, loop, io);
-        ChannelHandler watch = new Watch(sendTimeout, clients, partial);
+        ChannelHandler watch = new Watch(sendTimeout, clients, calls);
         this.listening = () -> {
             ServerChannel channel = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
             channel.pipeline().addLast(watch); // before the acceptor gRPC's bootstrap adds
@@ -55,7 +56,7 @@ final class GrpcTransport implements AutoCloseable {
     /** {@code builder}, set to run on this transport. */
     NettyServerBuilder apply(NettyServerBuilder builder) {
         return builder.channelFactory(listening).bossEventLoopGroup(accepting).workerEventLoopGroup(connections)
-                .addStreamTracerFactory(partial);
+                .addStreamTracerFactory(calls);
     }
 
     /** Ends the event loops, waiting up to 5 s for their threads: a closed server leaves none behind. */
@@ -72,12 +73,12 @@ final class GrpcTransport implements AutoCloseable {
     private static final class Watch extends ChannelInboundHandlerAdapter {
         private final Duration sendTimeout;
         private final ClientConnections clients;
-        private final PartialMessages partial;
+        private final CallsHeld calls;
 
-        Watch(Duration sendTimeout, ClientConnections clients, PartialMessages partial) {
+        Watch(Duration sendTimeout, ClientConnections clients, CallsHeld calls) {
             this.sendTimeout = sendTimeout;
             this.clients = clients;
-            this.partial = partial;
+            this.calls = calls;
         }
 
         @Override
@@ -88,7 +89,7 @@ final class GrpcTransport implements AutoCloseable {
                     return;
                 }
                 connection.closeFuture().addListener(closed -> clients.leave());
-                partial.connected(connection);
+                calls.connected(connection);
                 connection.pipeline().addFirst(new UnreadAnswers(sendTimeout));
             }
             ctx.fireChannelRead(accepted);

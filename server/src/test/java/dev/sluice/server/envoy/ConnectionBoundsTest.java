@@ -406,19 +406,19 @@ class ConnectionBoundsTest {
     /**
      * A past bug, found by a review: gRPC keeps what a call's message has sent so far and opens the window for more,
      * so a client sending messages of a megabyte but their last byte held 49 MB a connection (a gigabyte, by the
-     * bounds of a message and of the calls open). A connection holding more than {@link PartialMessages#MOST_A_CONNECTION}
+     * bounds of a message and of the calls open). A connection holding more than {@link CallsHeld#MOST_A_CONNECTION}
      * in messages begun is cut off (a reset, no GOAWAY); a client on another connection goes on being answered. Here
      * a client sends nine such messages, as fast as the server's window lets it.
      */
     @Test
-    void aConnectionHoldingTooMuchInMessagesBegunIsCutOff() throws Exception {
+    void aConnectionHoldingTooMuchInHoldingClientIsCutOff() throws Exception {
         java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
-        try (MessagesBegun client = new MessagesBegun(server.port(), readers)) {
+        try (HoldingClient client = new HoldingClient(server.port(), readers)) {
             long sent = client.send(9);
             assertThat(client.ended.get(30, TimeUnit.SECONDS)).as("cut off, without a GOAWAY (%d bytes sent)", sent)
                     .isEqualTo(-1L);
-            assertThat(sent).as("before all nine messages were sent").isLessThan(9L * MessagesBegun.BEGUN)
-                    .isGreaterThan(PartialMessages.MOST_A_CONNECTION);
+            assertThat(sent).as("before all nine messages were sent").isLessThan(9L * HoldingClient.BEGUN)
+                    .isGreaterThan(CallsHeld.MOST_A_CONNECTION);
         } finally {
             readers.shutdownNow();
         }
@@ -427,16 +427,16 @@ class ConnectionBoundsTest {
 
     /**
      * The bound over every connection: 22 connections each holding three messages begun (3 MB, within a connection's
-     * bound) pass {@link PartialMessages#MOST_IN_ALL} together, and one of them, the one holding the most, is cut off;
+     * bound) pass {@link CallsHeld#MOST_IN_ALL} together, and one of them, the one holding the most, is cut off;
      * the others are kept, and a client on another connection is answered.
      */
     @Test
     void messagesBegunOverEveryConnectionPastTheBoundCutOffTheConnectionHoldingTheMost() throws Exception {
         java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
-        List<MessagesBegun> clients = new ArrayList<>();
+        List<HoldingClient> clients = new ArrayList<>();
         try {
             for (int i = 0; i < 22; i++) {
-                MessagesBegun client = new MessagesBegun(server.port(), readers);
+                HoldingClient client = new HoldingClient(server.port(), readers);
                 clients.add(client);
                 client.send(3);
             }
@@ -445,7 +445,7 @@ class ConnectionBoundsTest {
                     .allSatisfy(client -> assertThat(client.ended.get()).isEqualTo(-1L));
             assertThat(ask(descriptor("bulk", "meanwhile")).getOverallCode()).isEqualTo(Code.OK);
         } finally {
-            for (MessagesBegun client : clients) {
+            for (HoldingClient client : clients) {
                 client.close();
             }
             readers.shutdownNow();
@@ -453,10 +453,40 @@ class ConnectionBoundsTest {
     }
 
     /**
-     * A client that begins messages of a megabyte (16 bytes short of the largest, within a stream's window) and sends
-     * all of each but its last byte, as fast as the server's window for the connection lets it.
+     * A past bug, found by a review: a connection has at most a thousand calls open, but nothing bounded them over
+     * every connection, and 200 connections of a thousand calls that sent their headers and nothing more ran a server
+     * of 256 MB out of heap in six seconds. Past {@link CallsHeld#MOST_CALLS_IN_ALL} calls open, the connection with
+     * the most is cut off; the others are kept, and a client on another connection is answered.
      */
-    private static final class MessagesBegun implements AutoCloseable {
+    @Test
+    void callsOpenOverEveryConnectionPastTheBoundCutOffTheConnectionWithTheMost() throws Exception {
+        java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
+        List<HoldingClient> clients = new ArrayList<>();
+        try {
+            int connections = (int) (CallsHeld.MOST_CALLS_IN_ALL / MOST_CALLS_PER_CONNECTION) + 1;
+            for (int i = 0; i < connections; i++) {
+                HoldingClient client = new HoldingClient(server.port(), readers);
+                clients.add(client);
+                client.open(MOST_CALLS_PER_CONNECTION);
+            }
+            Thread.sleep(1_000); // time for a cut to land
+            assertThat(clients.stream().filter(client -> client.ended.isDone()).toList()).as("cut off").hasSize(1)
+                    .allSatisfy(client -> assertThat(client.ended.get()).isEqualTo(-1L));
+            assertThat(ask(descriptor("bulk", "meanwhile")).getOverallCode()).isEqualTo(Code.OK);
+        } finally {
+            for (HoldingClient client : clients) {
+                client.close();
+            }
+            readers.shutdownNow();
+        }
+    }
+
+    /**
+     * A client that holds what it can: calls that send their headers and nothing more, or messages of a megabyte (16
+     * bytes short of the largest, within a stream's window) all sent but their last byte, as fast as the server's
+     * window for the connection lets it.
+     */
+    private static final class HoldingClient implements AutoCloseable {
         static final int LENGTH = EnvoyRateLimitServer.MOST_BYTES_A_MESSAGE - 16;
         /** What a message sends: its 5 bytes of prefix, and all of it but the last byte. */
         static final int BEGUN = 5 + LENGTH - 1;
@@ -467,7 +497,7 @@ class ConnectionBoundsTest {
         private final AtomicLong window = new AtomicLong(65_535); // the connection's, widened as the server reads
         private int nextStream = 1;
 
-        MessagesBegun(int port, java.util.concurrent.Executor readers) throws IOException {
+        HoldingClient(int port, java.util.concurrent.Executor readers) throws IOException {
             client = new RawHttp2Client(port, 0);
             client.preface();
             client.flush();
@@ -487,6 +517,14 @@ class ConnectionBoundsTest {
                     return -1L;
                 }
             }, readers);
+        }
+
+        /** Opens {@code calls} more calls that send their headers and nothing more. */
+        void open(int calls) throws IOException {
+            for (int i = 0; i < calls; i++, nextStream += 2) {
+                client.write(RawHttp2Client.HEADERS, RawHttp2Client.END_HEADERS, nextStream, RawHttp2Client.callHeaders());
+            }
+            client.flush();
         }
 
         /** Begins {@code messages} more, each on a call of its own; the bytes sent, up to a cut. */

@@ -12,11 +12,17 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Bounds the bytes of messages begun and not yet whole that gRPC holds for the calls of Envoy's rate limit service:
- * at most {@link #MOST_A_CONNECTION} on one connection, and {@link #MOST_IN_ALL} over every connection. A connection
- * past its bound is cut off (a reset); past the bound in all, the connection holding the most is.
+ * Bounds what the calls of Envoy's rate limit service hold in gRPC, over every connection: the calls open, at most
+ * {@link #MOST_CALLS_IN_ALL}, and the bytes of messages begun and not yet whole, at most {@link #MOST_A_CONNECTION}
+ * on one connection and {@link #MOST_IN_ALL} over every connection. A connection past its bound is cut off (a
+ * reset); past a bound in all, the connection holding the most is.
  *
- * <p>Why: gRPC keeps what a call's message has sent so far, and gives the client the window to send more as soon as
+ * <p>Why the calls: a connection has at most {@link EnvoyRateLimitServer#MOST_CALLS_PER_CONNECTION} calls open, and a
+ * call that sends its headers and nothing more holds about 1.5 KB of heap until the connection goes; 200 connections
+ * of a thousand such calls ran a server of 256 MB out of heap in six seconds (a review found it). Envoy's calls are
+ * answered in microseconds to milliseconds: twenty thousand open at once is far past what its traffic holds.
+ *
+ * <p>Why the messages: gRPC keeps what a call's message has sent so far, and gives the client the window to send more as soon as
  * it has kept it; a message is whole at up to {@link EnvoyRateLimitServer#MOST_BYTES_A_MESSAGE}, and a connection
  * has up to {@link EnvoyRateLimitServer#MOST_CALLS_PER_CONNECTION} calls. A client sending all of such messages but
  * their last byte held 49 MB of direct memory a connection, and a few connections took a server to 920 MB (a review
@@ -24,16 +30,18 @@ import java.util.concurrent.atomic.AtomicLong;
  * whole, of a few hundred bytes: a connection of Envoy's holds a few kilobytes in messages begun, for the moment
  * their frames take to come.
  *
- * <p>How: gRPC tells a call's tracer the bytes of a message as it reads them ({@code inboundWireSize}), the message
+ * <p>How: gRPC tells a call's tracer that it has begun ({@code serverCallStarted}), the bytes of a message as it reads them ({@code inboundWireSize}), the message
  * once whole ({@code inboundMessageRead}), and the call's end ({@code streamClosed}), on the connection's event loop;
  * the call's connection is known by its two addresses, which {@link GrpcTransport} registers as it accepts it
  * ({@link #connected}).
  */
-final class PartialMessages extends ServerStreamTracer.Factory {
+final class CallsHeld extends ServerStreamTracer.Factory {
     /** The most bytes of messages begun on one connection: four of the largest messages. */
     static final long MOST_A_CONNECTION = 4L * EnvoyRateLimitServer.MOST_BYTES_A_MESSAGE;
     /** The most over every connection. */
     static final long MOST_IN_ALL = 64L << 20;
+    /** The most calls open over every connection. */
+    static final long MOST_CALLS_IN_ALL = 20_000;
 
     /**
      * The connections by their two ends: a client may use one address and port toward two addresses of a server
@@ -46,11 +54,13 @@ final class PartialMessages extends ServerStreamTracer.Factory {
     private record Ends(SocketAddress local, SocketAddress remote) {
     }
     private final AtomicLong inAll = new AtomicLong();
+    private final AtomicLong callsInAll = new AtomicLong();
 
     /** What one connection holds, changed on its event loop; and whether it is closed or being cut off. */
     private static final class Held {
         final Channel channel;
         final AtomicLong bytes = new AtomicLong();
+        final AtomicLong calls = new AtomicLong();
         volatile boolean closed;
 
         Held(Channel channel) {
@@ -67,6 +77,7 @@ final class PartialMessages extends ServerStreamTracer.Factory {
             connections.remove(ends, held);
             held.closed = true; // its calls' ends, which may come after, count nothing more
             inAll.addAndGet(-held.bytes.getAndSet(0)); // 0 if cut off: taken away then
+            callsInAll.addAndGet(-held.calls.getAndSet(0));
         });
     }
 
@@ -80,10 +91,22 @@ final class PartialMessages extends ServerStreamTracer.Factory {
         private Held held;
         private long begun;
 
+        /** Whether this call is counted among its connection's open calls. */
+        private boolean open;
+
         @Override
         public void serverCallStarted(ServerCallInfo<?, ?> callInfo) {
             held = connections.get(new Ends(callInfo.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR),
                     callInfo.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR)));
+            if (held == null || held.closed) {
+                return;
+            }
+            open = true;
+            held.calls.incrementAndGet();
+            if (callsInAll.incrementAndGet() > MOST_CALLS_IN_ALL) {
+                cutOff(connections.values().stream().filter(one -> !one.closed)
+                        .max(java.util.Comparator.comparingLong(one -> one.calls.get())).orElse(held));
+            }
             add(begun);
         }
 
@@ -103,6 +126,11 @@ final class PartialMessages extends ServerStreamTracer.Factory {
         public void streamClosed(Status status) {
             add(-begun);
             begun = 0;
+            if (open && !held.closed) { // closed: its calls were taken away with it
+                held.calls.decrementAndGet();
+                callsInAll.decrementAndGet();
+            }
+            open = false;
         }
 
         private void add(long bytes) {
@@ -133,6 +161,7 @@ final class PartialMessages extends ServerStreamTracer.Factory {
         }
         held.closed = true;
         inAll.addAndGet(-held.bytes.getAndSet(0));
+        callsInAll.addAndGet(-held.calls.getAndSet(0));
         Channel channel = held.channel;
         channel.eventLoop().execute(() -> {
             channel.config().setOption(ChannelOption.SO_LINGER, 0);
