@@ -104,8 +104,7 @@ final class CallsHeld extends ServerStreamTracer.Factory {
             open = true;
             held.calls.incrementAndGet();
             if (callsInAll.incrementAndGet() > MOST_CALLS_IN_ALL) {
-                cutOff(connections.values().stream().filter(one -> !one.closed)
-                        .max(java.util.Comparator.comparingLong(one -> one.calls.get())).orElse(held));
+                cutTheMost(callsInAll, MOST_CALLS_IN_ALL, one -> one.calls.get());
             }
             add(begun);
         }
@@ -142,9 +141,20 @@ final class CallsHeld extends ServerStreamTracer.Factory {
             if (bytes > 0 && connection > MOST_A_CONNECTION) {
                 cutOff(held);
             } else if (bytes > 0 && all > MOST_IN_ALL) {
-                cutOff(connections.values().stream().filter(one -> !one.closed)
-                        .max(java.util.Comparator.comparingLong(one -> one.bytes.get())).orElse(held));
+                cutTheMost(inAll, MOST_IN_ALL, one -> one.bytes.get());
             }
+        }
+    }
+
+    /**
+     * Cuts off the connection holding the most by {@code measure}, if {@code total} is still past {@code most}: one
+     * caller at a time, so that two event loops passing the bound at once cut one connection, not two (the first
+     * cut takes what it held from the total at once; a test found two cut).
+     */
+    private synchronized void cutTheMost(AtomicLong total, long most, java.util.function.ToLongFunction<Held> measure) {
+        if (total.get() > most) {
+            connections.values().stream().filter(one -> !one.closed)
+                    .max(java.util.Comparator.comparingLong(measure)).ifPresent(this::cutOff);
         }
     }
 
