@@ -432,24 +432,7 @@ class ConnectionBoundsTest {
      */
     @Test
     void messagesBegunOverEveryConnectionPastTheBoundCutOffTheConnectionHoldingTheMost() throws Exception {
-        java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
-        List<HoldingClient> clients = new ArrayList<>();
-        try {
-            for (int i = 0; i < 22; i++) {
-                HoldingClient client = new HoldingClient(server.port(), readers);
-                clients.add(client);
-                client.send(3);
-            }
-            Thread.sleep(1_000); // time for a cut to land
-            assertThat(clients.stream().filter(client -> client.ended.isDone()).toList()).as("cut off").hasSize(1)
-                    .allSatisfy(client -> assertThat(client.ended.get()).isEqualTo(-1L));
-            assertThat(ask(descriptor("bulk", "meanwhile")).getOverallCode()).isEqualTo(Code.OK);
-        } finally {
-            for (HoldingClient client : clients) {
-                client.close();
-            }
-            readers.shutdownNow();
-        }
+        assertOneCutOff(22, client -> client.send(3));
     }
 
     /**
@@ -460,14 +443,28 @@ class ConnectionBoundsTest {
      */
     @Test
     void callsOpenOverEveryConnectionPastTheBoundCutOffTheConnectionWithTheMost() throws Exception {
+        assertOneCutOff((int) (CallsHeld.MOST_CALLS_IN_ALL / MOST_CALLS_PER_CONNECTION) + 1,
+                client -> client.open(MOST_CALLS_PER_CONNECTION));
+    }
+
+    /** What a {@link HoldingClient} is made to hold. */
+    @FunctionalInterface
+    private interface Holding {
+        void hold(HoldingClient client) throws Exception;
+    }
+
+    /**
+     * {@code connections} clients, each made to hold what {@code holding} says, one after the other: exactly one is
+     * cut off (a reset, no GOAWAY), the others are kept, and a client on another connection is answered.
+     */
+    private void assertOneCutOff(int connections, Holding holding) throws Exception {
         java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newCachedThreadPool();
         List<HoldingClient> clients = new ArrayList<>();
         try {
-            int connections = (int) (CallsHeld.MOST_CALLS_IN_ALL / MOST_CALLS_PER_CONNECTION) + 1;
             for (int i = 0; i < connections; i++) {
                 HoldingClient client = new HoldingClient(server.port(), readers);
                 clients.add(client);
-                client.open(MOST_CALLS_PER_CONNECTION);
+                holding.hold(client);
             }
             Thread.sleep(1_000); // time for a cut to land
             assertThat(clients.stream().filter(client -> client.ended.isDone()).toList()).as("cut off").hasSize(1)
