@@ -175,9 +175,7 @@ public final class ConcurrencyLimiter {
     }
 
     private Permit attempt(String key, long cost) {
-        long[] id = new long[1];
-        Decision[] answer = new Decision[1];
-        boolean[] full = new boolean[1];
+        Permit[] answer = new Permit[1]; // the permit is made under the key's lock, where its lease is taken
         keys.compute(key, (k, held) -> {
             long now = clock.nanos(); // read under the key's lock, so expiries stay in order
             // within the time a rule decides at: past it, now + the lease overflowed, and every lease expired at once
@@ -185,25 +183,33 @@ public final class ConcurrencyLimiter {
             Leases live = held == null ? new Leases() : held;
             places.addAndGet(-live.dropExpired(now));
             long inFlight = live.inFlight();
+            long reset = live.resetAfter(now); // the grant below moves it to its own lease's end
             if (cost == 0) {
-                answer[0] = new Decision(true, limit - inFlight, 0, live.resetAfter(now), 0, described);
+                answer[0] = holdingNothing(key, new Decision(true, limit - inFlight, 0, reset, 0, described), false);
             } else if (cost > limit || inFlight + cost > limit) {
                 long retryAfter = cost > limit ? Decision.NEVER : live.retryAfter(now, cost, limit);
-                answer[0] = new Decision(false, limit - inFlight, retryAfter, live.resetAfter(now), 0, described);
+                answer[0] = holdingNothing(key, new Decision(false, limit - inFlight, retryAfter, reset, 0, described),
+                        false);
             } else if (places.incrementAndGet() > maxPlaces) {
                 places.decrementAndGet();
-                full[0] = true;
                 // nothing left for this key either, whatever its own limit leaves: 0, as a full store answers
                 long next = nextRoomSweep; // at or before now: a sweep is due, by another caller or this one's retry
-                answer[0] = new Decision(false, 0, next > now ? next - now : 1, live.resetAfter(now), 0, described);
+                long wait = next > now ? next - now : 1;
+                answer[0] = holdingNothing(key, new Decision(false, 0, wait, reset, 0, described), true);
             } else {
-                id[0] = leaseIds.incrementAndGet(); // under the lock: a key's ids follow its expiries
-                live.add(id[0], cost, now + leaseTimeout);
-                answer[0] = new Decision(true, limit - inFlight - cost, 0, live.resetAfter(now), 0, described);
+                long id = leaseIds.incrementAndGet(); // under the lock: a key's ids follow its expiries
+                live.add(id, cost, now + leaseTimeout);
+                answer[0] = new Permit(this, key, id, new Decision(true, limit - inFlight - cost, 0,
+                        live.resetAfter(now), 0, described), false);
             }
             return live.size() == 0 ? null : live;
         });
-        return new Permit(this, key, id[0], answer[0], full[0]);
+        return answer[0];
+    }
+
+    /** A permit holding no lease: a refusal, or a peek (cost 0); {@code full}: turned away for the limiter's room. */
+    private Permit holdingNothing(String key, Decision decision, boolean full) {
+        return new Permit(this, key, 0, decision, full);
     }
 
     /**

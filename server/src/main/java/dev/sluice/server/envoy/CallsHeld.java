@@ -5,7 +5,6 @@ import io.grpc.Metadata;
 import io.grpc.ServerStreamTracer;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
-import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 
 import java.net.SocketAddress;
 import java.util.concurrent.ConcurrentHashMap;
@@ -49,12 +48,12 @@ final class CallsHeld extends ServerStreamTracer.Factory {
      * review found the bound passed so).
      */
     private final ConcurrentHashMap<Ends, Held> connections = new ConcurrentHashMap<>();
+    private final AtomicLong inAll = new AtomicLong();
+    private final AtomicLong callsInAll = new AtomicLong();
 
     /** A connection's two ends, as the channel and gRPC's transport attributes name them. */
     private record Ends(SocketAddress local, SocketAddress remote) {
     }
-    private final AtomicLong inAll = new AtomicLong();
-    private final AtomicLong callsInAll = new AtomicLong();
 
     /** What one connection holds, changed on its event loop; and whether it is closed or being cut off. */
     private static final class Held {
@@ -159,11 +158,10 @@ final class CallsHeld extends ServerStreamTracer.Factory {
     }
 
     /**
-     * A reset, once the call being read has returned (a close from inside gRPC's reading would run into it), from
-     * the first handler of the pipeline toward the socket: through gRPC's handler a close becomes a graceful one, a
-     * GOAWAY that waits for the calls open to end, and these never would. What it holds counts no more from now: the
-     * connection is as good as gone, and the bytes another connection reads meanwhile must not cut a second one (a
-     * test found two cut, the first one's bytes falling call by call as it closed).
+     * Cuts {@code held}'s connection off ({@link UnreadAnswers#cutOff(Channel)}), once the call being read has returned:
+     * a close from inside gRPC's reading would run into it. What it holds counts no more from now: the connection is
+     * as good as gone, and the bytes another connection reads meanwhile must not cut a second one (a test found two
+     * cut, the first one's bytes falling call by call as it closed).
      */
     private void cutOff(Held held) {
         if (held.closed) {
@@ -172,10 +170,6 @@ final class CallsHeld extends ServerStreamTracer.Factory {
         held.closed = true;
         inAll.addAndGet(-held.bytes.getAndSet(0));
         callsInAll.addAndGet(-held.calls.getAndSet(0));
-        Channel channel = held.channel;
-        channel.eventLoop().execute(() -> {
-            channel.config().setOption(ChannelOption.SO_LINGER, 0);
-            channel.pipeline().firstContext().close();
-        });
+        held.channel.eventLoop().execute(() -> UnreadAnswers.cutOff(held.channel));
     }
 }

@@ -140,14 +140,19 @@ final class UnreadAnswers extends ChannelDuplexHandler {
         }
     }
 
-    /**
-     * A reset: a plain close would leave the unread answers in the kernel, sent to no one. And closed from here,
-     * nearest the socket: gRPC's handler makes a close that passes it a graceful one, which waits for the calls open
-     * to end, and these never would.
-     */
     private static void cutOff(ChannelHandlerContext ctx) {
-        ctx.channel().config().setOption(ChannelOption.SO_LINGER, 0);
-        ctx.close();
+        cutOff(ctx.channel());
+    }
+
+    /**
+     * Cuts a gRPC connection off with a reset: a plain close would leave the unread answers in the kernel, sent to no
+     * one. And closed from the first handler of its pipeline, nearest the socket (this one, put first as the
+     * connection is accepted): gRPC's handler makes a close that passes it a graceful one, a GOAWAY that waits for
+     * the calls open to end, and these never would. On the connection's event loop.
+     */
+    static void cutOff(Channel connection) {
+        connection.config().setOption(ChannelOption.SO_LINGER, 0);
+        connection.pipeline().firstContext().close();
     }
 
     private static void cancel(ScheduledFuture<?> task) {

@@ -2,6 +2,7 @@ package dev.sluice.server.metrics;
 
 import dev.sluice.redis.RedisStore;
 import dev.sluice.server.Checked;
+import dev.sluice.server.ClientConnections;
 import dev.sluice.server.Verdict;
 import dev.sluice.store.InMemoryStore;
 import dev.sluice.store.Store;
@@ -324,15 +325,15 @@ public final class ServerMetrics implements AutoCloseable {
      * {@code sluice_connections_refused_total} (closed as accepted, the most being open) and
      * {@code sluice_unsent_answer_bytes} (HTTP answers waiting for their clients to read them).
      */
-    public void watch(dev.sluice.server.ClientConnections connections) {
-        io.micrometer.core.instrument.Gauge.builder("sluice.client.connections", connections,
-                        dev.sluice.server.ClientConnections::open)
+    public void watch(ClientConnections connections) {
+        Gauge.builder("sluice.client.connections", connections,
+                        ClientConnections::open)
                 .description("Client connections open, over the gateway, API and gRPC ports").register(registry);
-        io.micrometer.core.instrument.Gauge.builder("sluice.unsent.answer.bytes", connections,
-                        dev.sluice.server.ClientConnections::unsentAnswers)
+        Gauge.builder("sluice.unsent.answer.bytes", connections,
+                        ClientConnections::unsentAnswers)
                 .description("Bytes of HTTP answers waiting for clients to read them, over every connection")
                 .register(registry);
-        FunctionCounter.builder("sluice.connections.refused", connections, dev.sluice.server.ClientConnections::refused)
+        FunctionCounter.builder("sluice.connections.refused", connections, ClientConnections::refused)
                 .description("Client connections closed as they were accepted, the most (--max-connections) being open")
                 .register(registry);
     }
