@@ -89,7 +89,8 @@ public final class ClientConnections {
 
     /**
      * Counts a change of the bytes of answers waiting for the socket on one connection. The gateway and the API
-     * answer a client that reads nothing until a bound of its own (1 MiB); past {@link #mostUnsentAnswers()} over
+     * read no more of a client whose answers wait (under 1 MiB for one that reads nothing); past
+     * {@link #mostUnsentAnswers()} over
      * every connection, a connection given another answer while more than 64 KB waits for it is cut off: a review had
      * 250 connections, each within its own bound, run a server of 256 MB out of direct memory.
      */

@@ -37,9 +37,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>Bodies stream both ways ({@link Forwarder}); the incoming body stays paused while the request is decided
  *       or delayed.</li>
  *   <li>A request whose body could be delimited two ways (an unknown {@code Transfer-Encoding}, one with
- *       {@code Content-Length}) is a 400, and its connection read no further; a client with more than
- *       {@link StrictFraming#MOST_WAITING} requests pipelined, or {@link StrictFraming#MOST_UNSENT} bytes of answers,
- *       waiting for it to read is cut off ({@link StrictFraming}).</li>
+ *       {@code Content-Length}) is a 400, and its connection read no further; a client's pipelined requests are read
+ *       {@link StrictFraming#MOST_AHEAD} at most ahead of the answers sent, and none while its answers wait for it
+ *       to read ({@link StrictFraming}).</li>
  *   <li>A client's connection that carries no request for the idle timeout given ({@code --idle-timeout};
  *       {@link #IDLE_CLIENT_TIMEOUT_MS} ms unless told; kept alive and unused, or sending a head that does not end) is
  *       closed ({@link IdleClients}); one whose request is being handled, never.</li>

@@ -2,9 +2,12 @@ package dev.sluice.server.http;
 
 import dev.sluice.server.ClientConnections;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
@@ -48,11 +51,11 @@ import java.util.List;
  * goes to the server's handler of malformed requests (400, {@code Connection: close}), and the decoder discards
  * the rest of the connection, so that a body mistaken for a request is never read as one.
  *
- * <p>It also bounds the requests a client pipelines, and the answers it leaves unread: a connection is cut off (a
- * reset) that has more than {@link #MOST_WAITING} requests read whose answers are not yet sent to the socket, or that
- * is given another answer while more than {@link #MOST_UNSENT} bytes of answers wait for the socket, or more than
- * {@link #LEAST_CUT_FOR_ALL} while the process's bound over every connection is passed
- * ({@link ClientConnections#mostUnsentAnswers()}). Why:
+ * <p>It also reads a client's pipelined requests as nginx does, a few at a time: once {@link #MOST_AHEAD} requests are
+ * read whose answers are not yet sent to the socket, or while the answers already made wait for a socket that takes
+ * no more (Netty's mark: the connection is not writable), the decoder stops at the end of the request it has read and
+ * the connection stops reading; both go on once the answers are sent. What the client sends meanwhile waits in its own
+ * socket. Why:
  * <ul>
  *   <li>Vert.x reads on whatever waits, and puts each request read at the end of a list it walks from the start, so
  *       a client pipelining 200,000 requests in one stream (6.6 MB) kept an event loop busy for good and every other
@@ -61,12 +64,25 @@ import java.util.List;
  *       A client that pipelined requests the gateway rejected and read nothing had 558,000 answers waiting there
  *       (4 connections, a server of 256 MB out of memory, and dead for every client after it left); one that
  *       pipelined {@code GET /metrics} had the direct memory run out and the event loop stall (a review found both).
- *       Answers were counted as they were written, not as they were sent, so the bound above never tripped.</li>
+ *       </li>
+ *   <li>Cutting such a client off instead (a reset past 1,000 requests waiting, or 1 MiB of answers), as this class
+ *       first did, cut honest clients too: one that pipelined more than 1,000 requests whose answers waited on the
+ *       upstream or on Redis, or large downloads over a slow link.</li>
  * </ul>
- * nginx reads one request at a time and takes the next once the answer is sent; browsers do not pipeline at all.
- * An honest client that reads its answers never has them wait: they go as fast as it reads them. The answers are
- * counted on their way out ({@link Answers}, beside Vert.x's handler in the pipeline), as written and as sent, so
- * the count needs nothing of the server's request handler.
+ * So a connection holds at most {@link #MOST_AHEAD} answers beyond the 64 KB a writable socket takes, and an answer
+ * the gateway makes whole is at most 64 KiB (larger ones stream, waiting for the client): under 1 MiB for a client
+ * that reads nothing, who then sends into a full socket and is let go as idle. An honest client gets every answer, as
+ * fast as it reads them. Only the bound over every connection still cuts: while more than
+ * {@link ClientConnections#mostUnsentAnswers()} waits in the whole process, a connection given another answer while
+ * more than {@link #LEAST_CUT_FOR_ALL} waits for it is reset. The answers are counted on their way out
+ * ({@link Answers}, beside Vert.x's handler in the pipeline), as written and as sent, so the count needs nothing of
+ * the server's request handler; reading is held by {@link Reads}, first in the pipeline, which every read asked of
+ * the channel passes.
+ *
+ * <p>Holding reads shares the channel's {@code autoRead} with Vert.x, which turns it off while a request's body waits
+ * for its handler and on once the body is taken. A hold begins at the end of a request, so no body comes to Vert.x
+ * while it lasts and Vert.x cannot pause then; it can only resume, and the read that asks for is held too. When the
+ * hold ends, reading is as Vert.x last left it: on if it resumed meanwhile or had never paused, off if it still waits.
  *
  * <p>And a body that breaks off unreadable (a chunk size that is not hex) while its request waits behind others is
  * cut off the same way, as Vert.x cuts off a connection whose request being handled has one. Vert.x failed on it
@@ -77,10 +93,12 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     /** The names Vert.x gives the decoder and its own handler in a connection's pipeline. */
     private static final String DECODER = "httpDecoder";
     private static final String VERTX = "handler";
-    /** The most requests of one connection read and not yet answered to the socket. */
-    static final int MOST_WAITING = 1_000;
-    /** The most bytes of answers waiting for the socket when another answer begins. */
-    static final long MOST_UNSENT = 1 << 20;
+    /**
+     * The most requests of one connection read and not yet answered to the socket. Fifteen answers the gateway makes
+     * whole (up to 64 KiB each) and the 64 KB a writable socket holds stay under 1 MiB a connection; the API's answers
+     * are smaller, but for {@code /metrics}, which grows with the policies.
+     */
+    static final int MOST_AHEAD = 15;
     /**
      * While more than {@link ClientConnections#mostUnsentAnswers()} waits over every connection, the most bytes
      * waiting for one when another answer begins: Netty's mark past which a connection is not writable.
@@ -94,6 +112,12 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     private long answered;
     private long sent;
     private boolean cut;
+    /** A request read but not yet its last part: the decoder is inside it, and holds only between requests. */
+    private boolean insideRequest;
+    /** Reading and decoding wait for answers to be sent; whether reading was on when the hold began; a resume due. */
+    private boolean held;
+    private boolean readingBefore;
+    private boolean resumeDue;
 
     private StrictFraming(HttpServerOptions options) {
         super(options);
@@ -105,6 +129,63 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         StrictFraming strict = new StrictFraming(options);
         pipeline.replace(DECODER, DECODER, strict);
         pipeline.addBefore(VERTX, "sluiceAnswers", strict.new Answers(clients));
+        pipeline.addFirst("sluiceReads", strict.new Reads());
+    }
+
+    /** Every read asked of the channel passes here, first in the pipeline, and waits while the connection is held. */
+    private final class Reads extends ChannelOutboundHandlerAdapter {
+        @Override
+        public void read(ChannelHandlerContext context) {
+            if (!held) {
+                context.read();
+            }
+        }
+    }
+
+    /** Too many answers unsent, or the socket full: no further request is read. */
+    private boolean mustWait(ChannelHandlerContext context) {
+        return read - sent >= MOST_AHEAD || !context.channel().isWritable();
+    }
+
+    /** Stops reading, on the event loop, as the decoder stops between two requests. */
+    private void hold(ChannelHandlerContext context) {
+        if (!held) {
+            held = true;
+            ChannelConfig config = context.channel().config();
+            readingBefore = config.isAutoRead();
+            config.setAutoRead(false); // takes the socket out of the reads at once, within this read too
+        }
+    }
+
+    /** Once what held the connection has passed, resumes it on the event loop: not inside the write that let it go. */
+    private void resumeWhenFree(ChannelHandlerContext context) {
+        if (held && !resumeDue && !cut && !mustWait(context)) {
+            resumeDue = true;
+            context.channel().eventLoop().execute(() -> resume(context));
+        }
+    }
+
+    private void resume(ChannelHandlerContext context) {
+        resumeDue = false;
+        if (!held || cut || !context.channel().isActive() || mustWait(context)) {
+            return;
+        }
+        held = false;
+        ChannelConfig config = context.channel().config();
+        if (config.isAutoRead()) {
+            context.channel().read(); // Vert.x resumed while held: the read that asked for was held
+        } else if (readingBefore) {
+            config.setAutoRead(true); // and reads
+        }
+        ChannelHandlerContext decoder = context.pipeline().context(this);
+        if (decoder != null && actualReadableBytes() > 0) { // the requests read before the hold, not yet decoded
+            try {
+                channelRead(decoder, Unpooled.EMPTY_BUFFER);
+                channelReadComplete(decoder); // Vert.x flushes the answers it made at the end of a read
+            } catch (Exception e) { // as a read's would: Vert.x closes the connection
+                decoder.fireExceptionCaught(e);
+            }
+        }
     }
 
     /**
@@ -139,6 +220,7 @@ final class StrictFraming extends VertxHttpRequestDecoder {
                 counted.addListener(written -> {
                     if (written.isSuccess()) {
                         sent++;
+                        resumeWhenFree(context);
                     }
                     settle(context);
                 });
@@ -148,11 +230,9 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             settle(context);
         }
 
-        /** More than its own bound waits for this connection, or more than 64 KB while the process's bound is passed. */
+        /** More than 64 KB waits for this connection while the process's bound is passed. */
         private boolean tooMuchWaits(ChannelHandlerContext context) {
-            long waiting = unsent(context);
-            return waiting > MOST_UNSENT
-                    || waiting > LEAST_CUT_FOR_ALL && clients.unsentAnswers() > clients.mostUnsentAnswers();
+            return unsent(context) > LEAST_CUT_FOR_ALL && clients.unsentAnswers() > clients.mostUnsentAnswers();
         }
 
         /** Brings this connection's count in the process's total up to date. */
@@ -167,6 +247,7 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         @Override
         public void channelWritabilityChanged(ChannelHandlerContext context) throws Exception {
             settle(context); // drained below the low mark, or filled past the high one
+            resumeWhenFree(context);
             super.channelWritabilityChanged(context);
         }
 
@@ -198,6 +279,10 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             in.skipBytes(in.readableBytes());
             return;
         }
+        if (!insideRequest && mustWait(context)) {
+            hold(context); // nothing taken: the decoder stops here, and what is read waits until resume
+            return;
+        }
         int before = out.size();
         super.decode(context, in, out);
         boolean brokenWhileWaiting = false;
@@ -205,17 +290,17 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             Object message = out.get(i);
             if (message instanceof HttpRequest) {
                 read++;
-            } else if (message instanceof HttpContent content && content.decoderResult().isFailure()
+                insideRequest = true;
+            }
+            if (message instanceof HttpContent content && content.decoderResult().isFailure()
                     && read - answered > 1) { // the request it belongs to, the last read, waits behind another
                 brokenWhileWaiting = true;
             }
+            if (message instanceof LastHttpContent) {
+                insideRequest = false;
+            }
         }
-        if (read - sent > MOST_WAITING) {
-            // Vert.x flushes once a read is over, and a read holds thousands of small requests: what the socket takes
-            // now is sent, and what it does not take waits for a client that reads nothing
-            context.flush();
-        }
-        if (brokenWhileWaiting || read - sent > MOST_WAITING) {
+        if (brokenWhileWaiting) {
             cut = true;
             for (int i = out.size() - 1; i >= before; i--) {
                 ReferenceCountUtil.release(out.remove(i));
