@@ -18,12 +18,28 @@ import java.util.concurrent.atomic.LongAdder;
  * gateway opens a connection to the upstream for each request in flight, at most one a client connection; Redis,
  * the JVM's own files and the configuration take the 256). With the common limits: 384 connections under 1,024
  * descriptors, 32,640 under 65,536, 524,160 under 1,048,576.
+ *
+ * <p>The gateway's clients may not take the last places ({@link #kept()}: a sixteenth, at most
+ * {@value #MOST_KEPT}): those are kept for the ports the operator's own tools reach, the API (the gateway's admin port,
+ * with {@code /metrics} and {@code /healthz}) and Envoy's gRPC port. Before, one budget served every port, and clients
+ * holding the gateway's connections kept the scrapes out too, at the moment they were needed most.
  */
 public final class ClientConnections {
     /** Descriptors kept for the process's own use: Redis, the JVM's files, the configuration, the listening sockets. */
     static final int KEPT_FOR_THE_PROCESS = 256;
     /** The fewest the default allows, whatever the limit says. */
     static final int FEWEST = 16;
+
+    /** The most places kept from the gateway's clients, whatever the most connections. */
+    static final int MOST_KEPT = 64;
+
+    /** The port a connection comes in by. */
+    public enum Port {
+        /** The gateway's, open to the world: its clients may take every place but those {@link #kept()}. */
+        GATEWAY,
+        /** The API's (the gateway's admin port) and Envoy's gRPC port: their clients may take every place. */
+        SERVICE
+    }
 
     /** The most bytes of answers waiting for the socket over every connection, unless told otherwise. */
     public static final long MOST_UNSENT_ANSWERS = 64L << 20;
@@ -69,12 +85,22 @@ public final class ClientConnections {
         return most;
     }
 
+    /** Places the gateway's clients may not take: a sixteenth of the most, at most {@value #MOST_KEPT}. */
+    public int kept() {
+        return Math.min(MOST_KEPT, most / 16);
+    }
+
     /**
-     * Takes a place for a connection just accepted: false when the most are open, and the connection is to be closed
-     * at once (counted in {@link #refused()}); true, and {@link #leave()} is to be called once when it closes.
+     * Takes a place for a connection just accepted by {@code port}: false when the most it may take are open, and the
+     * connection is to be closed at once (counted in {@link #refused()}); true, and {@link #leave()} is to be called
+     * once when it closes.
      */
-    public boolean take() {
-        if (open.incrementAndGet() > most) {
+    public boolean take(Port port) {
+        int bound = most;
+        if (port == Port.GATEWAY) {
+            bound -= kept();
+        }
+        if (open.incrementAndGet() > bound) {
             open.decrementAndGet();
             refused.increment();
             return false;

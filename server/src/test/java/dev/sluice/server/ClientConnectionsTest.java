@@ -3,6 +3,7 @@ package dev.sluice.server;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.envoy.EnvoyRateLimitServer;
 import dev.sluice.server.http.ApiServer;
+import dev.sluice.server.http.Gateway;
 import dev.sluice.server.metrics.ServerMetrics;
 import org.junit.jupiter.api.Test;
 
@@ -11,8 +12,11 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.Socket;
 import java.net.SocketException;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.IntSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -53,6 +57,44 @@ class ClientConnectionsTest {
                 grpc.close();
             }
         }
+    }
+
+    /**
+     * The gateway's clients cannot take the last places: those are kept for the API (the gateway's admin port, with
+     * {@code /metrics}) and Envoy's port. A past weakness: clients holding every connection of the gateway kept the
+     * scrapes of the same process out too.
+     */
+    @Test
+    void theGatewaysClientsLeaveTheLastPlacesToTheOtherPorts() throws Exception {
+        try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("c.yaml", CONFIG), new ServerMetrics());
+             ApiServer api = ApiServer.start(live, "127.0.0.1", 0);
+             Gateway gateway = Gateway.start(live, URI.create("http://127.0.0.1:1"), "127.0.0.1", 0)) {
+            live.connections().most(48);
+            assertThat(live.connections().kept()).as("a sixteenth").isEqualTo(3);
+            List<Socket> held = new ArrayList<>();
+            try {
+                for (int i = 0; i < 45; i++) {
+                    held.add(connect(gateway.port()));
+                }
+                waitFor(() -> live.connections().open(), 45);
+                assertClosedAtOnce(gateway.port());
+                assertThat(live.connections().refused()).as("the gateway's 46th").isEqualTo(1);
+                for (int i = 0; i < 3; i++) {
+                    Socket admin = connect(api.port());
+                    held.add(admin);
+                    assertThat(healthz(admin)).as("a kept place").isEqualTo("HTTP/1.1 200 OK");
+                }
+                assertClosedAtOnce(api.port());
+                assertThat(live.connections().refused()).as("the process's 49th").isEqualTo(2);
+            } finally {
+                for (Socket socket : held) {
+                    socket.close();
+                }
+            }
+            waitFor(() -> live.connections().open(), 0);
+        }
+        assertThat(new ClientConnections(4_096).kept()).as("at most").isEqualTo(ClientConnections.MOST_KEPT);
+        assertThat(new ClientConnections(15).kept()).as("none under sixteen").isZero();
     }
 
     @Test

@@ -84,7 +84,7 @@ final class GrpcTransport implements AutoCloseable {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object accepted) {
             if (accepted instanceof Channel connection) {
-                if (!clients.take()) {
+                if (!clients.take(ClientConnections.Port.SERVICE)) {
                     connection.unsafe().closeForcibly(); // not yet registered with a loop: as gRPC's acceptor closes one it cannot
                     return;
                 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.Limit;
 import dev.sluice.server.Checked;
+import dev.sluice.server.ClientConnections;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
@@ -79,7 +80,8 @@ public final class ApiServer implements AutoCloseable {
             ApiServer api = new ApiServer(vertx, live, idleTimeoutMs);
             // the gateway's rules: a client pipelining without bound, say, holds a loop here too
             api.port = EventLoops.listen(vertx, EventLoops.count(), host, port,
-                    () -> ClientRules.server(vertx, idleTimeoutMs, live.connections(), api::answer)).actualPort();
+                    () -> ClientRules.server(vertx, idleTimeoutMs, live.connections(),
+                            ClientConnections.Port.SERVICE, api::answer)).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();

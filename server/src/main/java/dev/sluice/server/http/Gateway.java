@@ -1,6 +1,7 @@
 package dev.sluice.server.http;
 
 import dev.sluice.DurationFormat;
+import dev.sluice.server.ClientConnections;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
@@ -113,7 +114,8 @@ public final class Gateway implements AutoCloseable {
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
                         live.metrics()::gatewayFailed));
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
-                return ClientRules.server(vertx, idleClientMs, live.connections(), limiting::handle);
+                return ClientRules.server(vertx, idleClientMs, live.connections(), ClientConnections.Port.GATEWAY,
+                        limiting::handle);
             }));
         } catch (Exception e) {
             vertx.close();
