@@ -11,6 +11,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
 import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.envoy.JsonCalls;
 import dev.sluice.server.config.TextFile;
 import dev.sluice.server.request.BadRequest;
 import io.vertx.core.Vertx;
@@ -45,6 +46,7 @@ public final class ApiServer implements AutoCloseable {
     private final LiveConfig live;
     private final Dashboard dashboard;
     private final HeldPlaces held = new HeldPlaces();
+    private final JsonCalls envoy;
     /** How long a connection may carry no request, and a request's body take to come whole. */
     private final long idleTimeoutMs;
     private int port;
@@ -54,6 +56,7 @@ public final class ApiServer implements AutoCloseable {
         this.live = live;
         this.idleTimeoutMs = idleTimeoutMs;
         this.dashboard = new Dashboard(live);
+        this.envoy = new JsonCalls(live);
         vertx.setPeriodic(SECOND_MS, tick -> held.dropExpired(System.nanoTime()));
     }
 
@@ -121,6 +124,9 @@ public final class ApiServer implements AutoCloseable {
                     body -> checkRequest(request, policies, body));
             case "/v1/release" -> post(request, "{\"permit\": \"<the permit /v1/check answered>\"}",
                     body -> release(request, body));
+            // Envoy's rate limit call over HTTP/1, as Envoy's own service takes it for clients without gRPC
+            case "/json" -> post(request, "{\"domain\": \"edge\", \"descriptors\": [{\"entries\": [{\"key\":"
+                    + " \"remote_address\", \"value\": \"10.0.0.7\"}]}]}", body -> envoyCall(request, body));
             case "/v1/policies" -> get(request, () -> json(request.response(), 200, policiesJson(policies)));
             case "/v1/stats" -> get(request, () -> json(request.response(), 200, dashboard.stats(policies)));
             // 200 while the service can decide (docs/server.md), and with the store down it still can, by the failure
@@ -249,6 +255,8 @@ public final class ApiServer implements AutoCloseable {
             error(response, 400, "the body is not JSON: " + e.getOriginalMessage()
                     .replaceAll(":? *\\(?enable `?JsonReadFeature\\.[A-Z_]+`? to allow\\)?", "")
                     .replaceAll(", from `?StreamReadConstraints\\.[A-Za-z]+\\(\\)`?", "")
+                    // "(start marker at [Source: ...; line: 1, column: 1])": where, less the source
+                    .replaceAll(" *\\[Source: [^]]*; line: (\\d+), column: (\\d+)]", " line $1, column $2")
                     .replaceAll(" *\\[Source: [^]]*]", ""));
             return null;
         } catch (java.io.IOException e) {
@@ -397,6 +405,21 @@ public final class ApiServer implements AutoCloseable {
             return;
         }
         json(http.response(), 200, VerdictAnswer.JSON.createObjectNode().put("released", true));
+    }
+
+    /** {@code POST /json}: a 400 naming what is wrong, else Envoy's answer and status (200, or 429 over the limit). */
+    private void envoyCall(HttpServerRequest http, JsonNode body) {
+        envoy.decide(JsonCalls.read(body.toString())).whenComplete((response, failure) -> {
+            Throwable cause = failure instanceof java.util.concurrent.CompletionException ? failure.getCause() : failure;
+            if (cause instanceof BadRequest refused) {
+                error(http.response(), 400, refused.getMessage());
+            } else if (cause != null) { // logged by the service, which decides the gRPC calls too
+                error(http.response(), 500, "cannot decide; the server's log says why");
+            } else {
+                http.response().setStatusCode(JsonCalls.status(response)).putHeader("Content-Type", "application/json")
+                        .end(JsonCalls.write(response));
+            }
+        });
     }
 
     private static void reply(HttpServerRequest http, Policies policies, CompletionStage<Verdict> verdict,
