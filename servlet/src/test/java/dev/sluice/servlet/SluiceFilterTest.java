@@ -487,6 +487,27 @@ class SluiceFilterTest {
         assertThat(get("/search", "X-Cost", "4").headers().firstValue("X-RateLimit-Remaining")).hasValue("6");
     }
 
+    /**
+     * A key or a cost given twice is a 400 naming it, as the gateway refuses it, in whatever spelling the second
+     * comes: the container hands the filter the first, and the application might read the other (counted as one
+     * client, served as another).
+     */
+    @Test
+    void aKeyOrACostGivenTwiceIsA400AsInTheGateway() throws Exception {
+        start();
+        HttpResponse<String> key = get("/api/items", "X-API-Key", "k1", "x-api-key", "victim");
+        assertThat(key.statusCode()).isEqualTo(400);
+        assertThat(key.body()).isEqualTo("{\"error\":\"header X-API-Key (the key of policy per-key): given 2 times;"
+                + " a key is given once\"}");
+        HttpResponse<String> cost = get("/search", "X-Cost", "1", "X-Cost", "0");
+        assertThat(cost.statusCode()).isEqualTo(400);
+        assertThat(cost.body()).isEqualTo("{\"error\":\"header X-Cost (the cost of policy weighted): given 2 times;"
+                + " a cost is given once\"}");
+        assertThat(reached).hasValue(0);
+        assertThat(get("/api/items", "X-API-Key", "k1").headers().firstValue("X-RateLimit-Remaining"))
+                .as("nothing charged").hasValue("1");
+    }
+
     /** A header sent in UTF-8 is quoted as sent, whichever way the container reads the request's head. */
     @Test
     void aBadCostSentInUtf8IsQuotedAsSent() throws Exception {
