@@ -34,7 +34,7 @@ final class ServiceOptions {
 
     @Option(names = "--max-connections", paramLabel = "N", description = "the most client connections open at once,"
             + " over every port; one more is closed as it is accepted, as nginx's worker_connections (default: half the"
-            + " file descriptors the process may open, less 256); the gateway's clients leave a sixteenth, at most 64,"
+            + " file descriptors the process may open, less 256); the gateway's clients leave a sixteenth, at least 1 and at most 64,"
             + " to the other ports")
     Integer maxConnections;
 

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.LongAdder;
  * the JVM's own files and the configuration take the 256). With the common limits: 384 connections under 1,024
  * descriptors, 32,640 under 65,536, 524,160 under 1,048,576.
  *
- * <p>The gateway's clients may not take the last places ({@link #kept()}: a sixteenth, at most
+ * <p>The gateway's clients may not take the last places ({@link #kept()}: a sixteenth, at least one and at most
  * {@value #MOST_KEPT}): those are kept for the ports the operator's own tools reach, the API (the gateway's admin port,
  * with {@code /metrics} and {@code /healthz}) and Envoy's gRPC port. Before, one budget served every port, and clients
  * holding the gateway's connections kept the scrapes out too, at the moment they were needed most.
@@ -85,9 +85,12 @@ public final class ClientConnections {
         return most;
     }
 
-    /** Places the gateway's clients may not take: a sixteenth of the most, at most {@value #MOST_KEPT}. */
+    /**
+     * Places the gateway's clients may not take: a sixteenth of the most, at least one (of two or more) and at most
+     * {@value #MOST_KEPT}.
+     */
     public int kept() {
-        return Math.min(MOST_KEPT, most / 16);
+        return most < 2 ? 0 : Math.max(1, Math.min(MOST_KEPT, most / 16));
     }
 
     /**
@@ -100,12 +103,17 @@ public final class ClientConnections {
         if (port == Port.GATEWAY) {
             bound -= kept();
         }
-        if (open.incrementAndGet() > bound) {
-            open.decrementAndGet();
-            refused.increment();
-            return false;
+        // raised only below the bound: a raise past it undone after, as first written, held a kept place for that
+        // moment, and an admin connection coming then was refused (a review had 2,584 of 7,378 scrapes refused)
+        for (int now = open.get(); ; now = open.get()) {
+            if (now >= bound) {
+                refused.increment();
+                return false;
+            }
+            if (open.compareAndSet(now, now + 1)) {
+                return true;
+            }
         }
-        return true;
     }
 
     /** Gives back the place of a connection {@link #take()} took, as it closes. */

@@ -94,7 +94,49 @@ class ClientConnectionsTest {
             waitFor(() -> live.connections().open(), 0);
         }
         assertThat(new ClientConnections(4_096).kept()).as("at most").isEqualTo(ClientConnections.MOST_KEPT);
-        assertThat(new ClientConnections(15).kept()).as("none under sixteen").isZero();
+        assertThat(new ClientConnections(15).kept()).as("at least one").isEqualTo(1);
+        assertThat(new ClientConnections(1).kept()).as("but not the only place").isZero();
+    }
+
+    /**
+     * A gateway connection refused never holds a kept place, not even for a moment. A past bug, found by a review: the
+     * count was raised past the bound and lowered after, and an admin connection coming in between was refused (2,584
+     * of 7,378 scrapes while clients knocked at a full gateway).
+     */
+    @Test
+    void aRefusedGatewayConnectionNeverHoldsAKeptPlace() throws Exception {
+        ClientConnections connections = new ClientConnections(32);
+        for (int i = 0; i < 32 - connections.kept(); i++) {
+            assertThat(connections.take(ClientConnections.Port.GATEWAY)).isTrue();
+        }
+        java.util.concurrent.atomic.AtomicBoolean knocking = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<Thread> knockers = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            Thread knocker = new Thread(() -> {
+                while (knocking.get()) {
+                    assertThat(connections.take(ClientConnections.Port.GATEWAY)).isFalse();
+                }
+            });
+            knocker.start();
+            knockers.add(knocker);
+        }
+        int refused = 0;
+        try {
+            for (int i = 0; i < 5_000_000; i++) {
+                if (connections.take(ClientConnections.Port.SERVICE)) {
+                    connections.leave();
+                } else {
+                    refused++;
+                }
+            }
+        } finally {
+            knocking.set(false);
+            for (Thread knocker : knockers) {
+                knocker.join();
+            }
+        }
+        assertThat(refused).as("admin connections refused while the kept places were free").isZero();
+        assertThat(connections.open()).isEqualTo(32 - connections.kept());
     }
 
     @Test

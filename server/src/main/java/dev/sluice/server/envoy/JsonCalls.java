@@ -1,5 +1,10 @@
 package dev.sluice.server.envoy;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.protobuf.Descriptors;
+import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import dev.sluice.server.LiveConfig;
@@ -9,6 +14,8 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 
+import java.util.Iterator;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
@@ -33,8 +40,23 @@ public final class JsonCalls {
         this.service = new RateLimitService(live);
     }
 
-    /** The call {@code json} writes, or a {@link BadRequest} that says why it is none. */
+    /**
+     * The call {@code json} writes, or a {@link BadRequest} that says why it is none. Each field is first checked to
+     * be of its kind, as Envoy's service checks it: protobuf-java's reader takes a string for a number and a number,
+     * a boolean or an array of one value for a string ({@code "domain": ["edge"]}), where Go's answers 400 (a review
+     * found such calls decided and charged). Then protobuf's reader, on the text as sent, converts and bounds them.
+     */
     public static RateLimitRequest read(String json) {
+        JsonNode tree;
+        try {
+            tree = TREES.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw new BadRequest("the body is not JSON: " + e.getOriginalMessage());
+        }
+        if (tree == null) {
+            throw new BadRequest("the body is not JSON: it is empty");
+        }
+        checkKinds(tree, RateLimitRequest.getDescriptor(), "");
         RateLimitRequest.Builder request = RateLimitRequest.newBuilder();
         try {
             READER.merge(json, request);
@@ -42,6 +64,113 @@ public final class JsonCalls {
             throw new BadRequest("the body is not a RateLimitRequest: " + e.getMessage());
         }
         return request.build();
+    }
+
+    /** Reads numbers as written ({@code 7.70}, not 7.7), to be quoted so in a message. */
+    private static final ObjectMapper TREES = com.fasterxml.jackson.databind.json.JsonMapper.builder()
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+            .nodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true)).build();
+
+    /**
+     * Checks that {@code json} is an object of {@code type} as protobuf's JSON writes it, each field known (by its name
+     * or its JSON name) and of its kind, naming the first that is not; {@code null} stands for a field's default.
+     */
+    private static void checkKinds(JsonNode json, Descriptors.Descriptor type, String path) {
+        if (!json.isObject()) {
+            throw new BadRequest(where(path) + "expected an object (" + type.getName() + "), got " + kind(json));
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = json.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> member = it.next();
+            String field = path.isEmpty() ? member.getKey() : path + "." + member.getKey();
+            FieldDescriptor known = field(type, member.getKey());
+            if (known == null) {
+                throw new BadRequest(field + ": no such field in " + type.getFullName());
+            }
+            JsonNode value = member.getValue();
+            if (value.isNull()) {
+                continue;
+            }
+            if (known.isRepeated()) {
+                if (!value.isArray()) {
+                    throw new BadRequest(field + ": expected an array, got " + kind(value));
+                }
+                for (int i = 0; i < value.size(); i++) {
+                    checkKind(value.get(i), known, field + "[" + i + "]");
+                }
+            } else {
+                checkKind(value, known, field);
+            }
+        }
+    }
+
+    private static void checkKind(JsonNode value, FieldDescriptor field, String path) {
+        switch (field.getJavaType()) {
+            case STRING -> expect(value.isTextual(), "a string", value, path);
+            // protobuf's JSON takes a number written as a string too ("2"); its reader bounds it after
+            case INT, LONG -> expect(value.isNumber() || value.isTextual() && NUMBER.matcher(value.asText()).matches(),
+                    "a whole number", value, path);
+            case BOOLEAN -> expect(value.isBoolean(), "true or false", value, path);
+            case ENUM -> expect(value.isTextual() || value.isIntegralNumber(), "one of "
+                    + field.getEnumType().getValues().stream().map(Descriptors.EnumValueDescriptor::getName).toList(),
+                    value, path);
+            case MESSAGE -> {
+                Descriptors.Descriptor type = field.getMessageType();
+                if (type.getFullName().startsWith("google.protobuf.") && type.getName().endsWith("Value")) {
+                    checkKind(value, type.findFieldByName("value"), path); // a wrapper is written as its value
+                } else {
+                    checkKinds(value, type, path);
+                }
+            }
+            default -> expect(value.isNumber() || value.isTextual(), "a number", value, path);
+        }
+    }
+
+    private static void expect(boolean fits, String expected, JsonNode value, String path) {
+        if (!fits) {
+            throw new BadRequest(path + ": expected " + expected + ", got " + kind(value));
+        }
+    }
+
+    /** The field of {@code type} named {@code name}, as in the .proto or as protobuf's JSON names it; null if none. */
+    private static FieldDescriptor field(Descriptors.Descriptor type, String name) {
+        FieldDescriptor field = type.findFieldByName(name);
+        if (field != null) {
+            return field;
+        }
+        for (FieldDescriptor each : type.getFields()) {
+            if (each.getJsonName().equals(name)) {
+                return each;
+            }
+        }
+        return null;
+    }
+
+    private static String where(String path) {
+        return path.isEmpty() ? "the body: " : path + ": ";
+    }
+
+    /** A number as JSON writes one, the only text protobuf's JSON reads as a number (besides its own words). */
+    private static final java.util.regex.Pattern NUMBER =
+            java.util.regex.Pattern.compile("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
+
+    private static String kind(JsonNode value) {
+        if (value.isTextual()) {
+            String text = value.asText();
+            return "the string \"" + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "\"";
+        }
+        if (value.isNumber()) {
+            return "the number " + value.asText();
+        }
+        if (value.isBoolean()) {
+            return "a boolean";
+        }
+        if (value.isArray()) {
+            return "an array";
+        }
+        if (value.isObject()) {
+            return "an object";
+        }
+        return "null";
     }
 
     /** {@code response} as protobuf's JSON. */

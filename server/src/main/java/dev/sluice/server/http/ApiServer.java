@@ -119,14 +119,14 @@ public final class ApiServer implements AutoCloseable {
         Policies policies = live.policies();
         switch (path) {
             case "/v1/check" -> post(request, "{\"policy\": \"api\", \"key\": \"user-42\"}",
-                    body -> check(request, policies, body));
+                    (body, sent) -> check(request, policies, body));
             case "/v1/check-request" -> post(request, "{\"method\": \"GET\", \"path\": \"/api/items\", \"ip\": \"10.0.0.7\"}",
-                    body -> checkRequest(request, policies, body));
+                    (body, sent) -> checkRequest(request, policies, body));
             case "/v1/release" -> post(request, "{\"permit\": \"<the permit /v1/check answered>\"}",
-                    body -> release(request, body));
+                    (body, sent) -> release(request, body));
             // Envoy's rate limit call over HTTP/1, as Envoy's own service takes it for clients without gRPC
             case "/json" -> post(request, "{\"domain\": \"edge\", \"descriptors\": [{\"entries\": [{\"key\":"
-                    + " \"remote_address\", \"value\": \"10.0.0.7\"}]}]}", body -> envoyCall(request, body));
+                    + " \"remote_address\", \"value\": \"10.0.0.7\"}]}]}", (body, sent) -> envoyCall(request, sent));
             case "/v1/policies" -> get(request, () -> json(request.response(), 200, policiesJson(policies)));
             case "/v1/stats" -> get(request, () -> json(request.response(), 200, dashboard.stats(policies)));
             // 200 while the service can decide (docs/server.md), and with the store down it still can, by the failure
@@ -158,9 +158,10 @@ public final class ApiServer implements AutoCloseable {
         answer.run();
     }
 
+    /** What a POSTed object is handed to: the object read, and the body sent (UTF-8, checked). */
     @FunctionalInterface
     private interface BodyHandler {
-        void handle(JsonNode body);
+        void handle(JsonNode body, Buffer sent);
     }
 
     /** Reads a POSTed JSON object and hands it on; anything else is answered with a 4xx that says why. */
@@ -213,7 +214,7 @@ public final class ApiServer implements AutoCloseable {
             try {
                 JsonNode json = parse(request.response(), body, example);
                 if (json != null) {
-                    handler.handle(json);
+                    handler.handle(json, body);
                 }
             } catch (BadRequest e) {
                 error(request.response(), 400, e.getMessage());
@@ -407,9 +408,12 @@ public final class ApiServer implements AutoCloseable {
         json(http.response(), 200, VerdictAnswer.JSON.createObjectNode().put("released", true));
     }
 
-    /** {@code POST /json}: a 400 naming what is wrong, else Envoy's answer and status (200, or 429 over the limit). */
-    private void envoyCall(HttpServerRequest http, JsonNode body) {
-        envoy.decide(JsonCalls.read(body.toString())).whenComplete((response, failure) -> {
+    /**
+     * {@code POST /json}: a 400 naming what is wrong, else Envoy's answer and status (200, or 429 over the limit). The
+     * call is read from the text sent, not from the object Jackson read, which writes {@code 7.70} as {@code 7.7}.
+     */
+    private void envoyCall(HttpServerRequest http, Buffer sent) {
+        envoy.decide(JsonCalls.read(sent.toString(java.nio.charset.StandardCharsets.UTF_8))).whenComplete((response, failure) -> {
             Throwable cause = failure instanceof java.util.concurrent.CompletionException ? failure.getCause() : failure;
             if (cause instanceof BadRequest refused) {
                 error(http.response(), 400, refused.getMessage());

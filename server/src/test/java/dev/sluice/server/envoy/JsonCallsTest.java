@@ -113,10 +113,15 @@ class JsonCallsTest {
     @Test
     void aCallThatIsNoneIsA400ThatSaysWhyAndChargesNothing() throws Exception {
         assertRefused("{\"domain\": \"edge\", \"descriptor\": []}",
-                "the body is not a RateLimitRequest: Cannot find field: descriptor in message"
-                        + " envoy.service.ratelimit.v3.RateLimitRequest");
+                "descriptor: no such field in envoy.service.ratelimit.v3.RateLimitRequest");
         assertRefused("{\"domain\": \"edge\", \"hits_addend\": \"many\", \"descriptors\": []}",
-                "the body is not a RateLimitRequest: Not an uint32 value: \"many\"");
+                "hits_addend: expected a whole number, got the string \"many\"");
+        assertRefused("{\"domain\": \"edge\", \"hitsAddend\": 1e400, \"descriptors\": []}",
+                "the body is not a RateLimitRequest: Out of range uint32 value: 1e400"); // as sent, not "Infinity"
+        assertRefused("{\"domain\": \"edge\", \"hitsAddend\": 2.0000000000000001, \"descriptors\": []}",
+                "the body is not a RateLimitRequest: Not an uint32 value: 2.0000000000000001");
+        assertRefused("{\"domain\": \"edge\", \"hitsAddend\": -1, \"descriptors\": []}",
+                "the body is not a RateLimitRequest: Out of range uint32 value: -1");
         assertRefused("{\"domain\": \"\", \"descriptors\": [{\"entries\": [{\"key\": \"remote_address\", \"value\": \"a\"}]}]}",
                 "domain: must not be empty"); // the gRPC call's own words
         assertRefused("{\"domain\": \"edge\", \"descriptors\": [{\"entries\": [{\"value\": \"10.0.0.9\"}]}]}",
@@ -129,6 +134,40 @@ class JsonCallsTest {
                 .GET().build(), HttpResponse.BodyHandlers.ofString());
         assertThat(got.statusCode()).isEqualTo(405);
         assertThat(got.headers().firstValue("Allow")).hasValue("POST");
+    }
+
+    /**
+     * A value of another kind than its field's is a 400 naming the field, as in Envoy's service, and charges nothing.
+     * A past bug, found by a review: protobuf-java's reader took {@code "domain": ["edge"]}, {@code "domain": 5} or
+     * {@code "value": 7.70} (read as "7.7") as strings, and such calls were decided and charged.
+     */
+    @Test
+    void aValueOfAnotherKindIsA400NamingItsField() throws Exception {
+        String entries = "\"descriptors\": [{\"entries\": [{\"key\": \"remote_address\", \"value\": \"10.0.0.6\"}]}]}";
+        assertRefused("{\"domain\": [\"edge\"], " + entries, "domain: expected a string, got an array");
+        assertRefused("{\"domain\": 5, " + entries, "domain: expected a string, got the number 5");
+        assertRefused("{\"domain\": true, " + entries, "domain: expected a string, got a boolean");
+        assertRefused("{\"domain\": {}, " + entries, "domain: expected a string, got an object");
+        assertRefused("{\"domain\": \"edge\", \"descriptors\": [{\"entries\": [{\"key\": \"remote_address\","
+                + " \"value\": 7.70}]}]}", "descriptors[0].entries[0].value: expected a string, got the number 7.70");
+        assertRefused("{\"domain\": \"edge\", \"descriptors\": [{\"entries\": [{\"key\": \"remote_address\","
+                + " \"value\": [null]}]}]}", "descriptors[0].entries[0].value: expected a string, got an array");
+        assertRefused("{\"domain\": \"edge\", \"hitsAddend\": [2], " + entries, "hitsAddend: expected a whole number,"
+                + " got an array");
+        assertRefused("{\"domain\": \"edge\", \"descriptors\": {}}", "descriptors: expected an array, got an object");
+        assertRefused("{\"domain\": \"edge\", \"descriptors\": [[]]}", "descriptors[0]: expected an object"
+                + " (RateLimitDescriptor), got an array");
+        assertRefused("{\"domain\": \"edge\", \"descriptors\": [{\"hitsAddend\": [3], \"entries\": []}]}",
+                "descriptors[0].hitsAddend: expected a whole number, got an array");
+        assertRefused("{\"domain\": \"edge\", \"descriptors\": [{\"entries\": [{\"key\": \"k\"}], \"limit\":"
+                + " {\"requestsPerUnit\": 5, \"unit\": [\"MINUTE\"]}}]}", "descriptors[0].limit.unit: expected one of"
+                + " [UNKNOWN, SECOND, MINUTE, HOUR, DAY, MONTH, YEAR], got an array");
+        assertRefused("{\"domain\": \"edge\", \"x\": " + "[".repeat(900) + "]".repeat(900) + ", " + entries,
+                "x: no such field in envoy.service.ratelimit.v3.RateLimitRequest");
+        // what protobuf's JSON takes: a number written as a string, null for a default
+        assertThat(post("{\"domain\": \"edge\", \"hitsAddend\": \"2\", \"descriptors\": [{\"entries\": [{\"key\":"
+                + " \"remote_address\", \"value\": \"10.0.0.6\"}], \"limit\": null}]}").body())
+                .as("nothing charged before").isEqualTo(answer("OK", 1, 2400));
     }
 
     private void assertRefused(String body, String error) throws Exception {
