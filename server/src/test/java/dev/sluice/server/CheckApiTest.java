@@ -436,19 +436,10 @@ class CheckApiTest {
      */
     @Test
     void aClientThatShutsItsSideAfterPipeliningIsAnsweredEveryRequest() throws Exception {
-        String body = "{\"policy\":\"per-user\",\"key\":\"half-closed\"}";
-        String check = "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
-        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(10_000);
-            socket.getOutputStream().write(check.repeat(100).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            socket.shutdownOutput();
-            String answers = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            java.util.List<String> statuses = Pattern.compile("HTTP/1\\.1 (\\d{3}) ").matcher(answers).results()
-                    .map(found -> found.group(1)).toList();
-            assertThat(statuses).as("every one, then the close").hasSize(100);
-            assertThat(statuses.subList(0, 3)).containsOnly("200"); // per-user: 3 an hour
-            assertThat(statuses.subList(3, 100)).containsOnly("429");
-        }
+        java.util.List<String> statuses = pipelined(check("half-closed").repeat(100), true);
+        assertThat(statuses).as("every one, then the close").hasSize(100);
+        assertThat(statuses.subList(0, 3)).containsOnly("200"); // per-user: 3 an hour
+        assertThat(statuses.subList(3, 100)).containsOnly("429");
     }
 
     /**
@@ -457,32 +448,38 @@ class CheckApiTest {
      */
     @Test
     void anUnreadableRequestLineBehindOthersIsA400AfterTheirAnswers() throws Exception {
-        String body = "{\"policy\":\"per-user\",\"key\":\"then-garbage\"}";
-        String check = "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
-        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(10_000);
-            socket.getOutputStream().write((check.repeat(5) + "G(T / HTTP/1.1\r\nHost: x\r\n\r\n")
-                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            String answers = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            java.util.List<String> statuses = Pattern.compile("HTTP/1\\.[01] (\\d{3}) ").matcher(answers).results()
-                    .map(found -> found.group(1)).toList();
-            assertThat(statuses).containsExactly("200", "200", "200", "429", "429", "400"); // the last in HTTP/1.0
-        }
+        assertThat(pipelined(check("then-garbage").repeat(5) + "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", false))
+                .containsExactly("200", "200", "200", "429", "429", "400"); // the last in HTTP/1.0
     }
 
     /** Pipelined requests are answered in order (their bound is in CheckApiOnRedisTest, where answers wait on Redis). */
     @Test
     void pipelinedRequestsAreAnsweredInOrder() throws Exception {
-        String body = "{\"policy\":\"per-user\",\"key\":\"pipelined-in-order\"}";
-        String check = "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+        assertThat(pipelined(check("pipelined-in-order").repeat(4)
+                + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false))
+                .containsExactly("200", "200", "200", "429", "200"); // per-user: 3 an hour, then health
+    }
+
+    /** A {@code POST /v1/check} of policy per-user for {@code key}, as sent on a connection. */
+    private static String check(String key) {
+        String body = "{\"policy\":\"per-user\",\"key\":\"" + key + "\"}";
+        return "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+    }
+
+    /**
+     * The statuses answered to {@code requests}, sent in one write on a connection of their own (its side then shut,
+     * if {@code halfClose}) and read until the server closes it.
+     */
+    private static java.util.List<String> pipelined(String requests, boolean halfClose) throws java.io.IOException {
         try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
             socket.setSoTimeout(10_000);
-            socket.getOutputStream().write((check.repeat(4) + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            socket.getOutputStream().write(requests.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            if (halfClose) {
+                socket.shutdownOutput();
+            }
             String answers = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            java.util.List<String> statuses = Pattern.compile("HTTP/1\\.1 (\\d{3}) ").matcher(answers).results()
-                    .map(found -> found.group(1)).toList();
-            assertThat(statuses).containsExactly("200", "200", "200", "429", "200"); // per-user: 3 an hour, then health
+            return Pattern.compile("HTTP/1\\.[01] (\\d{3}) ").matcher(answers).results().map(found -> found.group(1))
+                    .toList();
         }
     }
 
