@@ -695,41 +695,52 @@ class GatewayTest {
     }
 
     /**
-     * A client that leaves while a request with a body waits behind another leaves nothing behind: its connection's
-     * place, and the place the request before held, are given back at once, and nothing is logged. A past bug, found
-     * by a review: Vert.x threw (a NullPointerException: the waiting request has no answer yet) as it closed such a
-     * connection, before it let go of the request before it or of the connection, and logged 3.5 KB each time.
+     * A client that leaves while a request with a body, or a head cut short, waits behind another leaves nothing
+     * behind: its connection's place, and the place the request before held, are given back at once, and nothing is
+     * logged. Past bugs, found by reviews: Vert.x threw (a NullPointerException: the waiting request has no answer
+     * yet) as it closed such a connection, before it let go of the request before it or of the connection, and logged
+     * 3.5 KB each time; 19 such clients made a gateway of 20 connections refuse every client for good.
      */
-    @Test
-    void aClientLeavingWhileABodyWaitsBehindAnotherRequestLeavesNothingBehind() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "a body still to come|POST /upload HTTP/1.1\\r\\nHost: a\\r\\nContent-Length: 300000\\r\\n\\r\\nxxxxxxxxxx",
+            "a head cut short|GET /second HTTP/1.1\\r\\nHost: a\\r\\n",
+    })
+    void aClientLeavingWithARequestBegunBehindAnotherLeavesNothingBehind(String what, String behind) throws Exception {
         try (dev.sluice.testkit.LogCapture netty = dev.sluice.testkit.LogCapture.of("io.netty");
              dev.sluice.testkit.LogCapture vertx = dev.sluice.testkit.LogCapture.of("io.vertx")) {
-            try (java.net.Socket client = rawClient()) {
-                client.getOutputStream().write(("GET /hold?ms=3000 HTTP/1.1\r\nHost: a\r\n\r\n"
-                        + "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 300000\r\n\r\n" + "x".repeat(1_000))
-                        .getBytes(StandardCharsets.US_ASCII));
-                long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-                while (upstream.requests.get() < 1 && System.nanoTime() < deadline) {
+            for (boolean reset : new boolean[] {false, true}) {
+                int before = upstream.requests.get();
+                try (java.net.Socket client = rawClient()) {
+                    client.getOutputStream().write(("GET /hold?ms=3000 HTTP/1.1\r\nHost: a\r\n\r\n"
+                            + behind.replace("\\r\\n", "\r\n")).getBytes(StandardCharsets.US_ASCII));
+                    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+                    while (upstream.requests.get() == before && System.nanoTime() < deadline) {
+                        Thread.sleep(10);
+                    }
+                    assertThat(upstream.requests.get()).as("the first held by the upstream").isEqualTo(before + 1);
+                    if (reset) {
+                        client.setSoLinger(true, 0);
+                    }
+                }
+                long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+                while (live.connections().open() != 0 && System.nanoTime() < deadline) {
                     Thread.sleep(10);
                 }
-                assertThat(upstream.requests.get()).as("the first held by the upstream").isEqualTo(1);
+                assertThat(live.connections().open()).as("its connection's place given back (reset: %s)", reset).isZero();
             }
-            long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
-            while (live.connections().open() != 0 && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertThat(live.connections().open()).as("its connection's place given back").isZero();
             List<CompletableFuture<HttpResponse<String>>> two = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
                 two.add(CLIENT.sendAsync(request("/hold?ms=300").build(), HttpResponse.BodyHandlers.ofString()));
             }
             for (CompletableFuture<HttpResponse<String>> one : two) {
-                assertThat(one.get().statusCode()).as("the held request's place given back as it left").isEqualTo(200);
+                assertThat(one.get().statusCode()).as("the held requests' places given back as they left").isEqualTo(200);
             }
             assertThat(netty.messages()).isEmpty();
             assertThat(vertx.messages()).isEmpty();
         }
-        assertThat(upstream.seen.stream().map(request -> request.get(":path")).toList()).doesNotContain("/upload");
+        assertThat(upstream.seen.stream().map(request -> request.get(":path")).toList())
+                .doesNotContain("/upload", "/second");
     }
 
     /** Reads what comes on {@code client} until it closes, on another thread. */
