@@ -74,4 +74,36 @@ class CheckApiOnRedisTest {
             }
         }
     }
+
+    /**
+     * Clients that leave in the middle of a head sent after a request they were answered, whose answers come from
+     * Redis: nothing logged. A past weakness, found by a review: now and then (about one in 4,000) the head cut short
+     * reached Vert.x as the answer before it was still being written, and Vert.x's 400 to a connection already gone
+     * sent Netty's warning of an exception no one handled to the log.
+     */
+    @Test
+    void clientsLeavingMidHeadLogNothing() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            String config = "store: " + redis.uri() + "\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
+                    + "    algorithm: gcra\n    limits: [2/1h]\n";
+            try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
+                 ApiServer api = ApiServer.start(live, "127.0.0.1", 0);
+                 dev.sluice.testkit.LogCapture netty = dev.sluice.testkit.LogCapture.of("io.netty");
+                 dev.sluice.testkit.LogCapture vertx = dev.sluice.testkit.LogCapture.of("io.vertx")) {
+                for (int i = 0; i < 1_000; i++) {
+                    String body = "{\"policy\":\"shared\",\"key\":\"mid-head\"}";
+                    String check = "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+                    try (java.net.Socket socket = new java.net.Socket("127.0.0.1", api.port())) {
+                        socket.setSoTimeout(10_000);
+                        socket.getOutputStream().write((check + "POST /v1/check HTTP/1.1\r\nHost: x\r\n")
+                                .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                        socket.getInputStream().read(); // the answer begun
+                    }
+                }
+                Thread.sleep(200); // the closes, handled after the answers
+                assertThat(netty.messages()).as("logged").isEmpty();
+                assertThat(vertx.messages()).as("logged").isEmpty();
+            }
+        }
+    }
 }

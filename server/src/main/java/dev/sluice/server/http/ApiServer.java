@@ -176,9 +176,9 @@ public final class ApiServer implements AutoCloseable {
             error(request.response(), 413, "the body is larger than " + MAX_BODY + " bytes");
             return;
         }
-        if ("100-continue".equalsIgnoreCase(request.getHeader("Expect"))) {
+        if (Gateway.expectsContinue(request)) {
             // the client waits for this before it sends the body (curl a second, others for good), as nginx sends it
-            // once it reads the body (a review found the API silent)
+            // once it reads the body (a review found the API silent); never to HTTP/1.0, which knows no 100 (a review)
             request.response().writeContinue();
         }
         Buffer body = Buffer.buffer();

@@ -192,11 +192,6 @@ public final class Gateway implements AutoCloseable {
             forwarder.forward(incoming, headers);
         }
 
-        private static boolean expectsContinue(HttpServerRequest incoming) {
-            return incoming.version() == io.vertx.core.http.HttpVersion.HTTP_1_1
-                    && "100-continue".equalsIgnoreCase(incoming.getHeader("Expect"));
-        }
-
         /** Runs {@code task} at once when on {@code eventLoop} already (the in-memory store decides there), else queued to it. */
         private static void onEventLoop(Context eventLoop, Runnable task) {
             if (Vertx.currentContext() == eventLoop) {
@@ -231,5 +226,15 @@ public final class Gateway implements AutoCloseable {
     @Override
     public void close() throws Exception {
         vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Whether {@code incoming} waits to be told to go on before it sends its body: an HTTP/1.1 request with
+     * {@code Expect: 100-continue}. An HTTP/1.0 client knows no 100 (RFC 9110 §10.1.1: a server must not send it one),
+     * and sends its body at once.
+     */
+    static boolean expectsContinue(HttpServerRequest incoming) {
+        return incoming.version() == io.vertx.core.http.HttpVersion.HTTP_1_1
+                && "100-continue".equalsIgnoreCase(incoming.getHeader("Expect"));
     }
 }
