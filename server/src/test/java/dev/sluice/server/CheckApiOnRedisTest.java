@@ -21,11 +21,16 @@ class CheckApiOnRedisTest {
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()).statusCode();
     }
 
+    /** A configuration on {@code redis} of one policy, {@code shared}, keyed by ip, of {@code algorithm} and {@code limit}. */
+    private static String shared(RedisServer redis, String algorithm, String limit) {
+        return "store: " + redis.uri() + "\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
+                + "    algorithm: " + algorithm + "\n    limits: [" + limit + "]\n";
+    }
+
     @Test
     void twoServersOnOneRedisShareTheLimit() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
-            String config = "store: " + redis.uri() + "\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
-                    + "    algorithm: gcra\n    limits: [2/1h]\n";
+            String config = shared(redis, "gcra", "2/1h");
             try (LiveConfig first = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
                  LiveConfig second = LiveConfig.of(ConfigLoader.parse("b.yaml", config), new ServerMetrics());
                  ApiServer one = ApiServer.start(first, "127.0.0.1", 0);
@@ -52,8 +57,7 @@ class CheckApiOnRedisTest {
     @Test
     void aClientPipeliningThousandsGetsEveryAnswerInOrder() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
-            String config = "store: " + redis.uri() + "\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
-                    + "    algorithm: fixed-window\n    limits: [4990/1h]\n";
+            String config = shared(redis, "fixed-window", "4990/1h");
             try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
                  ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
                 String body = "{\"policy\":\"shared\",\"key\":\"10.0.0.8\"}";
@@ -84,8 +88,7 @@ class CheckApiOnRedisTest {
     @Test
     void clientsLeavingMidHeadLogNothing() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
-            String config = "store: " + redis.uri() + "\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
-                    + "    algorithm: gcra\n    limits: [2/1h]\n";
+            String config = shared(redis, "gcra", "2/1h");
             try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("a.yaml", config), new ServerMetrics());
                  ApiServer api = ApiServer.start(live, "127.0.0.1", 0);
                  dev.sluice.testkit.LogCapture netty = dev.sluice.testkit.LogCapture.of("io.netty");

@@ -468,11 +468,8 @@ class CheckApiTest {
     void aClientExpectingContinueIsToldToGoOn() throws Exception {
         String body = "{\"policy\":\"per-user\",\"key\":\"continued\"}";
         try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(5_000);
-            socket.getOutputStream().write(("POST /v1/check HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
-                    + "Content-Length: " + body.length() + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            var in = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
-                    java.nio.charset.StandardCharsets.ISO_8859_1));
+            var in = send(socket, "POST /v1/check HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                    + "Content-Length: " + body.length() + "\r\n\r\n");
             assertThat(in.readLine()).isEqualTo("HTTP/1.1 100 Continue");
             assertThat(in.readLine()).isEmpty();
             socket.getOutputStream().write(body.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
@@ -488,14 +485,18 @@ class CheckApiTest {
     void anHttp10ClientIsNeverToldToGoOn() throws Exception {
         String body = "{\"policy\":\"per-user\",\"key\":\"continued-1.0\"}";
         try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(5_000);
-            socket.getOutputStream().write(("POST /v1/check HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\n"
-                    + "Content-Length: " + body.length() + "\r\n\r\n" + body)
-                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            var in = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
-                    java.nio.charset.StandardCharsets.ISO_8859_1));
+            var in = send(socket, "POST /v1/check HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\n"
+                    + "Content-Length: " + body.length() + "\r\n\r\n" + body);
             assertThat(in.readLine()).matches("HTTP/1\\.[01] 200 OK");
         }
+    }
+
+    /** Writes {@code text} on {@code socket}, and gives what the server answers, read as lines (10 s at most a read). */
+    private static java.io.BufferedReader send(java.net.Socket socket, String text) throws java.io.IOException {
+        socket.setSoTimeout(10_000);
+        socket.getOutputStream().write(text.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        return new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
+                java.nio.charset.StandardCharsets.ISO_8859_1));
     }
 
     /** A {@code POST /v1/check} of policy per-user for {@code key}, as sent on a connection. */
@@ -559,11 +560,7 @@ class CheckApiTest {
              dev.sluice.testkit.LogCapture vertx = dev.sluice.testkit.LogCapture.of("io.vertx")) {
             for (int i = 0; i < 20; i++) {
                 try (java.net.Socket socket = new java.net.Socket("127.0.0.1", server.port())) {
-                    socket.setSoTimeout(10_000);
-                    socket.getOutputStream().write((check("mid-head-" + i) + "POST /v1/check HTTP/1.1\r\nHost: x\r\n")
-                            .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-                    var in = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
-                            java.nio.charset.StandardCharsets.ISO_8859_1));
+                    var in = send(socket, check("mid-head-" + i) + "POST /v1/check HTTP/1.1\r\nHost: x\r\n");
                     assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
                 }
             }
