@@ -242,8 +242,9 @@ public final class LiveConfig implements AutoCloseable {
             return RedisStore.builder(config.store()).timeout(Duration.ofNanos(config.storeTimeoutNanos()))
                     .onFailure(config.onStoreFailure()).build();
         } catch (RuntimeException e) {
-            throw new ConfigException((file == null ? "the configuration" : file.toString()) + ": store "
-                    + config.storeShown() + ": cannot connect: " + rootMessage(e).replace(config.store(), config.storeShown()));
+            // at the line of store:, as every other error of the file (a review found the file named alone)
+            throw new ConfigException((file == null ? "the configuration" : file + (config.storeLine() > 0
+                    ? ":" + config.storeLine() : "")) + ": store " + config.storeShown() + ": cannot connect: " + rootMessage(e).replace(config.store(), config.storeShown()));
         }
     }
 

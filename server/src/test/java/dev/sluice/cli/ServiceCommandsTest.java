@@ -24,7 +24,8 @@ class ServiceCommandsTest {
             "serve|no policies|store: memory|:1: policies: missing; at least one policy is needed",
             "serve|a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [0/1s]|:5: policies[0].limits[0]: bad limit \"0/1s\": ",
             "serve|a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /a**\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:4: policies[0].match.path: bad glob \"/a**\": ** must be a whole segment, as in /api/**",
-            "serve|an unreachable Redis|store: redis://127.0.0.1:1\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|: store redis://127.0.0.1:1: cannot connect: ",
+            "serve|an unreachable Redis|store: redis://127.0.0.1:1\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:1: store redis://127.0.0.1:1: cannot connect: ",
+            "gateway|an unreachable Cluster, at its line|store_timeout: 1s\\n# shared\\nstore: redis-cluster://:s3cret@127.0.0.1:1\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:3: store redis-cluster://:****@127.0.0.1:1: cannot connect: ",
             "gateway|a bad CIDR|trusted_proxies: [10.0.0.0/40]\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.0/40\"",
             "gateway|a duplicate name|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:6: policies[1].name: duplicate policy name \"p\" (first at line 2)",
     })

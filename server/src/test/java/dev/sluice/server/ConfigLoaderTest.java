@@ -100,6 +100,7 @@ class ConfigLoaderTest {
             "no keys|max_keys: 0\\npolicies: []|t.yaml:1: max_keys: expected a whole number >= 1, got \"0\"",
             "keys past the heap|max_keys: 100000001\\npolicies: []|t.yaml:1: max_keys: at most 100000000 (about 100 bytes of heap a key), got 100000001",
             "a store timeout past a day|store_timeout: 2d\\npolicies: []|t.yaml:1: store_timeout: at most 1d (a decision waits that long at most), got \"2d\"",
+            "a store timeout no Redis meets|store_timeout: 1ns\\npolicies: []|t.yaml:1: store_timeout: at least 1ms (below it Redis's answers would come too late, and every decision would be the failure policy's), got \"1ns\"",
             "a host of YAML's null|policies:\\n  - name: p\\n    match:\\n      host: ~\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.host: \"~\" is YAML's null: leave the field out, or give it a value",
             "a name of YAML's null|policies:\\n  - name: null\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].name: \"null\" is YAML's null: leave the field out, or give it a value",
             "keys of Redis|store: redis://localhost:6379\\nmax_keys: 10\\npolicies: []|t.yaml:2: max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
@@ -133,7 +134,8 @@ class ConfigLoaderTest {
             "a max delay beyond the Redis store|store: redis://localhost:6379\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay\\n    max_delay: 60d|t.yaml:8: policies[0].max_delay: max delay 60d is too long for the Redis store: it must be under 2^52 ns (52.1 days)",
             "a bad Redis address|store: redis://local host:6379\\npolicies: []|t.yaml:1: store: bad Redis address \"local host:6379\" in \"redis://local host:6379\": expected host:port[/db]",
             "several nodes but not a Cluster|store: redis://a:1,b:2\\npolicies: []|t.yaml:1: store: bad Redis address \"redis://a:1,b:2\": a standalone Redis is one host:port; several nodes are a Cluster's, redis-cluster://host:port,host:port",
-            "a bad Redis port|store: redis-cluster://a:1,b:70000\\npolicies: []|t.yaml:1: store: bad Redis address \"b:70000\" in \"redis-cluster://a:1,b:70000\": expected host:port,host:port",
+            "a bad Redis port|store: redis-cluster://a:1,b:70000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-cluster://a:1,b:70000\": port \"70000\" of b:70000: expected 1 to 65535",
+            "a bad node after nodes with passwords|store: redis-cluster://:s3cret@a:1,:s3cret@local host:2\\npolicies: []|t.yaml:1: store: bad Redis address \":****@local host:2\" in \"redis-cluster://:****@a:1,:****@local host:2\": expected host:port,host:port",
             "a leaky queue with max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: leaky-bucket\\n    limits: [5/1s]\\n    mode: delay\\n    max_delay: 2s|t.yaml:7: policies[0].max_delay: leaky-bucket in mode: delay (shaping) is a queue that holds burst requests; it takes no max_delay",
             "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT",
             "a negative cost|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: -2|t.yaml:6: policies[0].cost: expected a whole number >= 0, got \"-2\"",
@@ -206,6 +208,16 @@ class ConfigLoaderTest {
                 + "    limits: [1/200d]\n    burst: 10\n    mode: delay\n    max_delay: 60d\n");
         assertThat(config.policy("p").rule().limits()).containsExactly(Limit.parse("1/200d burst=10"));
         assertThat(config.policy("p").rule().maxDelayNanos()).isEqualTo(60 * 86_400_000_000_000L);
+    }
+
+    /** A review found a Cluster's nodes with passwords refused, as "bad Redis address" of the first. */
+    @Test
+    void acceptsRedisAddressesWithPasswords() throws ConfigException {
+        for (String store : List.of("redis://:s3cret@localhost:6379/2", "redis://user:s3cret@localhost:6379",
+                "redis-cluster://:s3cret@10.0.0.1:7000,:s3cret@10.0.0.2:7001",
+                "redis-cluster://user:s3cret@a:7000,b:7001")) {
+            assertThat(ConfigLoader.parse("t.yaml", "store: " + store + "\n" + GOOD).store()).isEqualTo(store);
+        }
     }
 
     @Test

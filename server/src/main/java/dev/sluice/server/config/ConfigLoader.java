@@ -132,6 +132,11 @@ public final class ConfigLoader {
             throw error(top.get("store_timeout"), "store_timeout", "at most 1d (a decision waits that long at most),"
                     + " got \"" + scalar(top.get("store_timeout"), "store_timeout") + "\"");
         }
+        if (timeout < 1_000_000L) { // a review found 1ns taken: every decision the failure policy's, and not a word
+            throw error(top.get("store_timeout"), "store_timeout", "at least 1ms (below it Redis's answers would come"
+                    + " too late, and every decision would be the failure policy's), got \""
+                    + scalar(top.get("store_timeout"), "store_timeout") + "\"");
+        }
         long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
         if (top.containsKey("max_keys")) {
             Node node = top.get("max_keys");
@@ -230,7 +235,7 @@ public final class ConfigLoader {
             envoy = read.envoy();
         }
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
-                List.copyOf(policies), envoy);
+                List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0);
     }
 
     /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */
@@ -649,12 +654,14 @@ public final class ConfigLoader {
         if (nodes != null) {
             boolean cluster = store.startsWith("redis-cluster://");
             for (String address : cluster ? nodes.split(",", -1) : new String[] {nodes}) {
-                String hostPort = cluster ? address.trim() : address.replaceFirst("/\\d+$", "").replaceFirst("^[^@]*@", "");
+                // each node may carry credentials, everything up to its last @ (a review found a Cluster's refused,
+                // its first node named as the bad one); the port's range is the store's own check, below
+                String hostPort = (cluster ? address.trim() : address.replaceFirst("/\\d+$", ""))
+                        .replaceFirst("^.*@", "");
                 if (!cluster && hostPort.contains(",")) {
                     break; // several nodes: the store's own check below says what is wrong
                 }
-                if (!hostPort.matches("[A-Za-z0-9.\\-]+(:\\d{1,5})?|\\[[0-9A-Fa-f:.]+](:\\d{1,5})?")
-                        || hostPort.matches(".*:\\d+") && Integer.parseInt(hostPort.replaceFirst(".*:", "")) > 65535) {
+                if (!hostPort.matches("[A-Za-z0-9.\\-]+(:\\d+)?|\\[[0-9A-Fa-f:.]+](:\\d+)?")) {
                     throw error(node, "store", "bad Redis address \"" + RedisStore.shown(address) + "\" in \""
                             + RedisStore.shown(store) + "\": expected "
                             + (cluster ? "host:port,host:port" : "host:port[/db]"));

@@ -18,10 +18,11 @@ import java.util.Set;
  *                       Envoy's own service; Retry-After on a call over the limit whatever this says)
  * @param policies       the file's own policies, then those read from Envoy's configuration files
  * @param envoy          what Envoy's configuration files ({@code envoy_configs}) add besides their policies
+ * @param storeLine      the line of {@code store:} in the file, for a store that cannot be reached; 0 without one
  */
 public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
                            List<String> trustedProxies, Set<HeaderSet> headers, Set<HeaderSet> envoyHeaders,
-                           List<PolicyConfig> policies, Envoy envoy) {
+                           List<PolicyConfig> policies, Envoy envoy, int storeLine) {
     /** The sets of rate limit response headers. */
     public enum HeaderSet {
         /** {@code RateLimit-Policy} and {@code RateLimit} (draft-ietf-httpapi-ratelimit-headers-10). */
