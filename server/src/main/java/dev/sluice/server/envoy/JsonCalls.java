@@ -173,13 +173,52 @@ public final class JsonCalls {
         return "null";
     }
 
-    /** {@code response} as protobuf's JSON. */
+    /** {@code response} as protobuf's JSON, its characters written as Envoy's service writes them ({@link #plain}). */
     public static String write(RateLimitResponse response) {
         try {
-            return WRITER.print(response);
+            return plain(WRITER.print(response));
         } catch (InvalidProtocolBufferException e) { // only for an Any of an unknown type, which the answer has none of
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * {@code json} with the characters Java's printer escapes for HTML ({@code = < > & '}, as {@code \u003d} and
+     * so on) written as themselves, as Envoy's service (Go's protojson) writes them: a review found
+     * {@code "RateLimit-Policy"}'s {@code q=3} answered as {@code q\u003d3}. Each escape is read whole, so an escaped
+     * backslash followed by {@code u003d} stays as it was.
+     */
+    static String plain(String json) {
+        if (json.indexOf('\\') < 0) {
+            return json;
+        }
+        StringBuilder out = new StringBuilder(json.length());
+        for (int i = 0; i < json.length(); i++) {
+            char c = json.charAt(i);
+            if (c != '\\' || i + 1 >= json.length()) {
+                out.append(c);
+                continue;
+            }
+            if (json.charAt(i + 1) == 'u' && i + 6 <= json.length()) {
+                String hex = json.substring(i + 2, i + 6);
+                char escaped = switch (hex) {
+                    case "003d" -> '=';
+                    case "003c" -> '<';
+                    case "003e" -> '>';
+                    case "0026" -> '&';
+                    case "0027" -> '\'';
+                    default -> 0;
+                };
+                if (escaped != 0) {
+                    out.append(escaped);
+                    i += 5;
+                    continue;
+                }
+            }
+            out.append(c).append(json.charAt(i + 1)); // any other escape, whole
+            i++;
+        }
+        return out.toString();
     }
 
     /** The HTTP status Envoy's service gives an answer: 200, 429 over the limit, 500 for a code it cannot tell. */
