@@ -24,7 +24,7 @@ import java.util.concurrent.Callable;
 @Command(name = "gateway", mixinStandardHelpOptions = true, version = Sluice.VERSION, sortOptions = false,
         description = "Run a reverse proxy that rate limits every request before it reaches the upstream.")
 final class GatewayCommand implements Callable<Integer> {
-    @Option(names = "--upstream", required = true, paramLabel = "URL", description = "http://host:port of the API")
+    @Option(names = "--upstream", required = true, paramLabel = "URL", description = "http://host:port or https://host:port of the API")
     String upstream;
 
     @Mixin

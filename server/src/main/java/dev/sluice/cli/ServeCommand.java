@@ -19,8 +19,9 @@ import java.util.concurrent.Callable;
 @Command(name = "serve", mixinStandardHelpOptions = true, version = Sluice.VERSION, sortOptions = false,
         // the first line whole: sluice --help lists each command by its first line only (a review found it cut)
         description = {"Run the rate limit service: the HTTP API and, with --grpc-port, Envoy's rate limit service.",
-                "POST /v1/check, POST /v1/check-request, GET /v1/policies, GET /healthz (/healthcheck), GET /metrics, and the",
-                "dashboard on GET /; with --grpc-port, envoy.service.ratelimit.v3 too."})
+                "POST /v1/check, POST /v1/check-request, POST /v1/release, POST /json (Envoy's call over HTTP),",
+                "GET /v1/policies, GET /healthz (/healthcheck), GET /metrics, and the dashboard on GET /;",
+                "with --grpc-port, envoy.service.ratelimit.v3 too."})
 final class ServeCommand implements Callable<Integer> {
     @Mixin
     ServiceOptions options;

@@ -29,7 +29,7 @@ final class ServiceOptions {
 
     @Option(names = "--idle-timeout", paramLabel = "DURATION", description = "how long a client's HTTP connection may "
             + "carry no request before it is closed, as nginx's keepalive_timeout, and, on the API, how long a "
-            + "request's body may take (default 60s, at least 1s; the gRPC port keeps its own 5m)")
+            + "request's body may take (default 60s, at least 1s; with serve --grpc-port, the gRPC port keeps its own 5m)")
     String idleTimeout = "60s";
 
     @Option(names = "--max-connections", paramLabel = "N", description = "the most client connections open at once,"

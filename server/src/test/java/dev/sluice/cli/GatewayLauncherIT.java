@@ -112,7 +112,7 @@ class GatewayLauncherIT {
             String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
             assertThat(process.exitValue()).isEqualTo(2);
-            assertThat(output).isEqualTo("error: --upstream: expected http://host:port (no path, query or user), got \"" + arguments.get(1) + "\"\n");
+            assertThat(output).isEqualTo("error: --upstream: expected http://host:port or https://host:port (no path, query or user), got \"" + arguments.get(1) + "\"\n");
         }
         Process timeout = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", "--upstream", "http://h:1",
                 "--upstream-timeout", "soon").redirectErrorStream(true).start();

@@ -22,7 +22,7 @@ public record UpstreamAddress(String host, int port, boolean tls) {
         try {
             return of(new URI(text));
         } catch (URISyntaxException | IllegalArgumentException e) {
-            throw new IllegalArgumentException("expected http://host:port (no path, query or user), got \"" + text + "\"");
+            throw new IllegalArgumentException("expected http://host:port or https://host:port (no path, query or user), got \"" + text + "\"");
         }
     }
 

@@ -31,6 +31,6 @@ class UpstreamAddressTest {
             "http://my_api:1/api", "http://my api:1", "http://", "http://-my_api:1"})
     void refusesWhatItCannotForwardTo(String text) {
         assertThatThrownBy(() -> UpstreamAddress.parse(text)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("expected http://host:port (no path, query or user), got \"" + text + "\"");
+                .hasMessage("expected http://host:port or https://host:port (no path, query or user), got \"" + text + "\"");
     }
 }
