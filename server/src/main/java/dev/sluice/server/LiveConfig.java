@@ -238,9 +238,11 @@ public final class LiveConfig implements AutoCloseable {
         if (config.store().equals("memory")) {
             return InMemoryStore.builder().maxKeys(config.maxKeys()).build();
         }
+        LettuceLog.sayOnce();
         try {
-            return RedisStore.builder(config.store()).timeout(Duration.ofNanos(config.storeTimeoutNanos()))
-                    .onFailure(config.onStoreFailure()).build();
+            // a store that cannot be opened is told in the server's one line, which Lettuce's own would only repeat
+            return LettuceLog.silentWhile(() -> RedisStore.builder(config.store())
+                    .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure()).build());
         } catch (RuntimeException e) {
             // at the line of store:, as every other error of the file (a review found the file named alone)
             throw new ConfigException((file == null ? "the configuration" : file + (config.storeLine() > 0
@@ -248,12 +250,18 @@ public final class LiveConfig implements AutoCloseable {
         }
     }
 
+    /**
+     * The message of {@code e}'s first cause, on one line: Lettuce's for a Cluster it cannot read spans several, with
+     * tabs ("Cannot retrieve cluster partitions from [...]\n\nDetails:\n\t[...]: ..."), which the error line showed
+     * as {@code \x0a} and {@code \x09} (a review found it).
+     */
     private static String rootMessage(Throwable e) {
         Throwable root = e;
         while (root.getCause() != null) {
             root = root.getCause();
         }
-        return root.getMessage();
+        String message = String.valueOf(root.getMessage()).strip();
+        return message.replaceAll("\\s*\\n\\s*Details:\\s*", ": ").replaceAll("\\s*\\n\\s*", "; ");
     }
 
     private static void close(Store store) {

@@ -65,6 +65,44 @@ class ServiceCommandsTest {
         assertThat(err.toString()).isEqualTo("error: " + message + "\n");
     }
 
+    /**
+     * A Cluster seed that is not a Redis (an HTTP server, here one that answers each connection with a page): one
+     * line that says so, and nothing else. A review found Lettuce's 30-line stack trace before it, and the line
+     * itself full of {@code \x0a} and {@code \x09}.
+     */
+    @org.junit.jupiter.api.Test
+    void aClusterSeedThatIsNotARedisIsToldInOneLineAlone() throws Exception {
+        try (java.net.ServerSocket web = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+             dev.sluice.testkit.LogCapture lettuce = dev.sluice.testkit.LogCapture.of("io.lettuce")) {
+            Thread answering = new Thread(() -> {
+                while (!web.isClosed()) {
+                    try (java.net.Socket client = web.accept()) {
+                        client.getOutputStream().write("<html>not Redis</html>\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                        client.getOutputStream().flush();
+                        Thread.sleep(100);
+                    } catch (java.io.IOException | InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            answering.setDaemon(true);
+            answering.start();
+            int port = web.getLocalPort();
+            Path file = Files.writeString(dir.resolve("sluice.yaml"), "store: redis-cluster://127.0.0.1:" + port
+                    + "\npolicies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n");
+            StringWriter err = new StringWriter();
+            int status = Sluice.run(new String[] {"serve", "--config", file.toString(), "--port", "0"},
+                    new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(), new PrintWriter(err, true));
+            assertThat(status).isEqualTo(2);
+            String seed = "[redis://127.0.0.1:" + port + "?timeout=2s]";
+            assertThat(err.toString()).isEqualTo("error: " + file + ":1: store redis-cluster://127.0.0.1:" + port
+                    + ": cannot connect: Cannot retrieve cluster partitions from " + seed + ": " + seed
+                    + ": Unable to connect to [127.0.0.1/<unresolved>:" + port + "]: Invalid first byte: 60 (<) at"
+                    + " buffer index 1 decoding using null\n");
+            assertThat(lettuce.messages()).as("Lettuce's own log, while the store opened").isEmpty();
+        }
+    }
+
     /** An address this machine does not have is the host's fault, not the port's. */
     @org.junit.jupiter.api.Test
     void refusesAHostThatIsNotThisMachines() throws Exception {
