@@ -12,7 +12,8 @@ import java.util.concurrent.CompletionStage;
  * (docs/algorithms.md); the store conformance suite in sluice-testkit holds each to it.
  *
  * <p>A store keeps one state per key: the keys of limiters with different rules that share a store must not
- * collide (give each limiter its own store, or keys of its own).
+ * collide. Give each limiter keys of its own, or a store of its own; stores on one Redis share its keys, so there
+ * a store of its own is one with a namespace of its own ({@code RedisStore.builder(uri).namespace("login")}).
  */
 public interface Store {
     /** The time to pass to {@link #decide} for "now on the store's own clock". */

@@ -66,8 +66,10 @@ import java.util.function.Supplier;
  * them. Each decision stays atomic, at most one {@code EVALSHA} and three commands inside it.
  *
  * <h2>Keys</h2>
- * The state of a key lives at {@code sluice:{<key>}}: the braces are a Cluster hash tag, so every limit of a
- * key is in one slot (in one string, in fact) and the script touches one slot.
+ * The state of a key lives at {@code sluice:{<key>}} ({@code sluice:<namespace>:{<key>}} in a store given a
+ * {@link Builder#namespace}): the braces are a Cluster hash tag, so every limit of a key is in one slot (in one
+ * string, in fact) and the script touches one slot. A Redis holds one state per key, whichever rule decides it:
+ * limiters of different rules on one Redis need keys of their own, or a namespace each.
  *
  * <h2>Connections</h2>
  * On a standalone Redis the store has connections of its own, one per core and at least two unless
@@ -165,6 +167,10 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     private final Runnable refreshTopology;
     private final long timeoutNanos;
+    /** Where every Redis key of this store begins: {@code sluice:}, or {@code sluice:<namespace>:}. */
+    private final String keyHead;
+    private final String uri;
+    private volatile boolean closed;
     /**
      * On a standalone Redis, the store's connections, {@link #laneCount} of them, for every call
      * ({@link ScriptConnection} says why), then the waiting lane ({@link #lane}); empty in a Cluster.
@@ -212,6 +218,8 @@ public final class RedisStore implements Store, AutoCloseable {
         this.lanes = List.copyOf(lanes);
         this.onFailure = settings.onFailure;
         this.timeoutNanos = settings.timeout.toNanos();
+        this.keyHead = settings.namespace == null ? "sluice:" : "sluice:" + settings.namespace + ":";
+        this.uri = settings.uri;
         this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
         this.raiseFailures = settings.raiseFailures;
         this.rejections = new RejectionMemory(settings.rememberRejections, settings.mostRemembered, MAX_RULES);
@@ -510,9 +518,35 @@ public final class RedisStore implements Store, AutoCloseable {
         resources.shutdown();
     }
 
-    /** The Redis key that holds the state of {@code key}. */
+    /** The Redis key that holds the state of {@code key} in a store of no namespace. */
     static String redisKey(String key) {
-        return "sluice:{" + key + "}";
+        return redisKey("sluice:", key);
+    }
+
+    /**
+     * The Redis key that holds the state of {@code key}: {@code <head>{<key>}}, whose hash tag is the key. Redis
+     * takes a tag from the first '{' to the first '}' after it, so a key with a '}' of its own would be tagged
+     * with what comes before that '}' only, and every key of one such beginning ({@code tenant}user-1},
+     * {@code tenant}user-2}...) would go to one slot (found by a review); such a key is written
+     * {@code <head>{}<key>}, whose tag is empty, and Redis hashes the whole name. No key is written both ways: a
+     * name of the first kind has no '}' right after its '{'.
+     */
+    private static String redisKey(String head, String key) {
+        return key.indexOf('}') < 0 ? head + "{" + key + "}" : head + "{}" + key;
+    }
+
+    /**
+     * The Redis key of {@code key} in this store. Every call on a key starts here, so a closed store says so here:
+     * its connections are gone, and a decision would otherwise be the failure policy's (a review found limiters
+     * admitting everything after {@link #close}).
+     *
+     * @throws IllegalStateException once the store is closed
+     */
+    private String keyOf(String key) {
+        if (closed) {
+            throw new IllegalStateException("the Redis store " + shown(uri) + " is closed");
+        }
+        return redisKey(keyHead, check(key));
     }
 
     /**
@@ -522,7 +556,7 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     @Override
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
-        String redisKey = redisKey(check(key));
+        String redisKey = keyOf(key);
         Call call = call(rule);
         checkCostAndTime(cost, nowNanos);
         CircuitBreaker watching = breakerOf(redisKey);
@@ -546,7 +580,7 @@ public final class RedisStore implements Store, AutoCloseable {
         String redisKey;
         Call call;
         try {
-            redisKey = redisKey(check(key));
+            redisKey = keyOf(key);
             call = call(rule);
             checkCostAndTime(cost, nowNanos);
         } catch (RuntimeException e) {
@@ -794,7 +828,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     @Override
     public void reset(Rule rule, String key) {
-        String redisKey = redisKey(check(key));
+        String redisKey = keyOf(key);
         // counted before and after the DEL: a call sent before the DEL's answer remembers no rejection
         // (RejectionMemory)
         rejections.resetting(key);
@@ -830,6 +864,7 @@ public final class RedisStore implements Store, AutoCloseable {
 
     @Override
     public void close() { // no checked exception: a try-with-resources needs no catch (a review found it did)
+        closed = true;
         for (ScriptConnection connection : scriptConnections) {
             connection.close();
         }
@@ -862,6 +897,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private boolean raiseFailures;
         private int batchKeys = 64;
         private int connections = Math.max(2, Runtime.getRuntime().availableProcessors());
+        private String namespace;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -946,6 +982,28 @@ public final class RedisStore implements Store, AutoCloseable {
                 throw new IllegalArgumentException("a store makes 2 to 256 connections to Redis, got " + count);
             }
             this.connections = count;
+            return this;
+        }
+
+        /**
+         * Keeps this store's keys apart from every other store's on the same Redis: they are written
+         * {@code sluice:<namespace>:{<key>}} instead of {@code sluice:{<key>}}. A Redis keeps one state per key,
+         * read as the state of whatever rule decides it, so two limiters of different rules that share a Redis and
+         * key names need a namespace each (or keys of their own): a login limiter of 2 a minute and a search
+         * limiter of 100 a minute on the key {@code user-1} otherwise count one another's requests. Default none.
+         *
+         * @throws IllegalArgumentException for an empty namespace, or one with a brace, a space or a control
+         *                                  character, or longer than 200 characters, naming it
+         */
+        public Builder namespace(String namespace) {
+            if (namespace == null || namespace.isEmpty() || namespace.length() > 200
+                    || namespace.chars().anyMatch(c -> c == '{' || c == '}' || Character.isWhitespace(c)
+                    || Character.isISOControl(c))) {
+                throw new IllegalArgumentException("a namespace is 1 to 200 characters, none of them a brace, a space"
+                        + " or a control character, got " + (namespace == null ? "null"
+                        : "\"" + ScriptReplies.printable(namespace) + "\""));
+            }
+            this.namespace = namespace;
             return this;
         }
 

@@ -1015,4 +1015,95 @@ class RedisStoreTest {
         byte[] bytes = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putDouble(value).array();
         return new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
     }
+
+    /**
+     * Two limiters of different rules on one Redis and the same key names, each with a store of its own namespace,
+     * keep apart. Found by a review: stores on one Redis wrote every key at sluice:{<key>}, so a login limiter of
+     * 2 a minute, between search requests on the same user, admitted 4 (the search limiter's gcra state read as
+     * its sliding window), and "a store of its own" did not help.
+     */
+    @Test
+    void storesOfTheirOwnNamespacesKeepLimitersOfOneKeyApart() throws IOException {
+        String uri = redis.uri();
+        try (RedisStore logins = RedisStore.builder(uri).namespace("login").timeout(Duration.ofSeconds(10))
+                .raiseFailures(true).build();
+             RedisStore searches = RedisStore.builder(uri).namespace("search").timeout(Duration.ofSeconds(10))
+                     .raiseFailures(true).build()) {
+            RateLimiter login = RateLimiter.builder().algorithm(Algorithm.SLIDING_WINDOW).limit("2/1m").store(logins)
+                    .build();
+            RateLimiter search = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("100/1m").store(searches).build();
+            StringBuilder seen = new StringBuilder();
+            for (int round = 0; round < 3; round++) {
+                seen.append(login.tryAcquire("ns-user").allowed() ? 'A' : 'R');
+                for (int i = 0; i < 5; i++) {
+                    assertThat(search.tryAcquire("ns-user").allowed()).isTrue();
+                }
+                seen.append(login.tryAcquire("ns-user").allowed() ? 'A' : 'R');
+            }
+            assertThat(seen).hasToString("AARRRR");
+            assertThat(search.tryAcquire("ns-user").remaining()).as("a token back each 600 ms").isBetween(100L - 16, 100L - 15);
+            try (Resp resp = redis.connect()) {
+                assertThat(resp.call("EXISTS", "sluice:login:{ns-user}", "sluice:search:{ns-user}")).isEqualTo(2L);
+                assertThat(resp.call("EXISTS", "sluice:{ns-user}")).isEqualTo(0L);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiterString = "|", value = {
+            "''|a namespace is 1 to 200 characters, none of them a brace, a space or a control character, got \"\"",
+            "a{b|got \"a{b\"",
+            "a}|got \"a}\"",
+            "'a b'|got \"a b\"",
+    })
+    void aNamespaceThatCannotBeOneIsRefusedByName(String namespace, String message) {
+        assertThatThrownBy(() -> RedisStore.builder(redis.uri()).namespace(namespace))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageEndingWith(message);
+        assertThatThrownBy(() -> RedisStore.builder(redis.uri()).namespace("x".repeat(201)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1 to 200 characters");
+    }
+
+    /** Found by a review: after close, every decision was the failure policy's, so every request was admitted. */
+    @Test
+    void aClosedStoreRefusesEveryCallInsteadOfAdmitting() {
+        RedisStore closing = RedisStore.connect(redis.uri());
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(closing)
+                .build();
+        assertThat(limiter.tryAcquire("closed-user").allowed()).isTrue();
+        assertThat(limiter.tryAcquire("closed-user").allowed()).isFalse();
+        closing.close();
+        String closed = "the Redis store " + redis.uri() + " is closed";
+        assertThatThrownBy(() -> limiter.tryAcquire("closed-user")).isInstanceOf(IllegalStateException.class)
+                .hasMessage(closed);
+        assertThatThrownBy(() -> limiter.tryAcquire("another-user")).isInstanceOf(IllegalStateException.class)
+                .hasMessage(closed);
+        assertThatThrownBy(() -> limiter.tryAcquireAsync("another-user").toCompletableFuture().join())
+                .hasCauseInstanceOf(IllegalStateException.class).hasRootCauseMessage(closed);
+        assertThatThrownBy(() -> limiter.reset("closed-user")).isInstanceOf(IllegalStateException.class)
+                .hasMessage(closed);
+        assertThat(closing.counts().failures()).isZero();
+    }
+
+    /**
+     * A key with a '}' of its own is hashed whole, not by what comes before that '}' (found by a review: every
+     * key tenant}user-N went to one Cluster slot), and is decided and stored as any other.
+     */
+    @Test
+    void keysWithABraceOfTheirOwnSpreadOverTheSlots() throws IOException {
+        Set<Integer> slots = new java.util.HashSet<>();
+        for (int i = 0; i < 100; i++) {
+            slots.add(io.lettuce.core.cluster.SlotHash.getSlot(RedisStore.redisKey("tenant}user-" + i)));
+        }
+        assertThat(slots).hasSizeGreaterThan(90);
+        assertThat(RedisStore.redisKey("plain")).isEqualTo("sluice:{plain}");
+        assertThat(RedisStore.redisKey("a}b")).isEqualTo("sluice:{}a}b");
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.SLIDING_LOG).limit("2/1m").store(store).build();
+        assertThat(limiter.tryAcquire("brace}user").allowed()).isTrue();
+        assertThat(limiter.tryAcquire("brace}user").allowed()).isTrue();
+        assertThat(limiter.tryAcquire("brace}user").allowed()).isFalse();
+        assertThat(limiter.tryAcquire("brace}other").allowed()).isTrue();
+        try (Resp resp = redis.connect()) {
+            assertThat(resp.call("EXISTS", "sluice:{}brace}user", "sluice:{}brace}other")).isEqualTo(2L);
+        }
+    }
 }
