@@ -1106,4 +1106,35 @@ class RedisStoreTest {
             assertThat(resp.call("EXISTS", "sluice:{}brace}user", "sluice:{}brace}other")).isEqualTo(2L);
         }
     }
+
+    /**
+     * The sliding log's state: its entries' count and the sum of their costs first, so that a decision reads only
+     * the entries that expire and the last one; a state written before the sum was kept is still read as it was
+     * (its keys live until their period ends), with the in-memory store's decisions on the same trace.
+     */
+    @Test
+    void aSlidingLogKeepsItsCountAndSumAndStillReadsALogWrittenWithoutTheSum() throws IOException {
+        Rule rule = Rule.of(Algorithm.SLIDING_LOG, List.of(Limit.parse("5/1s")));
+        long t0 = 1_700_000_000_000L * 1_000_000;
+        Store memory = new InMemoryStore();
+        memory.decide(rule, "old-log", 1, t0);
+        memory.decide(rule, "old-log", 2, t0 + 500_000_123);
+        try (Resp resp = redis.connect()) {
+            resp.call("SET", "sluice:{old-log}", "1700000000500 123|2 1700000000000 0 1 1700000000500 123 2", "PX", "60000");
+            long[] times = {t0 + 600_000_000, t0 + 600_000_000, t0 + 999_999_999, t0 + 1_000_000_000, t0 + 1_500_000_123,
+                t0 + 1_500_000_123};
+            long[] costs = {1, 2, 1, 2, 2, 1};
+            for (int i = 0; i < times.length; i++) {
+                assertThat(store.decide(rule, "old-log", costs[i], times[i])).as("decision %d", i)
+                        .isEqualTo(memory.decide(rule, "old-log", costs[i], times[i]));
+            }
+            // 0 and .500000123 gone at 1.500000123, its two requests one entry
+            assertThat((String) resp.call("GET", "sluice:{old-log}"))
+                    .isEqualTo("1700000001500 123|3 u5 1700000000600 0 1 1700000000999 999999 1 1700000001500 123 3");
+            assertThat(store.decide(rule, "old-log", 1, t0 + 1_600_000_000))
+                    .isEqualTo(memory.decide(rule, "old-log", 1, t0 + 1_600_000_000));
+            assertThat((String) resp.call("GET", "sluice:{old-log}"))
+                    .isEqualTo("1700000001600 0|3 u5 1700000000999 999999 1 1700000001500 123 3 1700000001600 0 1");
+        }
+    }
 }
