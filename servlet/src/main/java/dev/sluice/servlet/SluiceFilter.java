@@ -65,13 +65,14 @@ import java.util.concurrent.TimeUnit;
 public final class SluiceFilter implements Filter {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final System.Logger LOG = System.getLogger(SluiceFilter.class.getName());
-    private static final java.util.concurrent.atomic.AtomicLong FILTERS = new java.util.concurrent.atomic.AtomicLong();
     /**
      * The request attribute that marks a request this filter has decided: each filter its own, so that two (two
      * configurations in one chain, or an application forwarded to from another that runs its own) each decide a
-     * request once. One name for all had the second let every request through undecided (from a review).
+     * request once. One name for all had the second let every request through undecided (from a review); so did
+     * names numbered by a counter of this class, which each web application loads anew, so that the first filter of
+     * each had the same (from a review): a random name is no other filter's, whoever loaded it.
      */
-    private final String decided = SluiceFilter.class.getName() + ".decided." + FILTERS.incrementAndGet();
+    private final String decided = SluiceFilter.class.getName() + ".decided." + java.util.UUID.randomUUID();
     /**
      * The dispatches on which a request not yet decided by this filter is decided: as the client sent it, forwarded
      * (a filter before this one that rewrites URLs by forwarding), or dispatched again after a filter before this one

@@ -370,6 +370,43 @@ class SluiceFilterTest {
     /** From a review: all Sluice filters marked the requests they decided alike, and the second decided none. */
     @Test
     void twoSluiceFiltersInOneChainEachDecideTheRequest() throws Exception {
+        twoFiltersEachDecide(SluiceFilter::new);
+    }
+
+    /**
+     * From a review: the mark was numbered by a counter of the filter's class, and each web application loads the
+     * class anew, so the first filter of each had the same mark, and a request forwarded from one application to
+     * another was let through the second undecided. Here each filter is loaded by a class loader of its own.
+     */
+    @Test
+    void twoSluiceFiltersLoadedByTwoApplicationsEachDecideTheRequest() throws Exception {
+        twoFiltersEachDecide(config -> {
+            java.net.URL classes = SluiceFilter.class.getProtectionDomain().getCodeSource().getLocation();
+            try {
+                ClassLoader application = new java.net.URLClassLoader(new java.net.URL[] {classes},
+                        SluiceFilter.class.getClassLoader()) {
+                    @Override
+                    protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+                        if (!name.startsWith(SluiceFilter.class.getPackageName() + ".")) {
+                            return super.loadClass(name, resolve);
+                        }
+                        synchronized (getClassLoadingLock(name)) { // the filter's classes its own, as a web app's
+                            Class<?> loaded = findLoadedClass(name);
+                            return loaded != null ? loaded : findClass(name);
+                        }
+                    }
+                };
+                Class<?> filter = application.loadClass(SluiceFilter.class.getName());
+                assertThat(filter).isNotSameAs(SluiceFilter.class);
+                return (jakarta.servlet.Filter) filter.getConstructor(LiveConfig.class).newInstance(config);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    private void twoFiltersEachDecide(java.util.function.Function<LiveConfig, jakarta.servlet.Filter> filterOf)
+            throws Exception {
         live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG), new ServerMetrics());
         try (LiveConfig second = LiveConfig.of(ConfigLoader.parse("second.yaml", """
                 policies:
@@ -380,7 +417,7 @@ class SluiceFilterTest {
                     algorithm: fixed-window
                     limits: [1/1h]
                 """), new ServerMetrics())) {
-            start(new FilterHolder(new SluiceFilter(live)), new FilterHolder(new SluiceFilter(second)));
+            start(new FilterHolder(filterOf.apply(live)), new FilterHolder(filterOf.apply(second)));
             assertThat(get("/api/items", "X-API-Key", "hal").statusCode()).isEqualTo(200);
             HttpResponse<String> refused = get("/api/items", "X-API-Key", "hal");
             assertThat(refused.statusCode()).isEqualTo(429);
