@@ -103,7 +103,9 @@ import java.util.function.Supplier;
  * for that key and the same cost until {@code x} has passed, without calling Redis: nothing another
  * process does can make it admissible sooner (only {@code reset} could, and it is not on the request path).
  * On by default for fixed-window, gcra and token-bucket; such an answer carries the remembered
- * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock.
+ * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock. Only a
+ * rejection whose {@code remaining} holds until its {@code retry_after} is remembered: one that leaves
+ * {@code cost - 1}, as every rejection of cost 1 does ({@link RejectionMemory#remember}).
  * Decisions with a time passed in are never answered from memory, so {@code simulate} sees every decision.
  * A key that this process gets admitted (at another cost) forgets its rejections: it was charged, so what they
  * said of it is no longer true. Another process charging it makes a remembered {@code retry_after} too short,

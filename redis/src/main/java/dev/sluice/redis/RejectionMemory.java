@@ -131,7 +131,13 @@ final class RejectionMemory {
             }
             return decision;
         }
-        if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore) {
+        if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore
+                || decision.remaining() != cost - 1) {
+            // only a rejection whose remaining stays what it is until its retry_after: one that leaves cost - 1
+            // (every rejection of cost 1), which the limit deciding it leaves until retry_after and no other limit
+            // can go under without an admission. A weighted one of less remaining grows as tokens come back (gcra,
+            // token-bucket) or as a shorter window of the rule starts again, and was answered with the remaining
+            // of its first rejection: 0 where Redis had 5, and a request of 4 then admitted (a review found it)
             return decision;
         }
         if (!rules.contains(rule)) {

@@ -73,4 +73,29 @@ class RejectionMemoryTest {
         memory.remember(rules.get(0), "k0", 2, Store.STORE_CLOCK, admitted, memory.resets(), System.nanoTime());
         assertThat(memory.recall(fifth, "k0", 1, Store.STORE_CLOCK)).as("charged under another rule: forgotten").isNull();
     }
+
+    /**
+     * A bug a review found: a weighted rejection was remembered with its remaining, which grows as tokens come back
+     * (or a shorter window of the rule starts again): 10 asked, 0 left, then a second later the memory still said 0
+     * where Redis had 5, and a request of 4 was admitted. Only a rejection whose remaining holds until its
+     * retry_after is remembered: one that leaves cost - 1.
+     */
+    @Test
+    void onlyARejectionWhoseRemainingHoldsUntilItsRetryAfterIsRemembered() {
+        RejectionMemory memory = new RejectionMemory(true, 100, 10);
+        Rule rule = Rule.of(Algorithm.TOKEN_BUCKET, List.of(Limit.parse("10/2s")));
+        Decision leavingNone = new Decision(false, 0, 2_000 * MS, 2_000 * MS, 0, rule.limits().get(0));
+        memory.remember(rule, "k", 10, Store.STORE_CLOCK, leavingNone, memory.resets(), System.nanoTime());
+        assertThat(memory.recall(rule, "k", 10, Store.STORE_CLOCK)).as("its remaining grows: asked again").isNull();
+
+        Decision leavingNine = new Decision(false, 9, 200 * MS, 200 * MS, 0, rule.limits().get(0));
+        memory.remember(rule, "k", 10, Store.STORE_CLOCK, leavingNine, memory.resets(), System.nanoTime());
+        Decision recalled = memory.recall(rule, "k", 10, Store.STORE_CLOCK);
+        assertThat(recalled).as("9 until 10 come back").isNotNull();
+        assertThat(recalled.remaining()).isEqualTo(9);
+
+        Decision ofOne = new Decision(false, 0, 200 * MS, 200 * MS, 0, rule.limits().get(0));
+        memory.remember(rule, "one", 1, Store.STORE_CLOCK, ofOne, memory.resets(), System.nanoTime());
+        assertThat(memory.recall(rule, "one", 1, Store.STORE_CLOCK)).isNotNull();
+    }
 }
