@@ -258,6 +258,9 @@ public final class ConcurrencyLimiter {
         if (key == null) {
             throw new IllegalArgumentException("key must not be null");
         }
+        if (key.isEmpty()) { // as tryAcquire: no key is empty (it answered 0, as for a key unknown: a review)
+            throw new IllegalArgumentException("key must not be empty");
+        }
         long now = clock.nanos();
         Rule.checkTime(now);
         long[] inFlight = new long[1];

@@ -22,6 +22,9 @@ public final class DurationFormat {
      *                                  or when it is longer than {@link #MAX_NANOS}
      */
     public static long parseNanos(String text) {
+        if (text == null) {
+            throw new IllegalArgumentException("a duration is required, as 10s or 500ms; got null");
+        }
         int digits = 0;
         while (digits < text.length() && text.charAt(digits) >= '0' && text.charAt(digits) <= '9') { // ASCII only
             digits++;

@@ -60,6 +60,9 @@ class ConcurrencyLimiterTest {
         assertThat(limiter.tryAcquire("k", 4).decision().never()).isTrue();
         refused.close();
         assertThat(limiter.inFlight("k")).isEqualTo(3);
+        // from a review: an empty key answered 0, where every other call refuses it
+        assertThatThrownBy(() -> limiter.inFlight("")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("key must not be empty");
         two.close();
         two.close();
         assertThat(limiter.inFlight("k")).isEqualTo(1);

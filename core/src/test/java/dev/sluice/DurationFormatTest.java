@@ -22,6 +22,9 @@ class DurationFormatTest {
             assertThatThrownBy(() -> DurationFormat.parseNanos(bad))
                     .hasMessage("bad duration \"" + bad + "\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s");
         }
+        // from a review: a bare NullPointerException
+        assertThatThrownBy(() -> DurationFormat.parseNanos(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("a duration is required, as 10s or 500ms; got null");
     }
 
     @Test
