@@ -39,6 +39,7 @@ public final class Rule {
     private final Mode mode;
     private final long maxDelayNanos;
     private final Transition<KeyState>[] transitions;
+    private final int hash;
 
     private Rule(Algorithm algorithm, List<Limit> limits, Mode mode, long maxDelayNanos) {
         this.algorithm = algorithm;
@@ -46,6 +47,24 @@ public final class Rule {
         this.mode = mode;
         this.maxDelayNanos = maxDelayNanos;
         this.transitions = transitionsOf(algorithm, this.limits);
+        this.hash = java.util.Objects.hash(algorithm, this.limits, mode, maxDelayNanos);
+    }
+
+    /**
+     * Two rules of the same algorithm, limits, mode and max delay decide alike, and are equal: a store that keeps
+     * something per rule (the Redis store's scripts and remembered rejections) then keeps it once for a limiter
+     * made anew per request, not once per limiter (a review found the remembered rejections of such limiters never
+     * answering, and their scripts made again and again).
+     */
+    @Override
+    public boolean equals(Object other) {
+        return other == this || other instanceof Rule rule && hash == rule.hash && algorithm == rule.algorithm
+                && mode == rule.mode && maxDelayNanos == rule.maxDelayNanos && limits.equals(rule.limits);
+    }
+
+    @Override
+    public int hashCode() {
+        return hash;
     }
 
     @SuppressWarnings("unchecked")

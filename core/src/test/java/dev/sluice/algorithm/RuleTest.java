@@ -86,4 +86,18 @@ class RuleTest {
         assertThat(Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")), Mode.DELAY, 2_000_000_000L))
                 .hasToString("gcra [10/1s, 100/1m] delay max_delay=2s");
     }
+
+    @Test
+    void rulesThatDecideAlikeAreEqualAndOthersAreNot() {
+        Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")), Mode.DELAY, 1_000_000);
+        Rule same = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")), Mode.DELAY, 1_000_000);
+        assertThat(same).isEqualTo(rule).hasSameHashCodeAs(rule).isNotSameAs(rule);
+        assertThat(List.of(
+                Rule.of(Algorithm.TOKEN_BUCKET, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")), Mode.DELAY, 1_000_000),
+                Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("101/1m")), Mode.DELAY, 1_000_000),
+                Rule.of(Algorithm.GCRA, List.of(Limit.parse("100/1m"), Limit.parse("10/1s")), Mode.DELAY, 1_000_000),
+                Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")), Mode.DELAY, 1_000_001),
+                Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1s"), Limit.parse("100/1m")))))
+                .allSatisfy(other -> assertThat(other).isNotEqualTo(rule));
+    }
 }

@@ -1137,4 +1137,23 @@ class RedisStoreTest {
                     .isEqualTo("1700000001600 0|3 u5 1700000000999 999999 1 1700000001500 123 3 1700000001600 0 1");
         }
     }
+
+    /**
+     * A limiter made anew for each request (a common way to write it) answers from the rejections remembered for
+     * the one before it: their rules are equal. Found by a review: rules were told apart by identity, so such
+     * limiters never answered from memory (62 µs a rejection instead of 0.3) and made their scripts again.
+     */
+    @Test
+    void limitersMadeAnewForEachRequestShareTheRejectionsRemembered() {
+        try (RedisStore remembering = RedisStore.connect(redis.uri())) {
+            java.util.function.Supplier<RateLimiter> perRequest = () -> RateLimiter.builder().algorithm(Algorithm.GCRA)
+                    .limit("1/1h").store(remembering).build();
+            assertThat(perRequest.get().tryAcquire("anew-user").allowed()).isTrue();
+            assertThat(perRequest.get().tryAcquire("anew-user").allowed()).isFalse();
+            Decision again = perRequest.get().tryAcquire("anew-user");
+            assertThat(again.allowed()).isFalse();
+            assertThat(remembering.counts().localRejections()).as("answered from memory").isEqualTo(1);
+            assertThat(remembering.rulesKept()).isEqualTo(1);
+        }
+    }
 }
