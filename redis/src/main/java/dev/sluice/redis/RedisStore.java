@@ -105,7 +105,8 @@ import java.util.function.Supplier;
  * On by default for fixed-window, gcra and token-bucket; such an answer carries the remembered
  * {@code remaining} and a {@code retry_after} and {@code reset_after} counted down on this host's clock. Only a
  * rejection whose {@code remaining} holds until its {@code retry_after} is remembered: one that leaves
- * {@code cost - 1}, as every rejection of cost 1 does ({@link RejectionMemory#remember}).
+ * {@code cost - 1}, as every rejection of cost 1 does, or one under a single fixed window
+ * ({@link RejectionMemory#remember}).
  * Decisions with a time passed in are never answered from memory, so {@code simulate} sees every decision.
  * A key that this process gets admitted (at another cost) forgets its rejections: it was charged, so what they
  * said of it is no longer true. Another process charging it makes a remembered {@code retry_after} too short,
@@ -994,15 +995,18 @@ public final class RedisStore implements Store, AutoCloseable {
          * key names need a namespace each (or keys of their own): a login limiter of 2 a minute and a search
          * limiter of 100 a minute on the key {@code user-1} otherwise count one another's requests. Default none.
          *
-         * @throws IllegalArgumentException for an empty namespace, or one with a brace, a space or a control
-         *                                  character, or longer than 200 characters, naming it
+         * @throws IllegalArgumentException for an empty namespace, or one with a brace, a space, a control
+         *                                  character or half a surrogate pair, or longer than 200 characters, naming it
          */
         public Builder namespace(String namespace) {
             if (namespace == null || namespace.isEmpty() || namespace.length() > 200
                     || namespace.chars().anyMatch(c -> c == '{' || c == '}' || Character.isWhitespace(c)
-                    || Character.isISOControl(c))) {
-                throw new IllegalArgumentException("a namespace is 1 to 200 characters, none of them a brace, a space"
-                        + " or a control character, got " + (namespace == null ? "null"
+                    || Character.isISOControl(c))
+                    // a lone surrogate goes out as '?' in UTF-8, so "a\uD800" and "a?" were one namespace (a review)
+                    || !namespace.equals(new String(namespace.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                    java.nio.charset.StandardCharsets.UTF_8))) {
+                throw new IllegalArgumentException("a namespace is 1 to 200 characters, none of them a brace, a space,"
+                        + " a control character or half a surrogate pair, got " + (namespace == null ? "null"
                         : "\"" + ScriptReplies.printable(namespace) + "\""));
             }
             this.namespace = namespace;

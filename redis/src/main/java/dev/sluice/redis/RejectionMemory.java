@@ -108,6 +108,20 @@ final class RejectionMemory {
     }
 
     /**
+     * Whether the {@code remaining} of this rejection stays what it is until its {@code retry_after}, so that it can
+     * be answered again: a rejection that leaves {@code cost - 1} (every rejection of cost 1), which the limit
+     * deciding it leaves until then and no other limit can go under without an admission; or any of a rule of one
+     * fixed window, whose remaining changes only as its window ends, at the retry_after. A weighted one of less
+     * remaining grows as tokens come back (gcra, token-bucket) or as a shorter window of the rule starts again, and
+     * was answered with the remaining of its first rejection: 0 where Redis had 5, and a request of 4 then admitted
+     * (a review found it).
+     */
+    private static boolean holdsItsRemaining(Rule rule, long cost, Decision decision) {
+        return decision.remaining() == cost - 1
+                || rule.algorithm() == Algorithm.FIXED_WINDOW && rule.limits().size() == 1;
+    }
+
+    /**
      * Remembers a rejection Redis answered to a call sent at {@code sent} ({@link System#nanoTime}) when
      * {@link #resets()} was {@code resetsBefore}. None is remembered from a call that a reset overlapped: Redis may
      * have run it before the reset's {@code DEL}, and its rejection would then outlive the reset (a bug a review
@@ -132,12 +146,7 @@ final class RejectionMemory {
             return decision;
         }
         if (decision.never() || !remembers(rule, cost, nowNanos) || resets.get() != resetsBefore
-                || decision.remaining() != cost - 1) {
-            // only a rejection whose remaining stays what it is until its retry_after: one that leaves cost - 1
-            // (every rejection of cost 1), which the limit deciding it leaves until retry_after and no other limit
-            // can go under without an admission. A weighted one of less remaining grows as tokens come back (gcra,
-            // token-bucket) or as a shorter window of the rule starts again, and was answered with the remaining
-            // of its first rejection: 0 where Redis had 5, and a request of 4 then admitted (a review found it)
+                || !holdsItsRemaining(rule, cost, decision)) {
             return decision;
         }
         if (!rules.contains(rule)) {

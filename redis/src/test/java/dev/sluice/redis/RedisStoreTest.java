@@ -1051,7 +1051,7 @@ class RedisStoreTest {
 
     @ParameterizedTest
     @CsvSource(delimiterString = "|", value = {
-            "''|a namespace is 1 to 200 characters, none of them a brace, a space or a control character, got \"\"",
+            "''|a namespace is 1 to 200 characters, none of them a brace, a space, a control character or half a surrogate pair, got \"\"",
             "a{b|got \"a{b\"",
             "a}|got \"a}\"",
             "'a b'|got \"a b\"",
@@ -1061,6 +1061,9 @@ class RedisStoreTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageEndingWith(message);
         assertThatThrownBy(() -> RedisStore.builder(redis.uri()).namespace("x".repeat(201)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1 to 200 characters");
+        // written "a?" in UTF-8, as the namespace "a?" is (a review)
+        assertThatThrownBy(() -> RedisStore.builder(redis.uri()).namespace("a\uD800"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageEndingWith("got \"a\\xd800\"");
     }
 
     /** Found by a review: after close, every decision was the failure policy's, so every request was admitted. */

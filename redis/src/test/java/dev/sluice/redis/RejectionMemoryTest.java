@@ -97,5 +97,14 @@ class RejectionMemoryTest {
         Decision ofOne = new Decision(false, 0, 200 * MS, 200 * MS, 0, rule.limits().get(0));
         memory.remember(rule, "one", 1, Store.STORE_CLOCK, ofOne, memory.resets(), System.nanoTime());
         assertThat(memory.recall(rule, "one", 1, Store.STORE_CLOCK)).isNotNull();
+
+        Rule window = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/2s")));
+        Decision windowFull = new Decision(false, 0, 1_500 * MS, 1_500 * MS, 0, window.limits().get(0));
+        memory.remember(window, "w", 10, Store.STORE_CLOCK, windowFull, memory.resets(), System.nanoTime());
+        assertThat(memory.recall(window, "w", 10, Store.STORE_CLOCK)).as("0 left until the window ends").isNotNull();
+        Rule windows = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/2s"), Limit.parse("100/1h")));
+        memory.remember(windows, "w", 10, Store.STORE_CLOCK, windowFull, memory.resets(), System.nanoTime());
+        assertThat(memory.recall(windows, "w", 10, Store.STORE_CLOCK)).as("the 2 s window starts again sooner")
+                .isNull();
     }
 }

@@ -83,6 +83,13 @@ class CheckRequestTest {
                 limits: [1/2s]
                 mode: delay
                 max_delay: 5s
+              - name: reads-per-method
+                match:
+                  path: /reads
+                  methods: [GET]
+                key: [ip, method]
+                algorithm: fixed-window
+                limits: [1/1h]
             """;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient CLIENT = HttpClient.newHttpClient();
@@ -231,6 +238,12 @@ class CheckRequestTest {
         // policy for GET only, where nginx's limit_except GET covers HEAD too
         JsonNode head = JSON.readTree(post(api("HEAD", "/api/items", "api.example.com", "10.0.0.9", "k2")).body());
         assertThat(checked(head)).as("a HEAD is a GET without its body").containsExactly("per-key", "per-ip", "trial");
+        // and keyed as one: a key of its method gave each client a quota of HEADs beside its GETs (a second review)
+        assertThat(post(api("GET", "/reads", "a", "10.0.0.9", "k2")).statusCode()).isEqualTo(200);
+        HttpResponse<String> headAfterGet = post(api("HEAD", "/reads", "a", "10.0.0.9", "k2"));
+        assertThat(headAfterGet.statusCode()).isEqualTo(429);
+        assertThat(JSON.readTree(headAfterGet.body()).get("policy").asText()).isEqualTo("reads-per-method");
+        assertThat(post(api("POST", "/reads", "a", "10.0.0.9", "k2")).statusCode()).as("for GET only").isEqualTo(200);
         JsonNode elsewhere = JSON.readTree(post(api("GET", "/api/items", "www.example.com", "10.0.0.8", "k1")).body());
         assertThat(checked(elsewhere)).as("per-key is for one host").containsExactly("per-ip", "trial");
         assertThat(elsewhere.get("checked").get(1).get("shadow_rejected").asBoolean()).isTrue();
