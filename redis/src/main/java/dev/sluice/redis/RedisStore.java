@@ -253,7 +253,7 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
-     * False while a circuit breaker is open: Redis (in a Cluster, one of its masters) failed several calls in a row
+     * False once the store is closed, and while a circuit breaker is open: Redis (in a Cluster, one of its masters) failed several calls in a row
      * and is not being asked. Never waits, and never stale for long when no decision asks: each call may send a
      * {@code PING} of its own (at most one a second to each Redis while its breaker is closed, and as the probe of
      * one open and due for a retry), whose answer a later call sees ({@link #ping}). Two bugs
@@ -261,6 +261,9 @@ public final class RedisStore implements Store, AutoCloseable {
      * back; and only decisions opened one, so a quiet store called a dead Redis healthy.
      */
     public boolean healthy() {
+        if (closed) {
+            return false; // it asks Redis nothing more (it said true until pings failed: a review)
+        }
         if (nodeBreakers == null) {
             ping(breaker, () -> scriptConnections.get(lane(false)).command("PING"));
             return !breaker.isOpen();

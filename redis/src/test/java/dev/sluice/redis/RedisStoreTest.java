@@ -1085,6 +1085,7 @@ class RedisStoreTest {
         assertThatThrownBy(() -> limiter.reset("closed-user")).isInstanceOf(IllegalStateException.class)
                 .hasMessage(closed);
         assertThat(closing.counts().failures()).isZero();
+        assertThat(closing.healthy()).isFalse();
     }
 
     /**
