@@ -709,6 +709,10 @@ public final class RedisStore implements Store, AutoCloseable {
         while (failure instanceof CompletionException && failure.getCause() != null) {
             failure = failure.getCause();
         }
+        if (closed) { // its connection closed under it: not Redis failing, and no decision (fail-open admitted it)
+            throw new IllegalStateException("the Redis store " + shown(uri) + " was closed before Redis answered",
+                    failure);
+        }
         counted(failure, breaker);
         if (raiseFailures) {
             throw new StoreUnavailableException("Redis did not answer: " + failure.getMessage(), failure);

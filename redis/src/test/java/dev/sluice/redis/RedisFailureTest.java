@@ -349,6 +349,29 @@ class RedisFailureTest {
     }
 
     /**
+     * A decision waiting for Redis as its store is closed fails, saying so, instead of being decided by the failure
+     * policy (a review found it admitted, fail-open, as though Redis had failed), for either script.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "GCRA"})
+    void aDecisionInFlightAsItsStoreClosesFailsAndIsNotAdmitted(Algorithm algorithm) throws Exception {
+        try (RedisServer redis = RedisServer.start(); SilencingProxy proxy = new SilencingProxy(redis.port())) {
+            RedisStore store = RedisStore.builder(proxy.uri()).timeout(Duration.ofSeconds(3)).build();
+            RateLimiter limiter = oneAnHour(store, algorithm);
+            awaitRedisDeciding(limiter);
+            proxy.silence();
+            CompletableFuture<Decision> waiting = limiter.tryAcquireAsync("in-flight").toCompletableFuture();
+            Thread.sleep(100);
+            assertThat(waiting).as("Redis silent").isNotDone();
+            store.close();
+            assertThatThrownBy(() -> waiting.get(10, TimeUnit.SECONDS))
+                    .hasCauseInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("the Redis store " + proxy.uri() + " was closed before Redis answered");
+            assertThat(store.counts().failedOpen()).isZero();
+        }
+    }
+
+    /**
      * A decision that waits behind a call in flight (to be sent with others when it is answered) waits for
      * Redis no longer than the timeout in all: its deadline runs from its arrival, not from its sending.
      */
