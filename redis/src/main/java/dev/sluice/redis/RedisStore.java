@@ -254,10 +254,10 @@ public final class RedisStore implements Store, AutoCloseable {
 
     /**
      * False once the store is closed, and while a circuit breaker is open: Redis (in a Cluster, one of its masters)
-     * failed several calls in a row and is not being asked. Never waits, and never stale for long when no decision asks: each call may send a
-     * {@code PING} of its own (at most one a second to each Redis while its breaker is closed, and as the probe of
-     * one open and due for a retry), whose answer a later call sees ({@link #ping}). Two bugs
-     * found so: only a decision closed a breaker, so a quiet store called itself unhealthy long after Redis was
+     * failed several calls in a row and is not being asked. Never waits, and never stale for long when no decision
+     * asks: each call may send a {@code PING} of its own (at most one a second to each Redis while its breaker is
+     * closed, and as the probe of one open and due for a retry), whose answer a later call sees ({@link #ping}). Two
+     * bugs found so: only a decision closed a breaker, so a quiet store called itself unhealthy long after Redis was
      * back; and only decisions opened one, so a quiet store called a dead Redis healthy.
      */
     public boolean healthy() {
