@@ -118,7 +118,13 @@ public final class RateLimiter {
         }
     }
 
-    /** {@link #tryAcquire(String, long)} through a stage: for stores that do I/O, the thread is not held. */
+    /**
+     * {@link #tryAcquire(String, long)} through a stage: for stores that do I/O, the thread is not held.
+     *
+     * @throws IllegalArgumentException at once, for an empty key or a negative cost (what this limiter checks
+     *                                  itself); what the store refuses or fails at (a key the Redis store cannot
+     *                                  hold, a closed store) fails the stage instead
+     */
     public CompletionStage<Decision> tryAcquireAsync(String key, long cost) {
         check(key, cost);
         CompletionStage<Decision> decision = clock == null ? store.decideAsync(rule, key, cost, Store.STORE_CLOCK)
