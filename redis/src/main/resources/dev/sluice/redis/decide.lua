@@ -218,7 +218,7 @@ function log.parse(section)
   s.n, s.used, s.pos, s.stop = tonumber(n), tonumber(used), at, #section
   if s.n == 0 then return nil end
   -- the last entry: the one that a space and exactly three numbers end the text with, looked for near its end
-  -- (an entry is at most 13 + 6 + 16 digits and two spaces)
+  -- (an entry is at most 13 + 6 + 5 digits and two spaces: a cost is at most the limit, 10,000)
   local from = math.max(1, #section - 48)
   local at_last, ms, ns, c = string.match(section, ' ()(%d+) (%d+) (%d+)$', from)
   s.last, s.last_at = {tonumber(ms), tonumber(ns), tonumber(c)}, at_last

@@ -45,11 +45,9 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
                 return domain != null && domain.equals(asked.domain()) && asked.fits(descriptor);
             }
             return domain == null
+                    // a policy that lists HEAD matches it as such; one for GET matches it too (countedMethod)
                     && (methods == null || methods.contains(request.method())
-                        // a HEAD is a GET whose answer has no body: containers and frameworks serve it by running the
-                        // GET, and nginx's limit_except GET takes HEAD too; else a HEAD got round a policy for GET
-                        // (found by a review)
-                        || request.method().equals("HEAD") && methods.contains("GET"))
+                        || methods.contains(request.countedMethod()))
                     && (host == null || host.equalsIgnoreCase(request.host()))
                     && (path == null || path.matches(request.path()));
         }

@@ -79,15 +79,10 @@ public sealed interface KeyPart {
         }
     }
 
-    /**
-     * The request's method, a HEAD's being GET: a HEAD is served by running the GET, so it counts as one, as a
-     * policy for GET matches it ({@code PolicyConfig.Match}); keyed HEAD, each client had a quota of HEADs beside
-     * its GETs (found by a review).
-     */
+    /** The request's method as a policy counts it ({@link ClientRequest#countedMethod}: a HEAD's is GET). */
     record Method() implements KeyPart {
         public String valueOf(ClientRequest request) {
-            String method = request.method();
-            return method.equals("HEAD") ? "GET" : method;
+            return request.countedMethod();
         }
 
         public String toString() {
