@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
  * if there is one, otherwise the Linux binary inside {@code com.github.codemonstur:embedded-redis} from
  * Maven Central, so a machine with only a JDK runs every Redis test. No persistence; the process is killed as
  * the test JVM exits if the test forgot to stop it, or failed before it could (a review found them left running).
+ * Its working directory (its log, a Cluster node's {@code nodes.conf}) is deleted as it is closed, or as the JVM
+ * exits: one test run had left some 150 such directories behind.
  *
  * <p>{@link #kill()} and {@link #restart()} let fault tests take Redis away and bring it back on the same port.
  */
@@ -30,11 +32,11 @@ public final class RedisServer implements AutoCloseable {
     /** What redis-server logs when a port it must listen on is taken. */
     private static final String PORT_TAKEN = "Address already in use";
     private static Path binary;
-    /** Every process started and not yet stopped: killed by one hook as the JVM exits. */
-    private static final java.util.Set<Process> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Every server made and not yet closed: killed, and its directory deleted, by one hook as the JVM exits. */
+    private static final java.util.Set<RedisServer> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     static {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly),
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> OPEN.forEach(RedisServer::closeQuietly),
                 "sluice-redis-reaper"));
     }
 
@@ -47,6 +49,7 @@ public final class RedisServer implements AutoCloseable {
         this.port = port;
         this.extra = extra;
         this.dir = Files.createTempDirectory("sluice-redis-" + port + "-");
+        OPEN.add(this);
     }
 
     /**
@@ -63,6 +66,7 @@ public final class RedisServer implements AutoCloseable {
                 server.launch();
                 return server;
             } catch (IOException e) {
+                server.closeQuietly();
                 if (attempt == PORT_ATTEMPTS || e.getMessage() == null || !e.getMessage().contains(PORT_TAKEN)) {
                     throw e;
                 }
@@ -91,7 +95,6 @@ public final class RedisServer implements AutoCloseable {
         command.addAll(extra);
         process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile()).start();
-        RUNNING.add(process);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
         while (true) {
             try (Resp resp = connect()) {
@@ -116,7 +119,6 @@ public final class RedisServer implements AutoCloseable {
     public void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(10, TimeUnit.SECONDS);
-        RUNNING.remove(process);
     }
 
     /** Starts the process again on the same port (empty: nothing is persisted). */
@@ -141,9 +143,38 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
+    /** Kills the process and deletes its directory; {@link #restart()} cannot follow. */
     @Override
     public void close() throws InterruptedException {
-        kill();
+        if (process != null) {
+            kill();
+        }
+        OPEN.remove(this);
+        deleteDirectory();
+    }
+
+    /** The directory this server writes its log and any Cluster state to; gone once it is closed. */
+    Path directory() {
+        return dir;
+    }
+
+    private void closeQuietly() {
+        try {
+            close();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void deleteDirectory() {
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                Files.deleteIfExists(file);
+            }
+            Files.deleteIfExists(dir);
+        } catch (IOException gone) {
+            // deleted already, or never to be: a temporary directory left behind harms no test
+        }
     }
 
     /** The redis-server to run: from the PATH, or extracted once from the embedded-redis jar. */

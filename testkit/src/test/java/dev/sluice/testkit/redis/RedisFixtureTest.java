@@ -15,7 +15,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class RedisFixtureTest {
     @Test
     void aStandaloneServerAnswersDiesAndComesBackEmptyOnTheSamePort() throws Exception {
+        java.nio.file.Path directory;
         try (RedisServer redis = RedisServer.start()) {
+            directory = redis.directory();
             try (Resp resp = redis.connect()) {
                 assertThat(resp.call("SET", "k", "v")).isEqualTo("OK");
                 assertThat(resp.call("GET", "k")).isEqualTo("v");
@@ -32,12 +34,17 @@ class RedisFixtureTest {
             try (Resp resp = redis.connect()) {
                 assertThat(resp.call("GET", "k")).as("nothing is persisted").isNull();
             }
+            assertThat(directory.resolve("redis.log")).as("the log outlives a restart").exists();
         }
+        assertThat(directory).as("a closed server leaves no directory behind").doesNotExist();
     }
 
     @Test
     void threeMastersShareEverySlot() throws Exception {
+        List<java.nio.file.Path> directories;
         try (RedisCluster cluster = RedisCluster.start(3)) {
+            directories = cluster.nodes().stream().map(RedisServer::directory).toList();
+            assertThat(directories).allSatisfy(directory -> assertThat(directory.resolve("nodes.conf")).exists());
             assertThat(cluster.uri()).startsWith("redis-cluster://127.0.0.1:");
             try (Resp resp = cluster.nodes().get(0).connect()) {
                 String info = (String) resp.call("CLUSTER", "INFO");
@@ -47,6 +54,7 @@ class RedisFixtureTest {
                 assertThat(slot).isEqualTo((Long) resp.call("CLUSTER", "KEYSLOT", "sluice:{user-42}:1"));
             }
         }
+        assertThat(directories).allSatisfy(directory -> assertThat(directory).doesNotExist());
     }
 
     @Test
