@@ -31,6 +31,12 @@ import java.util.concurrent.TimeUnit;
  * so often; polling the file's text rather than waiting for file-system events also catches editors that
  * replace the file and configurations mounted through symbolic links. The files of {@code envoy_configs} are
  * watched alike, the names in their directories included.
+ *
+ * <p>The watcher applies an edit only once two looks in a row, one period apart, have seen the same text in every
+ * file: a file looked at while it is being written must not come into force half written (a review found the first
+ * of a file's two policies applied alone, the second answering 404, and through the gateway its route not limited,
+ * until the rest came). A writer that stops for longer than a period halfway is not told from one that has finished:
+ * docs/server.md asks for the file to be written whole and renamed into place.
  */
 public final class LiveConfig implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("sluice");
@@ -55,6 +61,12 @@ public final class LiveConfig implements AutoCloseable {
     /** What the files of {@code envoy_configs} held at the last look, as {@link #text} is for the file itself. */
     private Map<Path, String> envoyFiles = Map.of();
     private ScheduledExecutorService watcher;
+    /** What the watcher saw at its last look, to apply an edit only once it has stayed the same for a period. */
+    private Look lastLook;
+
+    /** What one look saw: the file's text ({@code null} when it could not be read) and the Envoy files'. */
+    private record Look(String text, Map<Path, String> envoyFiles) {
+    }
 
     /** What a reload did. */
     public enum Reload { UNCHANGED, APPLIED, REFUSED }
@@ -135,7 +147,7 @@ public final class LiveConfig implements AutoCloseable {
      */
     private void reloadWatched(Duration period) {
         try {
-            reload();
+            look();
         } catch (RuntimeException e) {
             metrics.reloaded(false); // counted as any refused reload, so that the alert on reloads sees it
             LOG.log(System.Logger.Level.ERROR, file + ": could not be read again (the last good configuration stays in"
@@ -143,8 +155,27 @@ public final class LiveConfig implements AutoCloseable {
         }
     }
 
+    /**
+     * One look of the watcher's: the files are read, and {@link #reload()}ed if they hold what they held at the last
+     * look, so that an edit is applied once it has stayed the same for a period.
+     */
+    Reload look() {
+        Look look;
+        synchronized (this) {
+            look = new Look(readOrNull(), ConfigLoader.snapshot(envoyFiles.keySet()));
+        }
+        boolean settled = look.equals(lastLook);
+        lastLook = look;
+        return settled ? reload(look) : Reload.UNCHANGED;
+    }
+
     /** Reads the file again and applies it if it changed and checks out. */
-    public synchronized Reload reload() {
+    public Reload reload() {
+        return reload(null);
+    }
+
+    /** {@link #reload()}; given a look, only if the file still holds what it saw (else it is looked at again). */
+    private synchronized Reload reload(Look settled) {
         if (file == null) {
             return Reload.UNCHANGED;
         }
@@ -152,11 +183,17 @@ public final class LiveConfig implements AutoCloseable {
         try {
             now = read();
         } catch (ConfigException e) {
+            if (settled != null && settled.text() != null) {
+                return Reload.UNCHANGED; // gone since the look: it must stay so for a period first
+            }
             if (e.getMessage().equals(unreadable)) {
                 return Reload.UNCHANGED;
             }
             unreadable = e.getMessage();
             return refused(e.getMessage(), null);
+        }
+        if (settled != null && !now.equals(settled.text())) {
+            return Reload.UNCHANGED; // written to again since the look: it must stay so for a period first
         }
         unreadable = null;
         boolean again = now.equals(unreached);
@@ -203,6 +240,14 @@ public final class LiveConfig implements AutoCloseable {
 
     private String read() throws ConfigException {
         return TextFile.read(file);
+    }
+
+    private String readOrNull() {
+        try {
+            return read();
+        } catch (ConfigException unreadable) {
+            return null;
+        }
     }
 
     private void apply(ServerConfig config) throws ConfigException {

@@ -178,6 +178,30 @@ class ReloadTest {
     }
 
     @Test
+    void theWatcherAppliesAnEditOnlyOnceTwoLooksHaveSeenTheSameText() throws Exception {
+        assertThat(live.look()).as("the first look: nothing to compare with").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.look()).as("the file in force, seen again").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        // the first half of SECOND, a file that checks out on its own, as a writer has left it for a moment
+        String half = SECOND.substring(0, SECOND.indexOf("  - name: added"));
+        Files.writeString(file, half);
+        assertThat(live.look()).as("being written").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        Files.writeString(file, SECOND);
+        assertThat(live.look()).as("written to again since").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.policies().config().policies()).extracting(p -> p.name())
+                .containsExactly("kept", "changed", "slots");
+        assertThat(live.look()).as("the same text twice").isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(live.policies().config().policies()).extracting(p -> p.name())
+                .containsExactly("kept", "changed", "added", "slots");
+        assertThat(live.metrics().reloads(true)).as("the half file was never applied").isEqualTo(1);
+
+        Files.delete(file);
+        assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.look()).as("gone for a period: told once").isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.metrics().reloads(false)).isEqualTo(1);
+    }
+
+    @Test
     void aRunningServerPicksUpAnEditWithinSeconds() throws Exception {
         live.watch(Duration.ofMillis(100));
         try (ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {

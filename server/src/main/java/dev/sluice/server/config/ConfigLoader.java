@@ -253,6 +253,15 @@ public final class ConfigLoader {
         return sets;
     }
 
+    /** What each of {@code paths} (the keys of {@link ServerConfig.Envoy#files()}) holds now, as that map says it. */
+    public static Map<Path, String> snapshot(Set<Path> paths) {
+        Map<Path, String> now = new HashMap<>();
+        for (Path path : paths) {
+            now.put(path, EnvoyConfigFiles.snapshot(path));
+        }
+        return now;
+    }
+
     /**
      * Whether any of {@code files} (what {@link ServerConfig.Envoy#files()} or {@link ConfigException#read()} saw)
      * holds something else now, or is gone, or has come.
