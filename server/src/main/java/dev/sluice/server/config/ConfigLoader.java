@@ -417,12 +417,17 @@ public final class ConfigLoader {
     /**
      * Refuses a fixed cost that no request could ever be admitted at, past the capacity of a limit: every request of
      * the policy was rejected for ever, {@code retry_after: -1}, and {@code check} said the file was fine (a review
-     * found it).
+     * found it). A fixed cost of 0 is refused too: it charges nothing, so the policy admitted every request and
+     * limited none, and {@code check} said nothing of it (a review found that as well).
      */
     private void fits(Cost cost, Rule rule, Limit inFlight, Map<String, Node> fields, String field)
             throws ConfigException {
-        if (cost.header() != null || !fields.containsKey("cost") || cost.fixed() == 0) {
+        if (cost.header() != null || !fields.containsKey("cost")) {
             return;
+        }
+        if (cost.fixed() == 0) {
+            throw error(fields.get("cost"), field + ".cost", "a cost of 0 charges nothing, so the policy would never"
+                    + " limit a request: remove it, or use mode: shadow to watch a limit without enforcing it");
         }
         boolean never;
         try {
