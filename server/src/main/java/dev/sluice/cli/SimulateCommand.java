@@ -41,8 +41,9 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code sluice simulate}: replays a trace through the real limiter on a manual clock (docs/simulate.md).
- * Everything is read and checked first; a bad value stops the run with one {@code error:} line and exit
- * status 2 before any decision is written.
+ * The options are checked first, the trace as it is replayed; a bad value stops the run with one {@code error:}
+ * line and exit status 2, and no decision is written: they are held in a file of their own until the trace's last
+ * line, then copied out.
  */
 @Command(name = "simulate", sortOptions = false, mixinStandardHelpOptions = true, version = Sluice.VERSION,
         description = "Replay a trace of requests through a limiter and print every decision.")
@@ -95,41 +96,60 @@ final class SimulateCommand implements Callable<Integer> {
         Rule rule = rule();
         checkOutput();
         checkStore(rule);
-        List<TraceRequest> requests = readTrace();
+        InputStream in = openTrace();
         ManualClock clock = new ManualClock();
         // the command answers for Redis in its one error line: Lettuce's own warnings (a Cluster's nodes refusing,
         // four lines before it) would only repeat it (a review found them)
         java.util.logging.Level lettuceLevel = LETTUCE_LOG.getLevel();
         LETTUCE_LOG.setLevel(java.util.logging.Level.OFF);
         try {
-            return run(rule, requests, clock);
+            // its header is read before any store is opened
+            return run(rule, TraceFile.open(trace.equals(STDIO) ? "<stdin>" : trace, in), clock);
         } finally {
             LETTUCE_LOG.setLevel(lettuceLevel);
+            if (!trace.equals(STDIO)) {
+                in.close();
+            }
         }
     }
 
     /** Held, so that the level set on it stays: java.util.logging keeps its loggers weakly. */
     private static final java.util.logging.Logger LETTUCE_LOG = java.util.logging.Logger.getLogger("io.lettuce");
 
-    private Integer run(Rule rule, List<TraceRequest> requests, ManualClock clock) throws BadInput {
+    private Integer run(Rule rule, TraceFile requests, ManualClock clock) throws BadInput {
+        Path held = heldDecisions();
+        try {
+            return run(rule, requests, clock, held);
+        } finally {
+            try {
+                Files.deleteIfExists(held);
+            } catch (IOException e) {
+                // in the temporary directory, whose own clean-up takes it
+            }
+        }
+    }
+
+    private Integer run(Rule rule, TraceFile requests, ManualClock clock, Path held) throws BadInput {
         Store chosen = store();
         // on a shared Redis, this run's keys are its own, and are removed at the end
         String namespace = chosen instanceof RedisStore ? "simulate-" + UUID.randomUUID() + ":" : "";
         RateLimiter limiter = RateLimiter.builder().rule(rule).store(chosen).clock(clock).build();
         Map<String, long[]> tally = new LinkedHashMap<>();
-        // every line is made before any is written: a store that fails mid-run leaves no partial output
-        StringBuilder decisions = new StringBuilder((int) Math.min(1 << 20, 64L + 64L * requests.size()));
-        decisions.append("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
-        try {
-            for (TraceRequest request : requests) {
+        // every line is held back until the last is made: a bad line or a store that fails mid-run leaves no output
+        try (Writer decisions = Files.newBufferedWriter(held, StandardCharsets.UTF_8)) {
+            decisions.write("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
+            StringBuilder line = new StringBuilder(128);
+            for (TraceRequest request = requests.next(); request != null; request = requests.next()) {
                 clock.set(request.millis() * 1_000_000L);
                 Decision decision = limiter.tryAcquire(namespace + request.key(), request.cost());
-                decisions.append(request.millis()).append(',').append(Csv.quote(request.key())).append(',')
+                line.setLength(0);
+                line.append(request.millis()).append(',').append(Csv.quote(request.key())).append(',')
                         .append(request.cost()).append(',').append(decision.allowed()).append(',')
                         .append(decision.remaining()).append(',')
                         .append(DurationFormat.toMillisCeil(decision.retryAfterNanos())).append(',')
                         .append(DurationFormat.toMillisCeil(decision.resetAfterNanos())).append(',')
                         .append(DurationFormat.toMillisCeil(decision.delayNanos())).append('\n');
+                decisions.append(line);
                 // a peek (cost 0) apart, as the server counts it: it admits nothing (a review found it counted admitted)
                 tally.computeIfAbsent(request.key(), k -> new long[3])[request.cost() == 0 ? 2 : decision.allowed() ? 0 : 1]++;
             }
@@ -137,6 +157,9 @@ final class SimulateCommand implements Callable<Integer> {
             err.println("error: --store " + TerminalText.of(RedisStore.shown(store) + ": " + e.getMessage()));
             err.flush();
             return 1;
+        } catch (IOException e) {
+            throw new BadInput(held + ": cannot hold the decisions until the trace's end: " + TextFile.reason(e)
+                    + " (another directory: SLUICE_JAVA_OPTS=-Djava.io.tmpdir=DIR)");
         } finally {
             if (chosen instanceof RedisStore) {
                 try {
@@ -150,8 +173,8 @@ final class SimulateCommand implements Callable<Integer> {
             }
         }
         String written = out.equals(STDIO) ? "standard output" : out;
-        try (Writer writer = output()) {
-            writer.append(decisions);
+        try (Writer writer = output(); java.io.Reader decisions = Files.newBufferedReader(held, StandardCharsets.UTF_8)) {
+            decisions.transferTo(writer);
         } catch (IOException e) {
             throw new BadInput(written + ": cannot write the decisions: " + TextFile.reason(e));
         }
@@ -307,9 +330,21 @@ final class SimulateCommand implements Callable<Integer> {
         }
     }
 
-    private List<TraceRequest> readTrace() throws BadInput {
+    /** The file the decisions are held in until the trace's last line: in the temporary directory, made anew. */
+    private static Path heldDecisions() throws BadInput {
+        try {
+            return Files.createTempFile("sluice-simulate-", ".csv");
+        } catch (IOException | UnsupportedOperationException e) {
+            throw new BadInput("cannot make a file in " + System.getProperty("java.io.tmpdir") + " to hold the"
+                    + " decisions until the trace's end: " + (e instanceof IOException io ? TextFile.reason(io) : e)
+                    + " (another directory: SLUICE_JAVA_OPTS=-Djava.io.tmpdir=DIR)");
+        }
+    }
+
+    /** The trace, buffered: standard input, or its file opened. */
+    private InputStream openTrace() throws BadInput {
         if (trace.equals(STDIO)) {
-            return TraceFile.read("<stdin>", new BufferedInputStream(stdin, 1 << 16));
+            return new BufferedInputStream(stdin, 1 << 16);
         }
         if (trace.isEmpty()) {
             throw new BadInput("--trace: empty; give the trace's file, or - for standard input");
@@ -318,8 +353,8 @@ final class SimulateCommand implements Callable<Integer> {
         if (Files.isDirectory(file)) {
             throw new BadInput(trace + ": a directory, not a trace");
         }
-        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
-            return TraceFile.read(trace, in);
+        try {
+            return new BufferedInputStream(Files.newInputStream(file), 1 << 16);
         } catch (NoSuchFileException e) {
             throw new BadInput(trace + ": no such file");
         } catch (IOException e) {

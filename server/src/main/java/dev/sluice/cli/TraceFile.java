@@ -6,61 +6,72 @@ import dev.sluice.server.config.TextFile;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Reads a whole trace (docs/simulate.md) before anything is decided, so that bad input stops the run before
- * any output line is written. Every error names the file, the line and the value.
+ * Reads a trace (docs/simulate.md) one request at a time, so that a trace of any length is replayed in the memory
+ * its keys take, not its lines (a review found a trace of 55 MB needing 600 MB of heap, when it was held whole). Every
+ * error names the file, the line and the value; the command holds back its output until the last line has been read,
+ * so bad input still leaves none.
  */
 final class TraceFile {
     /** The last {@code t_ms} whose time in nanoseconds a decision accepts. */
     static final long MAX_MILLIS = Rule.MAX_TIME_NANOS / 1_000_000;
 
     private final String name;
+    private final TraceLines lines;
     private int columnTime = -1;
     private int columnKey = -1;
     private int columnCost = -1;
     private int columns;
+    /** The {@code t_ms} of the request read last: a trace's time never goes backwards. */
+    private long previous;
 
-    private TraceFile(String name) {
+    private TraceFile(String name, InputStream in) {
         this.name = name;
+        this.lines = new TraceLines(name, in);
     }
 
     /**
+     * Reads the trace's header line.
+     *
      * @param name the file as the user named it, for messages ({@code <stdin>} for standard input)
      * @param in   the trace, buffered
      */
-    static List<TraceRequest> read(String name, InputStream in) throws BadInput {
-        return new TraceFile(name).parse(new TraceLines(name, in));
+    static TraceFile open(String name, InputStream in) throws BadInput {
+        TraceFile trace = new TraceFile(name, in);
+        String header = trace.line();
+        if (header == null) {
+            throw new BadInput(name + ":1: the trace is empty; expected the header line t_ms,key,cost");
+        }
+        trace.header(header);
+        return trace;
     }
 
-    private List<TraceRequest> parse(TraceLines lines) throws BadInput {
-        List<TraceRequest> trace = new ArrayList<>();
+    /** The next request of the trace, blank lines passed over; null at its end. */
+    TraceRequest next() throws BadInput {
+        for (String line = line(); line != null; line = line()) {
+            if (line.isBlank()) {
+                continue;
+            }
+            int number = lines.number();
+            TraceRequest request = request(line, number);
+            if (request.millis() < previous) {
+                throw new BadInput(at(number) + "time goes backwards: t_ms " + request.millis()
+                        + " comes after t_ms " + previous);
+            }
+            previous = request.millis();
+            return request;
+        }
+        return null;
+    }
+
+    private String line() throws BadInput {
         try {
-            String header = lines.next();
-            if (header == null) {
-                throw new BadInput(name + ":1: the trace is empty; expected the header line t_ms,key,cost");
-            }
-            header(header);
-            long previous = 0;
-            for (String line = lines.next(); line != null; line = lines.next()) {
-                int number = lines.number();
-                if (line.isBlank()) {
-                    continue;
-                }
-                TraceRequest request = request(line, number);
-                if (request.millis() < previous) {
-                    throw new BadInput(at(number) + "time goes backwards: t_ms " + request.millis()
-                            + " comes after t_ms " + previous);
-                }
-                previous = request.millis();
-                trace.add(request);
-            }
+            return lines.next();
         } catch (IOException e) {
             throw new BadInput(name + ": cannot read: " + TextFile.reason(e));
         }
-        return trace;
     }
 
     private String at(int line) {

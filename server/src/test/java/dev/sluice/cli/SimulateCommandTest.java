@@ -156,6 +156,36 @@ class SimulateCommandTest {
                 """);
     }
 
+    @Test
+    void aBadLineFarIntoTheTraceLeavesTheOutputUntouchedAndNoHeldDecisions() throws IOException {
+        StringBuilder lines = new StringBuilder("t_ms,key\n");
+        for (int i = 0; i < 50_000; i++) { // decisions past any buffer: they are held in a file until the end
+            lines.append(i).append(",user-").append(i % 100).append('\n');
+        }
+        Path trace = file("trace.csv", lines + "49999,\n");
+        Path out = file("out.csv", "what was there\n");
+        Run run = simulate("", "--algorithm", "gcra", "--limit", "10/1s", "--trace", trace.toString(),
+                "--out", out.toString());
+        assertThat(run.err()).isEqualTo("error: " + trace + ":50002: key must not be empty\n");
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(Files.readString(out)).isEqualTo("what was there\n");
+        assertThat(held()).as("the held decisions are removed").isEmpty();
+
+        Files.writeString(trace, lines);
+        run = simulate("", "--algorithm", "gcra", "--limit", "10/1s", "--trace", trace.toString(), "--out", out.toString());
+        assertThat(run.status()).isZero();
+        List<String> written = Files.readAllLines(out);
+        assertThat(written).hasSize(50_001).element(50_000).isEqualTo("49999,user-99,1,true,9,0,100,0");
+        assertThat(held()).isEmpty();
+    }
+
+    /** The files of held decisions in the temporary directory. */
+    private static List<Path> held() throws IOException {
+        try (java.util.stream.Stream<Path> files = Files.list(Path.of(System.getProperty("java.io.tmpdir")))) {
+            return files.filter(file -> file.getFileName().toString().startsWith("sluice-simulate-")).toList();
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
             "a negative cost|t_ms,key,cost\\n0,a,1\\n5,a,-3\\n|<stdin>:3: cost must be a whole number >= 0, got \"-3\"",
