@@ -1,5 +1,6 @@
 package dev.sluice.cli;
 
+import dev.sluice.DurationFormat;
 import dev.sluice.Limit;
 import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.config.ConfigLoader;
@@ -45,12 +46,28 @@ final class CheckCommand implements Callable<Integer> {
         int count = checked.policies().size();
         out.printf("%s: ok, %d %s, store %s%n", file, count, count == 1 ? "policy" : "policies", checked.storeShown());
         for (PolicyConfig policy : checked.policies()) {
-            out.printf("  %s: %s %s, %s, key %s%s%n", policy.name(), policy.algorithm(),
+            out.printf("  %s: %s %s, %s, key %s%s%s%n", policy.name(), policy.algorithm(),
                     policy.limits().stream().map(Limit::toString).collect(Collectors.joining(", ", "[", "]")),
-                    policy.mode(), policy.key(), match(policy.match()));
+                    mode(policy), policy.key(), cost(policy), match(policy.match()));
         }
         out.flush();
         return 0;
+    }
+
+    /**
+     * The mode, and how long a delay may be: every field that changes a decision is shown, as {@code /v1/policies}
+     * shows it (a review found max_delay, cost and skip_if_missing left out).
+     */
+    private static String mode(PolicyConfig policy) {
+        long maxDelay = policy.rule() == null ? 0 : policy.rule().maxDelayNanos();
+        return maxDelay > 0 ? policy.mode() + " up to " + DurationFormat.format(maxDelay) : policy.mode();
+    }
+
+    /** A cost other than 1 a request, and a policy that passes over a request missing a key part. */
+    private static String cost(PolicyConfig policy) {
+        String cost = policy.costHeader() != null ? ", cost header:" + policy.costHeader()
+                : policy.cost() != 1 ? ", cost " + policy.cost() : "";
+        return policy.skipIfMissing() ? cost + ", skip_if_missing" : cost;
     }
 
     /** What a policy matches, as the file says it; nothing for a policy that matches every HTTP request. */

@@ -167,7 +167,31 @@ class ServiceCommandsTest {
                         + " methods [GET, POST]",
                 "  envoy-trusted-address: fixed-window [1000/1s], reject, key [descriptor:remote_address], for Envoy"
                         + " domain edge descriptor [remote_address=10.0.0.1]",
-                "  trial-per-host: sliding-log [1000/1m], shadow, key [host]");
+                "  trial-per-host: sliding-log [1000/1m], shadow, key [host]",
+                "  search-budget: token-bucket [100/1m refill=interval], reject, key [header:X-User], cost header:X-Cost,"
+                        + " for path /search",
+                "  export-throttle: gcra [10/1s burst=20], delay up to 2s, key [header:X-User], for path /export/*");
+    }
+
+    @org.junit.jupiter.api.Test
+    void checkShowsACostOtherThanOneAndAPolicyThatPassesOverAMissingKeyPart() throws Exception {
+        Path file = Files.writeString(dir.resolve("sluice.yaml"), """
+                policies:
+                  - name: heavy
+                    key: [header:X-User]
+                    skip_if_missing: true
+                    algorithm: gcra
+                    limits: [10/1s]
+                    cost: 3
+                """);
+        StringWriter err = new StringWriter();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = Sluice.run(new String[] {"check", "--config", file.toString()},
+                new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+        assertThat(err.toString()).isEmpty();
+        assertThat(status).isZero();
+        assertThat(out.toString().lines()).containsExactly(file + ": ok, 1 policy, store memory",
+                "  heavy: gcra [10/1s], reject, key [header:X-User], cost 3, skip_if_missing");
     }
 
     @org.junit.jupiter.api.Test
