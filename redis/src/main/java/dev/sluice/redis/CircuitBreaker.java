@@ -17,6 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
 final class CircuitBreaker {
     private final int threshold;
     private final long openNanos;
+    /** {@link System#nanoTime()}, or a test's clock: a test on the machine's clock was at the mercy of its pauses. */
+    private final java.util.function.LongSupplier nanoTime;
     private final AtomicInteger failures = new AtomicInteger();
     private final AtomicBoolean probing = new AtomicBoolean();
     private final AtomicBoolean open = new AtomicBoolean();
@@ -24,14 +26,20 @@ final class CircuitBreaker {
     /** Closed on trial by a PING ({@link #pinged}): one failure short of opening until a success ends the trial. */
     private volatile boolean onTrial;
     /** When the store's health may next be checked with a call of its own ({@link #healthCheckDue}). */
-    private final AtomicLong nextHealthCheck = new AtomicLong(System.nanoTime());
+    private final AtomicLong nextHealthCheck;
     private static final long HEALTH_CHECK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
     /** The failures counted, by identity (a Throwable's equals), while anything still holds them. */
     private final Set<Throwable> counted = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     CircuitBreaker(int threshold, long openNanos) {
+        this(threshold, openNanos, System::nanoTime);
+    }
+
+    CircuitBreaker(int threshold, long openNanos, java.util.function.LongSupplier nanoTime) {
         this.threshold = threshold;
         this.openNanos = openNanos;
+        this.nanoTime = nanoTime;
+        this.nextHealthCheck = new AtomicLong(nanoTime.getAsLong());
     }
 
     /** Whether a call may go to the store now: the breaker is closed, or this call is the probe. */
@@ -39,7 +47,7 @@ final class CircuitBreaker {
         if (!open.get()) {
             return true;
         }
-        if (System.nanoTime() - openUntil < 0 || !probing.compareAndSet(false, true)) {
+        if (nanoTime.getAsLong() - openUntil < 0 || !probing.compareAndSet(false, true)) {
             return false;
         }
         if (!open.get()) { // closed by a success meanwhile: no probe is left behind on a closed breaker
@@ -54,7 +62,7 @@ final class CircuitBreaker {
      * one, sent as a decision closed the breaker and answered after it opened again, closing the new opening).
      */
     boolean claimProbe() {
-        if (!open.get() || System.nanoTime() - openUntil < 0 || !probing.compareAndSet(false, true)) {
+        if (!open.get() || nanoTime.getAsLong() - openUntil < 0 || !probing.compareAndSet(false, true)) {
             return false;
         }
         if (!open.get()) { // closed by a success meanwhile
@@ -66,7 +74,7 @@ final class CircuitBreaker {
 
     /** The wait until the store is tried again (0 while the breaker is closed). */
     long nanosUntilRetry() {
-        return open.get() ? Math.max(0, openUntil - System.nanoTime()) : 0;
+        return open.get() ? Math.max(0, openUntil - nanoTime.getAsLong()) : 0;
     }
 
     /**
@@ -102,14 +110,14 @@ final class CircuitBreaker {
         if (probing.get()) {
             // the new wait before the probe is let go of: a caller that sees no probe sees this wait, not the old,
             // past one, and does not start a second probe at once (a review found it)
-            openUntil = System.nanoTime() + openNanos;
+            openUntil = nanoTime.getAsLong() + openNanos;
         }
         if (probing.getAndSet(false)) {
             open.set(true);
             return true; // the probe failed: the breaker opens again for openNanos, an opening as the first was
         }
         if (failures.incrementAndGet() >= threshold && !open.get()) {
-            openUntil = System.nanoTime() + openNanos;
+            openUntil = nanoTime.getAsLong() + openNanos;
             return open.compareAndSet(false, true);
         }
         return false;
@@ -130,7 +138,7 @@ final class CircuitBreaker {
             }
             failures.set(threshold - 1);
             onTrial = true;
-            nextHealthCheck.set(System.nanoTime() + HEALTH_CHECK_NANOS); // the trial's check comes a second later
+            nextHealthCheck.set(nanoTime.getAsLong() + HEALTH_CHECK_NANOS); // the trial's check comes a second later
             open.set(false);
         } else if (onTrial) {
             // a second PING answered, no decision failed between: the trial is over (else, on a quiet store, one
@@ -148,7 +156,7 @@ final class CircuitBreaker {
      * once a second, to one caller.
      */
     boolean healthCheckDue() {
-        long now = System.nanoTime();
+        long now = nanoTime.getAsLong();
         long due = nextHealthCheck.get();
         return now - due >= 0 && nextHealthCheck.compareAndSet(due, now + HEALTH_CHECK_NANOS);
     }

@@ -8,6 +8,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 class CircuitBreakerTest {
     private final CircuitBreaker breaker = new CircuitBreaker(3, TimeUnit.SECONDS.toNanos(30));
+    /** The clock of the breakers that open for a while: moved by the tests, so that no pause of the machine counts. */
+    private final java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000);
 
     @Test
     void opensAfterThreeFailedCallsInARow() {
@@ -35,20 +37,22 @@ class CircuitBreakerTest {
      * opened the breaker on one failed check hours later.
      */
     @Test
-    void aPingClosesAnOpenBreakerOnTrialOnlyAsItsProbe() throws Exception {
-        CircuitBreaker quick = new CircuitBreaker(3, TimeUnit.MILLISECONDS.toNanos(10));
+    void aPingClosesAnOpenBreakerOnTrialOnlyAsItsProbe() {
+        CircuitBreaker quick = new CircuitBreaker(3, TimeUnit.MILLISECONDS.toNanos(10), now::get);
         quick.failed(new IllegalStateException("1"));
         quick.failed(new IllegalStateException("2"));
         quick.pinged(false);
         assertThat(quick.failed(new IllegalStateException("3"))).as("the PING cleared nothing").isTrue();
         quick.pinged(false);
         assertThat(quick.isOpen()).as("no probe: answered after it opened").isTrue();
-        Thread.sleep(20);
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(10) - 1);
+        assertThat(quick.allows()).as("a nanosecond short").isFalse();
+        now.incrementAndGet();
         assertThat(quick.allows()).as("the probe").isTrue();
         quick.pinged(true);
         assertThat(quick.isOpen()).as("closed on trial").isFalse();
         assertThat(quick.failed(new IllegalStateException("4"))).as("one failure opens it again").isTrue();
-        Thread.sleep(20);
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(10));
         assertThat(quick.allows()).isTrue();
         quick.pinged(true);
         quick.pinged(false); // a second check answered: the trial is over
@@ -62,13 +66,14 @@ class CircuitBreakerTest {
      * a check sent so, as the probe, closed an opening that came before its answer (a review).
      */
     @Test
-    void aHealthCheckClaimsTheProbeOnlyOfAnOpenBreakerDueForIt() throws Exception {
-        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.MILLISECONDS.toNanos(10));
+    void aHealthCheckClaimsTheProbeOnlyOfAnOpenBreakerDueForIt() {
+        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.MILLISECONDS.toNanos(10), now::get);
         assertThat(quick.claimProbe()).as("closed").isFalse();
         assertThat(quick.allows()).isTrue();
         quick.failed(new IllegalStateException("1"));
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(10) - 1);
         assertThat(quick.claimProbe()).as("open, not due yet").isFalse();
-        Thread.sleep(20);
+        now.incrementAndGet();
         assertThat(quick.claimProbe()).as("due: this caller's").isTrue();
         assertThat(quick.claimProbe()).as("one probe at a time").isFalse();
         assertThat(quick.allows()).isFalse();
@@ -103,18 +108,19 @@ class CircuitBreakerTest {
     }
 
     @Test
-    void aFailedProbeOpensItAgainAndASuccessfulOneClosesIt() throws Exception {
-        // open for a second: a pause of the test between a failed probe and the next ask must not outlast it
-        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.SECONDS.toNanos(1));
+    void aFailedProbeOpensItAgainAndASuccessfulOneClosesIt() {
+        CircuitBreaker quick = new CircuitBreaker(1, TimeUnit.SECONDS.toNanos(1), now::get);
         assertThat(quick.failed(new IllegalStateException("1"))).isTrue();
-        Thread.sleep(1_050);
+        now.addAndGet(TimeUnit.SECONDS.toNanos(1));
         assertThat(quick.allows()).as("the probe").isTrue();
         assertThat(quick.allows()).as("one probe at a time").isFalse();
         assertThat(quick.failed(new IllegalStateException("probe failed"))).as("a failed probe opens it again").isTrue();
         assertThat(quick.isOpen()).isTrue();
         assertThat(quick.failed(new IllegalStateException("a call of before the probe"))).as("not an opening").isFalse();
         assertThat(quick.allows()).isFalse();
-        Thread.sleep(1_050);
+        now.addAndGet(TimeUnit.SECONDS.toNanos(1) - 1);
+        assertThat(quick.allows()).as("open a second from the failed probe").isFalse();
+        now.incrementAndGet();
         assertThat(quick.allows()).isTrue();
         quick.succeeded();
         assertThat(quick.isOpen()).isFalse();

@@ -207,7 +207,12 @@ class GatewayTest {
         // 2/4s with a burst of 2, both taken: the next two wait for their turns, 2 s and 4 s after the first
         CompletableFuture<HttpResponse<String>> third = CLIENT.sendAsync(request("/slow/a").header("X-User", "carol").build(),
                 HttpResponse.BodyHandlers.ofString());
-        Thread.sleep(50);
+        // the third decided before the fourth is sent, whatever the machine's load (a sleep of 50 ms stood here)
+        long giveUp = System.nanoTime() + 5_000_000_000L;
+        while (!live.metrics().scrape().contains("sluice_decisions_total{outcome=\"delayed\",policy=\"valve\"} 1.0")
+                && System.nanoTime() < giveUp) {
+            Thread.sleep(5);
+        }
         CompletableFuture<HttpResponse<String>> fourth = CLIENT.sendAsync(request("/slow/a").header("X-User", "carol").build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(send(request("/api/x").header("X-User", "dave")).statusCode()).isEqualTo(200);
