@@ -57,8 +57,8 @@ class RejectionMemoryTest {
         }
         assertThat(memory.remembered()).isEqualTo(10);
         assertThat(memory.rules()).isEqualTo(4);
-        assertThat(memory.recall(rules.get(0), "k4", 1, Store.STORE_CLOCK)).as("the first ten").isNotNull();
-        assertThat(memory.recall(rules.get(1), "k4", 1, Store.STORE_CLOCK)).isNotNull();
+        assertRecalled(memory.recall(rules.get(0), "k4", 1, Store.STORE_CLOCK), 0, 60_000 * MS, rules.get(0));
+        assertRecalled(memory.recall(rules.get(1), "k4", 1, Store.STORE_CLOCK), 0, 60_000 * MS, rules.get(1));
         assertThat(memory.recall(rules.get(2), "k0", 1, Store.STORE_CLOCK)).as("full, none of the last ten").isNull();
 
         Rule fifth = Rule.of(Algorithm.GCRA, List.of(Limit.parse("5/1h")));
@@ -66,7 +66,7 @@ class RejectionMemoryTest {
                 fifth.limits().get(0)), memory.resets(), System.nanoTime());
         assertThat(memory.rules()).as("past the most rules: started again").isEqualTo(1);
         assertThat(memory.remembered()).isEqualTo(1);
-        assertThat(memory.recall(fifth, "k0", 1, Store.STORE_CLOCK)).isNotNull();
+        assertRecalled(memory.recall(fifth, "k0", 1, Store.STORE_CLOCK), 0, 60_000 * MS, fifth);
         assertThat(memory.recall(rules.get(0), "k4", 1, Store.STORE_CLOCK)).isNull();
 
         Decision admitted = new Decision(true, 3, 0, 0, 0, fifth.limits().get(0));
@@ -90,21 +90,33 @@ class RejectionMemoryTest {
 
         Decision leavingNine = new Decision(false, 9, 200 * MS, 200 * MS, 0, rule.limits().get(0));
         memory.remember(rule, "k", 10, Store.STORE_CLOCK, leavingNine, memory.resets(), System.nanoTime());
-        Decision recalled = memory.recall(rule, "k", 10, Store.STORE_CLOCK);
-        assertThat(recalled).as("9 until 10 come back").isNotNull();
-        assertThat(recalled.remaining()).isEqualTo(9);
+        assertRecalled(memory.recall(rule, "k", 10, Store.STORE_CLOCK), 9, 200 * MS, rule);
 
         Decision ofOne = new Decision(false, 0, 200 * MS, 200 * MS, 0, rule.limits().get(0));
         memory.remember(rule, "one", 1, Store.STORE_CLOCK, ofOne, memory.resets(), System.nanoTime());
-        assertThat(memory.recall(rule, "one", 1, Store.STORE_CLOCK)).isNotNull();
+        assertRecalled(memory.recall(rule, "one", 1, Store.STORE_CLOCK), 0, 200 * MS, rule);
 
         Rule window = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/2s")));
         Decision windowFull = new Decision(false, 0, 1_500 * MS, 1_500 * MS, 0, window.limits().get(0));
         memory.remember(window, "w", 10, Store.STORE_CLOCK, windowFull, memory.resets(), System.nanoTime());
-        assertThat(memory.recall(window, "w", 10, Store.STORE_CLOCK)).as("0 left until the window ends").isNotNull();
+        assertRecalled(memory.recall(window, "w", 10, Store.STORE_CLOCK), 0, 1_500 * MS, window);
         Rule windows = Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("10/2s"), Limit.parse("100/1h")));
         memory.remember(windows, "w", 10, Store.STORE_CLOCK, windowFull, memory.resets(), System.nanoTime());
         assertThat(memory.recall(windows, "w", 10, Store.STORE_CLOCK)).as("the 2 s window starts again sooner")
                 .isNull();
+    }
+
+    /**
+     * A recalled rejection: rejected, with the remaining and the limit Redis answered, and what is left of its
+     * retry_after (and of its reset_after, counted down alike) since it was remembered, a moment ago.
+     */
+    private static void assertRecalled(Decision recalled, long remaining, long retryAfterNanos, Rule rule) {
+        assertThat(recalled).isNotNull();
+        assertThat(recalled.allowed()).isFalse();
+        assertThat(recalled.remaining()).isEqualTo(remaining);
+        assertThat(recalled.limit()).isEqualTo(rule.limits().get(0));
+        assertThat(recalled.retryAfterNanos()).isBetween(retryAfterNanos - 1_000 * MS, retryAfterNanos);
+        assertThat(recalled.resetAfterNanos()).isBetween(retryAfterNanos - 1_000 * MS, retryAfterNanos);
+        assertThat(recalled.delayNanos()).isZero();
     }
 }
