@@ -333,6 +333,34 @@ public abstract class StoreConformance {
         expect(store.decide(rule, "k", 1, TEN_O_CLOCK + MIN - 1), false, 0, MIN, MIN, 0);
     }
 
+    /**
+     * Bad input to a store is refused with the same message by every store, naming the value, and is no decision:
+     * the key's state is as it was before.
+     */
+    @ParameterizedTest
+    @EnumSource(Algorithm.class)
+    void badInputIsRefusedNamingItAndChangesNothing(Algorithm algorithm) {
+        RateLimiter limiter = limiter(algorithm, "2/1m");
+        Rule rule = limiter.rule();
+        Store store = limiter.store();
+        long now = TEN_O_CLOCK;
+        assertThat(store.decide(rule, "k", 1, now).allowed()).isTrue();
+        refused(() -> store.decide(rule, "", 1, now), "key must not be empty");
+        refused(() -> store.decide(rule, "k", -1, now), "cost must be a whole number >= 0, got -1");
+        refused(() -> store.decide(rule, "k", 1, -1), "time must be between 0 and " + Rule.MAX_TIME_NANOS
+                + "ns since the epoch, got -1ns");
+        refused(() -> store.decide(rule, "k", 1, Rule.MAX_TIME_NANOS + 1), "time must be between 0 and "
+                + Rule.MAX_TIME_NANOS + "ns since the epoch, got " + (Rule.MAX_TIME_NANOS + 1) + "ns");
+        assertThat(store.decide(rule, "k", 0, now).remaining()).as("the key as it was").isEqualTo(1);
+        assertThat(store.decide(rule, "k", 1, now).allowed()).isTrue();
+        assertThat(store.decide(rule, "k", 1, now).allowed()).isFalse();
+    }
+
+    private static void refused(org.assertj.core.api.ThrowableAssert.ThrowingCallable call, String message) {
+        org.assertj.core.api.Assertions.assertThatThrownBy(call).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(message);
+    }
+
     @ParameterizedTest
     @EnumSource(Algorithm.class)
     void resetForgetsTheKey(Algorithm algorithm) {
