@@ -1,23 +1,31 @@
 package dev.sluice;
 
 import java.time.Instant;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
-/** {@link Clock#system()}: the wall clock at start, advanced by the monotonic clock. */
+/**
+ * {@link Clock#system()}: the wall clock read once, at start, and advanced by the monotonic clock, so that a step of
+ * the wall clock (NTP, an operator) never moves a limiter's time back, nor forward by more than time has passed.
+ */
 final class SystemClock implements Clock {
-    static final SystemClock INSTANCE = new SystemClock();
+    static final SystemClock INSTANCE = new SystemClock(Instant::now, System::nanoTime);
 
+    private final LongSupplier monotonic;
     private final long epochNanosAtStart;
     private final long monotonicAtStart;
 
-    private SystemClock() {
-        Instant now = Instant.now();
-        this.monotonicAtStart = System.nanoTime();
+    /** On the given wall and monotonic clocks: the machine's, or a test's. */
+    SystemClock(Supplier<Instant> wall, LongSupplier monotonic) {
+        Instant now = wall.get();
+        this.monotonic = monotonic;
+        this.monotonicAtStart = monotonic.getAsLong();
         this.epochNanosAtStart = now.getEpochSecond() * 1_000_000_000L + now.getNano();
     }
 
     @Override
     public long nanos() {
-        return epochNanosAtStart + (System.nanoTime() - monotonicAtStart);
+        return epochNanosAtStart + (monotonic.getAsLong() - monotonicAtStart);
     }
 
     /** The {@link System#nanoTime()} reading at which this clock shows {@code epochNanos}. */

@@ -26,6 +26,23 @@ class ManualClockTest {
         assertThat(clock.nanos()).isEqualTo(200);
     }
 
+    /** The wall clock is read once: stepped back an hour (or on an hour), the clock goes on by the monotonic one. */
+    @Test
+    void theSystemClockReadsTheWallClockOnceAndThenCountsTheMonotonicOne() {
+        java.util.concurrent.atomic.AtomicReference<java.time.Instant> wall =
+                new java.util.concurrent.atomic.AtomicReference<>(java.time.Instant.ofEpochSecond(1_490_868_000L, 7));
+        java.util.concurrent.atomic.AtomicLong monotonic = new java.util.concurrent.atomic.AtomicLong(-5_000);
+        SystemClock clock = new SystemClock(wall::get, monotonic::get);
+        assertThat(clock.nanos()).isEqualTo(1_490_868_000_000_000_007L);
+        monotonic.addAndGet(250);
+        wall.set(wall.get().minusSeconds(3_600));
+        assertThat(clock.nanos()).as("stepped back: not followed").isEqualTo(1_490_868_000_000_000_257L);
+        monotonic.addAndGet(1);
+        wall.set(wall.get().plusSeconds(7_200));
+        assertThat(clock.nanos()).as("stepped on: not followed").isEqualTo(1_490_868_000_000_000_258L);
+        assertThat(clock.toNanoTime(1_490_868_000_000_001_007L)).isEqualTo(-4_000);
+    }
+
     @Test
     void theSystemClockIsTheWallClockAndNeverGoesBack() {
         long wall = System.currentTimeMillis() * 1_000_000L;
