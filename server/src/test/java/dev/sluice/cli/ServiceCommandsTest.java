@@ -65,6 +65,19 @@ class ServiceCommandsTest {
         assertThat(err.toString()).isEqualTo("error: " + message + "\n");
     }
 
+    /** An upstream that is the gateway's own port, on an address it listens on: refused before anything starts. */
+    @ParameterizedTest(name = "{0} on {1}")
+    @CsvSource({"http://localhost:18011,0.0.0.0", "http://127.0.0.1:18011,127.0.0.1", "http://[::1]:18011,0.0.0.0",
+            "https://127.0.0.1:18011,0.0.0.0"})
+    void refusesAnUpstreamThatIsTheGatewayItself(String upstream, String host) {
+        StringWriter err = new StringWriter();
+        int status = Sluice.run(new String[] {"gateway", "--upstream", upstream, "--host", host, "--port", "18011"},
+                new ByteArrayInputStream(new byte[0]), new ByteArrayOutputStream(), new PrintWriter(err, true));
+        assertThat(err.toString()).isEqualTo("error: --upstream " + upstream + ": the gateway itself (--port 18011 on "
+                + host + "): each request would be forwarded back to it, round and round\n");
+        assertThat(status).isEqualTo(2);
+    }
+
     /**
      * A Cluster seed that is not a Redis (an HTTP server, here one that answers each connection with a page): one
      * line that says so, and nothing else. A review found Lettuce's 30-line stack trace before it, and the line
