@@ -47,6 +47,10 @@ public final class Sluice {
         command.setErr(err);
         command.setParameterExceptionHandler((e, arguments) -> {
             err.println("error: " + TerminalText.of(e.getMessage()));
+            if (arguments.length == 0) { // no command at all: which there are (a review found the error alone)
+                err.println();
+                command.usage(err);
+            }
             return BAD_INPUT;
         });
         command.setExecutionExceptionHandler((e, line, parsed) -> {

@@ -65,6 +65,18 @@ class ServiceCommandsTest {
         assertThat(err.toString()).isEqualTo("error: " + message + "\n");
     }
 
+    /** No command at all: the error, then what the commands are, and exit status 2. */
+    @org.junit.jupiter.api.Test
+    void noCommandAtAllIsToldWithTheCommandsThereAre() {
+        StringWriter err = new StringWriter();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = Sluice.run(new String[0], new ByteArrayInputStream(new byte[0]), out, new PrintWriter(err, true));
+        assertThat(status).isEqualTo(2);
+        assertThat(out.toString()).isEmpty();
+        assertThat(err.toString()).startsWith("error: Missing required subcommand\n\nUsage: sluice [-hV] [COMMAND]\n")
+                .contains("  serve ", "  gateway ", "  simulate ", "  check ");
+    }
+
     /** An upstream that is the gateway's own port, on an address it listens on: refused before anything starts. */
     @ParameterizedTest(name = "{0} on {1}")
     @CsvSource({"http://localhost:18011,0.0.0.0", "http://127.0.0.1:18011,127.0.0.1", "http://[::1]:18011,0.0.0.0",
