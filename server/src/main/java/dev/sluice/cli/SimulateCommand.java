@@ -256,7 +256,14 @@ final class SimulateCommand implements Callable<Integer> {
     /** The rule the options describe, or the first thing wrong with them. */
     Rule rule() throws BadInput {
         Algorithm chosen = option("--algorithm", () -> Algorithm.parse(algorithm));
-        Mode chosenMode = option("--mode", () -> Mode.parse(mode));
+        Mode parsedMode = option("--mode", () -> Mode.parse(mode));
+        // leaky-bucket's delay is its queue, shaping, as sluice.yaml reads mode: delay (a review found the file
+        // taking what simulate refused)
+        Mode chosenMode = parsedMode == Mode.DELAY && chosen == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : parsedMode;
+        if (chosenMode == Mode.SHAPING && maxDelay != null) {
+            throw new BadInput("--max-delay: leaky-bucket's delay (shaping) is a queue that holds burst requests; it"
+                    + " takes no --max-delay");
+        }
         if (burst != null && !chosen.hasBurst()) {
             throw new BadInput("--burst is for token-bucket, gcra and leaky-bucket, not " + chosen);
         }

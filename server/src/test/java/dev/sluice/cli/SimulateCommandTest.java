@@ -139,6 +139,11 @@ class SimulateCommandTest {
         Run shaping = simulate("t_ms,key\n0,k\n0,k\n0,k\n",
                 "--algorithm", "leaky-bucket", "--limit", "2/1s", "--burst", "3", "--mode", "shaping", "--trace", "-");
         assertThat(shaping.out()).endsWith("0,k,1,true,2,0,500,0\n0,k,1,true,1,0,1000,500\n0,k,1,true,0,0,1500,1000\n");
+        Run leakyDelay = simulate("t_ms,key\n0,k\n0,k\n0,k\n",
+                "--algorithm", "leaky-bucket", "--limit", "2/1s", "--burst", "3", "--mode", "delay", "--trace", "-");
+        assertThat(leakyDelay.status()).isZero();
+        assertThat(leakyDelay.err()).isEqualTo(shaping.err());
+        assertThat(leakyDelay.out()).as("leaky-bucket's delay is shaping, as in sluice.yaml").isEqualTo(shaping.out());
     }
 
     @Test
@@ -228,6 +233,7 @@ class SimulateCommandTest {
             "--algorithm gcra --limit 10/1s --mode delay --max-delay 0s|--max-delay: delay mode needs a max delay > 0 (how long a request may wait), got 0s",
             "--algorithm token-bucket --limit 1099511627776/1ms --refill interval --mode delay --max-delay 3000d|--max-delay: limit 1099511627776/1ms refill=interval: max delay 3000d spans too many refills",
             "--algorithm sliding-log --limit 10/1s --mode delay --max-delay 1s|--mode delay: delay mode is for token-bucket and gcra, not sliding-log",
+            "--algorithm leaky-bucket --limit 10/1s --mode delay --max-delay 1s|--max-delay: leaky-bucket's delay (shaping) is a queue that holds burst requests; it takes no --max-delay",
             "--algorithm gcra --limit 10/1s --mode shaping|--mode shaping: shaping mode is for leaky-bucket, not gcra",
             "--algorithm gcra --limit 10/1s --mode sometimes|--mode: unknown mode \"sometimes\": expected reject, delay or shaping",
             "--algorithm gcra --limit 10/1s --store mongo://localhost:1|--store: \"mongo://localhost:1\" is not a store: use memory, redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT",
