@@ -108,7 +108,7 @@ final class ServiceOptions {
             throw new BadInput(e.getMessage());
         }
         if (maxConnections != null) {
-            live.connections().most(maxConnections);
+            live.connections().mostAsked(maxConnections, System.getLogger("sluice"));
         }
         live.watch(RELOAD_EVERY);
         return live;

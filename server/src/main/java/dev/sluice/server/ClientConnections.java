@@ -66,11 +66,32 @@ public final class ClientConnections {
 
     /** Half the file descriptors this process may open, less {@value #KEPT_FOR_THE_PROCESS}; at least {@value #FEWEST}. */
     public static int defaultMost() {
-        long descriptors = 20_000; // where the JVM cannot tell (not a Unix)
+        return (int) Math.min(Integer.MAX_VALUE, Math.max(FEWEST, (descriptors() - KEPT_FOR_THE_PROCESS) / 2));
+    }
+
+    /** The file descriptors this process may open ({@code ulimit -n}); 20,000 where the JVM cannot tell (not a Unix). */
+    public static long descriptors() {
         if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
-            descriptors = unix.getMaxFileDescriptorCount();
+            return unix.getMaxFileDescriptorCount();
         }
-        return (int) Math.min(Integer.MAX_VALUE, Math.max(FEWEST, (descriptors - KEPT_FOR_THE_PROCESS) / 2));
+        return 20_000;
+    }
+
+    /**
+     * Sets the most connections as {@code --max-connections} asks, with a warning when the process cannot open that
+     * many and still have room for its own ({@value #KEPT_FOR_THE_PROCESS}): then it could run out of descriptors for
+     * the upstream, Redis or its configuration before the bound is reached. nginx warns so of a worker_connections
+     * past the open file limit (a review found the bound taken silently).
+     */
+    public void mostAsked(int connections, System.Logger log) {
+        most(connections);
+        long descriptors = descriptors();
+        if (connections > descriptors - KEPT_FOR_THE_PROCESS) {
+            log.log(System.Logger.Level.WARNING, "--max-connections " + connections + " is more than this process can"
+                    + " hold: it may open " + descriptors + " file descriptors (ulimit -n), and keeps "
+                    + KEPT_FOR_THE_PROCESS + " for its own; raise the limit, or give at most "
+                    + Math.max(1, descriptors - KEPT_FOR_THE_PROCESS));
+        }
     }
 
     /** Sets the most connections held at once (those open past it stay; new ones wait for room). */

@@ -59,6 +59,25 @@ class ClientConnectionsTest {
         }
     }
 
+    /** A bound past what the process may open is taken, with a warning that names the limit; one within it, silently. */
+    @Test
+    void aBoundPastTheFileDescriptorsOfTheProcessIsWarnedOf() {
+        ClientConnections connections = new ClientConnections();
+        long descriptors = ClientConnections.descriptors();
+        int within = (int) Math.max(1, Math.min(Integer.MAX_VALUE, descriptors - ClientConnections.KEPT_FOR_THE_PROCESS));
+        int past = (int) Math.min(Integer.MAX_VALUE, descriptors);
+        try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice-test-connections")) {
+            connections.mostAsked(within, System.getLogger("sluice-test-connections"));
+            assertThat(connections.most()).isEqualTo(within);
+            assertThat(log.messages()).isEmpty();
+            connections.mostAsked(past, System.getLogger("sluice-test-connections"));
+            assertThat(connections.most()).isEqualTo(past);
+            assertThat(log.messages()).containsExactly("--max-connections " + past + " is more than this process can"
+                    + " hold: it may open " + descriptors + " file descriptors (ulimit -n), and keeps 256 for its own;"
+                    + " raise the limit, or give at most " + within);
+        }
+    }
+
     /**
      * The gateway's clients cannot take the last places: those are kept for the API (the gateway's admin port, with
      * {@code /metrics}) and Envoy's port. A past weakness: clients holding every connection of the gateway kept the
