@@ -62,6 +62,20 @@ class ServeLauncherIT {
         }
     }
 
+    /** A SLUICE_HOME without the example configuration is told by its path, not passed over for the current directory. */
+    @Test
+    void aSluiceHomeWithoutItsConfigurationIsNamed() throws Exception {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        ProcessBuilder builder = new ProcessBuilder(java, "-jar", ROOT.resolve("server/target/sluice.jar").toString(), "check")
+                .directory(ROOT.toFile()).redirectErrorStream(true); // where examples/sluice.yaml is
+        builder.environment().put("SLUICE_HOME", dir.resolve("nowhere").toString());
+        Process process = builder.start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        assertThat(output).isEqualTo("error: " + dir.resolve("nowhere/examples/sluice.yaml") + ": no such file\n");
+        assertThat(process.exitValue()).isEqualTo(2);
+    }
+
     @Test
     void refusesToStartOnABadFileNamingLineAndField() throws Exception {
         Path config = Files.writeString(dir.resolve("sluice.yaml"),
