@@ -1,0 +1,130 @@
+package dev.sluice.server.http;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.ManualClock;
+import dev.sluice.server.LiveConfig;
+import dev.sluice.server.config.ConfigLoader;
+import dev.sluice.server.metrics.ServerMetrics;
+import dev.sluice.store.InMemoryStore;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The gateway's rate limit headers to the second, on a store whose clock the test moves: the other HTTP tests run on
+ * the machine's clock and can check a reset only within bounds (a review found {@code t=} checked by its prefix alone).
+ */
+class HeadersOnAManualClockTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    /** 10:00 on 2017-03-30, a whole number of hours since the epoch: every window here starts on it. */
+    private static final long TEN_O_CLOCK = 1_490_868_000_000_000_000L;
+    private static final long MS = 1_000_000L;
+    private static final String POLICIES = """
+            headers: [ietf, legacy]
+            policies:
+              - name: api
+                match: {path: /api/**}
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [5/10s]
+              - name: stack
+                match: {path: /stack}
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [3/10s, 5/1h]
+            """;
+
+    private final ManualClock clock = new ManualClock(TEN_O_CLOCK + 3_200 * MS);
+    private Upstream upstream;
+    private LiveConfig live;
+    private Gateway gateway;
+
+    @BeforeEach
+    void start() throws Exception {
+        upstream = new Upstream();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", POLICIES), InMemoryStore.builder().clock(clock).build(),
+                new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        gateway.close();
+        live.close();
+        upstream.close();
+    }
+
+    @Test
+    void aWindowsHeadersCountDownToItsEndAndA429SaysWhenToComeBack() throws Exception {
+        for (int remaining = 4; remaining >= 0; remaining--) {
+            // 6.8 s left of the window: 7 whole seconds, rounded up
+            assertThat(rateLimitHeaders(get("/api/items", "alice"))).isEqualTo(Map.of(
+                    "status", "200", "RateLimit-Policy", "\"api\";q=5;w=10", "RateLimit", "\"api\";r=" + remaining + ";t=7",
+                    "X-RateLimit-Limit", "5", "X-RateLimit-Remaining", Integer.toString(remaining),
+                    "X-RateLimit-Reset", "7"));
+        }
+        HttpResponse<String> rejected = get("/api/items", "alice");
+        assertThat(rateLimitHeaders(rejected)).isEqualTo(Map.of("status", "429", "Retry-After", "7",
+                "RateLimit-Policy", "\"api\";q=5;w=10", "RateLimit", "\"api\";r=0;t=7", "X-RateLimit-Limit", "5",
+                "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "7"));
+        assertThat(JSON.readTree(rejected.body()).get("retry_after_ms").asLong()).isEqualTo(6_800);
+
+        clock.set(TEN_O_CLOCK + 10_000 * MS - 1); // a nanosecond before the window ends: 1 second, rounded up
+        assertThat(rateLimitHeaders(get("/api/items", "alice"))).containsEntry("status", "429")
+                .containsEntry("Retry-After", "1").containsEntry("RateLimit", "\"api\";r=0;t=1");
+        clock.set(TEN_O_CLOCK + 10_000 * MS);
+        assertThat(rateLimitHeaders(get("/api/items", "alice"))).containsEntry("status", "200")
+                .containsEntry("RateLimit", "\"api\";r=4;t=10").containsEntry("X-RateLimit-Reset", "10");
+        assertThat(upstream.requests.get()).isEqualTo(6);
+    }
+
+    /** Both sets report the limit closest to rejecting, with that limit's own reset: first the 10 s one, then the hour. */
+    @Test
+    void stackedLimitsReportTheOneClosestToRejectingWithItsOwnReset() throws Exception {
+        String policy = "\"stack\";q=3;w=10, \"stack\";q=5;w=3600";
+        for (int remaining = 2; remaining >= 0; remaining--) {
+            assertThat(rateLimitHeaders(get("/stack", "bob"))).isEqualTo(Map.of("status", "200",
+                    "RateLimit-Policy", policy, "RateLimit", "\"stack\";r=" + remaining + ";t=7",
+                    "X-RateLimit-Limit", "3", "X-RateLimit-Remaining", Integer.toString(remaining),
+                    "X-RateLimit-Reset", "7"));
+        }
+        clock.set(TEN_O_CLOCK + 10_000 * MS); // the 10 s window is new (3 left, then 2); the hour has 2 left, then 1
+        assertThat(rateLimitHeaders(get("/stack", "bob"))).isEqualTo(Map.of("status", "200", "RateLimit-Policy", policy,
+                "RateLimit", "\"stack\";r=1;t=3590", "X-RateLimit-Limit", "5", "X-RateLimit-Remaining", "1",
+                "X-RateLimit-Reset", "3590"));
+        assertThat(rateLimitHeaders(get("/stack", "bob"))).containsEntry("RateLimit", "\"stack\";r=0;t=3590");
+        assertThat(rateLimitHeaders(get("/stack", "bob"))).isEqualTo(Map.of("status", "429", "Retry-After", "3590",
+                "RateLimit-Policy", policy, "RateLimit", "\"stack\";r=0;t=3590", "X-RateLimit-Limit", "5",
+                "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "3590"));
+    }
+
+    private HttpResponse<String> get(String path, String user) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port() + path))
+                .header("X-User", user).timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** The status and every rate limit header of {@code response}, each once. */
+    private static Map<String, String> rateLimitHeaders(HttpResponse<?> response) {
+        Map<String, String> headers = new TreeMap<>();
+        headers.put("status", Integer.toString(response.statusCode()));
+        for (String name : List.of("RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining",
+                "X-RateLimit-Reset", "Retry-After")) {
+            List<String> values = response.headers().allValues(name);
+            assertThat(values).as(name).hasSizeLessThanOrEqualTo(1);
+            values.forEach(value -> headers.put(name, value));
+        }
+        return headers;
+    }
+}
