@@ -27,10 +27,14 @@ class RateLimiterFacesTest {
     void theAsyncFaceGivesTheSameDecisions() {
         RateLimiter sync = limiter(Algorithm.SLIDING_WINDOW, "3/1s").build();
         RateLimiter async = limiter(Algorithm.SLIDING_WINDOW, "3/1s").build();
-        for (int i = 0; i < 5; i++) {
-            Decision expected = sync.tryAcquire("k");
+        // three of 3/1s, then rejected until the window after next weighs the three at 2: P − ⌊2P/3⌋ into it
+        long[][] expected = {{1, 2, 0}, {1, 1, 0}, {1, 0, 0}, {0, 0, S + 333_333_334L}, {0, 0, S + 333_333_334L}};
+        for (long[] step : expected) {
+            Decision decided = sync.tryAcquire("k");
+            assertThat(new long[] {decided.allowed() ? 1 : 0, decided.remaining(), decided.retryAfterNanos()})
+                    .isEqualTo(step);
             CompletableFuture<Decision> answer = async.tryAcquireAsync("k").toCompletableFuture();
-            assertThat(answer).isCompletedWithValue(expected);
+            assertThat(answer).isCompletedWithValue(decided);
         }
         assertThatThrownBy(() -> async.tryAcquireAsync("", 1)).hasMessage("key must not be empty");
     }
