@@ -48,7 +48,7 @@ final class FixedWindow implements Transition<FixedWindow.Window> {
     }
 
     @Override
-    public Window take(Window state, long t, long cost) {
+    public Window take(Window state, long t, long cost, long delay) {
         return new Window(t, windowEnd(t), (state == null ? 0 : state.count) + cost);
     }
 

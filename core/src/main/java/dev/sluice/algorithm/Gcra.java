@@ -122,7 +122,7 @@ final class Gcra implements Transition<Gcra.Tat> {
     }
 
     @Override
-    public Tat take(Tat state, long t, long cost) {
+    public Tat take(Tat state, long t, long cost, long delay) {
         long nanos = (state == null ? t : state.nanos) + stepsNanos(cost);
         long frac = (state == null ? 0 : state.frac) + stepsFrac(cost);
         if (frac >= rate) {

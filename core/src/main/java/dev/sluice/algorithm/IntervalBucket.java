@@ -11,7 +11,12 @@ import dev.sluice.Limit;
  * makes a key that a store dropped (in memory) or let expire (Redis TTL = {@code reset_after}) behave
  * exactly like one that was kept: the schedule never depends on how long a full bucket was remembered.
  *
- * <p>In delay mode the tokens may go below zero: reserved ahead of the refills that will pay for them.
+ * <p>In delay mode the tokens may go below zero: reserved ahead of the refills that will pay for them. A
+ * reservation takes its cost from what the bucket holds when the request starts, capped at {@code B} like every
+ * refill: the stored tokens are {@code min(tokens, B − k·L) − cost} for a start {@code k} refills ahead, so that
+ * {@code k} refills later they are {@code min(B, tokens + k·L) − cost}. Taking {@code cost} from the uncapped sum
+ * (as first written) let the tokens left over before a refill slip past the cap: at {@code 4/10s burst=2}, four
+ * requests started at each refill where the bucket holds two (a review found twice the rate over ten minutes).
  */
 final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
     /** {@code tokens} now (below {@code B}, below 0 when reserved), and the time of the next refill. */
@@ -74,9 +79,14 @@ final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
     }
 
     @Override
-    public Tokens take(Tokens state, long t, long cost) {
+    public Tokens take(Tokens state, long t, long cost, long delay) {
         long nextRefill = state == null ? t + period : state.nextRefill;
-        long tokens = (state == null ? capacity : state.tokens) - cost;
+        long tokens = state == null ? capacity : state.tokens;
+        long start = t + delay;
+        if (start >= nextRefill) { // the refills before the start, each capped at B (bounded by the rule's max delay)
+            tokens = Math.min(tokens, capacity - ((start - nextRefill) / period + 1) * refill);
+        }
+        tokens -= cost;
         return new Tokens(t, nextRefill, tokens, fullAt(nextRefill, tokens));
     }
 

@@ -239,7 +239,7 @@ public final class Rule {
             return new Outcome(unchanged, this, current, t, true, 0, 0);
         }
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? transition.resetAfter(current, t) : 0;
-        KeyState next = transition.take(current, t, cost);
+        KeyState next = transition.take(current, t, cost, mode == Mode.DELAY ? delay : 0);
         return new Outcome(next, this, next, t, true, 0, delay);
     }
 
@@ -288,7 +288,7 @@ public final class Rule {
         long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? longestReset(current, t) : 0;
         KeyState[] next = new KeyState[count];
         for (int i = 0; i < count; i++) {
-            next[i] = transitions[i].take(current[i], t, cost);
+            next[i] = transitions[i].take(current[i], t, cost, mode == Mode.DELAY ? delay : 0);
         }
         return new Outcome(summarize(true, next, t, 0, delay, -1),
                 new KeyState.Stack(t, t + longestReset(next, t), next), t);

@@ -88,7 +88,7 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
     }
 
     @Override
-    public Log take(Log state, long t, long cost) {
+    public Log take(Log state, long t, long cost, long delay) {
         // the newest entry is this one: the log is untouched once it expires
         long expiresAt = t + period;
         if (state == null) {

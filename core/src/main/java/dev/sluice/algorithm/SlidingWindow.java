@@ -80,7 +80,7 @@ final class SlidingWindow implements Transition<SlidingWindow.Counters> {
     }
 
     @Override
-    public Counters take(Counters state, long t, long cost) {
+    public Counters take(Counters state, long t, long cost, long delay) {
         long window = t / period;
         // curr > 0 after this: untouched once the next window has ended too
         long expiresAt = (window + 2) * period;

@@ -33,9 +33,11 @@ sealed interface Transition<S extends KeyState> permits FixedWindow, SlidingWind
     /**
      * The state after taking {@code cost ≥ 1} at {@code t}, with {@code t} as its time and
      * {@code t + resetAfter} as its expiry. Called when {@link #wait} is 0, and in delay mode
-     * (token-bucket and gcra only) with a positive wait: then the cost is reserved ahead of time.
+     * (token-bucket and gcra only) with a positive wait: then the cost is reserved ahead of time, for the request
+     * that starts {@code delay} after {@code t} (the rule's delay: of this limit, or longer for another of the key's).
+     * {@code delay} is 0 but in delay mode.
      */
-    S take(S state, long t, long cost);
+    S take(S state, long t, long cost, long delay);
 
     /** Whole units of cost that could be admitted at {@code t}. */
     long remaining(S state, long t);

@@ -366,9 +366,16 @@ function interval.wait(l, s, t, c)
   if s == nil or s.tokens >= c then return 0 end
   return diff(s.next, t) + (refills_until(l, s.tokens, c) - 1) * l[4]
 end
-function interval.take(l, s, t, c)
-  if s == nil then return {next = plus(t, l[4]), tokens = l[3] - c} end
-  return {next = s.next, tokens = s.tokens - c}
+-- a reservation (delay > 0) takes its cost from what the bucket holds at the start, capped at B like every refill:
+-- min(tokens, B - k*L) - c for a start k refills ahead (IntervalBucket.java says why)
+function interval.take(l, s, t, c, delay)
+  local nxt, tokens
+  if s == nil then nxt, tokens = plus(t, l[4]), l[3] else nxt, tokens = s.next, s.tokens end
+  if delay > 0 then
+    local start = plus(t, delay)
+    if cmp(start, nxt) >= 0 then tokens = math.min(tokens, l[3] - (periods(l, start, nxt) + 1) * l[1]) end
+  end
+  return {next = nxt, tokens = tokens - c}
 end
 function interval.remaining(l, s, t)
   if s == nil then return l[3] end
@@ -487,7 +494,7 @@ elseif mode == SHAPING then
 end
 local sections = {num(t[1]) .. ' ' .. num(t[2])}
 for i = 1, count do
-  states[i] = limits[i].alg.take(limits[i], states[i], t, cost)
+  states[i] = limits[i].alg.take(limits[i], states[i], t, cost, mode == DELAY and delay or 0)
   sections[i + 1] = limits[i].alg.save(states[i])
 end
 local result, reset = answer(true, 0, delay, nil)

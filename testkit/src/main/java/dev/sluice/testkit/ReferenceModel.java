@@ -81,7 +81,11 @@ public final class ReferenceModel {
             }
         }
         for (Meter meter : meters) {
-            meter.take(t, cost);
+            if (meter instanceof Interval interval) {
+                interval.take(t, t + (mode == Mode.DELAY ? delay : 0), cost);
+            } else {
+                meter.take(t, cost);
+            }
         }
         state.lastAdmission = t;
         return summary(true, meters, t, 0, delay, -1);
@@ -385,13 +389,23 @@ public final class ReferenceModel {
         }
 
         public void take(long t, long cost) {
-            long now = at(t).longValueExact();
-            if (now == capacity) {
+            take(t, t, cost);
+        }
+
+        /**
+         * Takes {@code cost} for a request decided at {@code t} that starts at {@code start} (later in delay mode): from
+         * what the bucket holds then, every refill up to it capped at B. Its refills count from {@code t} if the
+         * bucket is full at {@code t}.
+         */
+        void take(long t, long start, long cost) {
+            if (at(t).equals(big(capacity))) {
                 anchor = t;
+                tokens = capacity;
+                since = t;
+                started = true;
             }
-            tokens = now - cost;
-            since = t;
-            started = true;
+            tokens = at(start).longValueExact() - cost;
+            since = start;
         }
 
         public long remaining(long t) {

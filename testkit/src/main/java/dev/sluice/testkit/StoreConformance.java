@@ -334,6 +334,40 @@ public abstract class StoreConformance {
     }
 
     /**
+     * A past bug a review found: in delay mode an interval bucket reserved from the tokens it held plus its refills
+     * uncapped, so the tokens left over before a refill slipped past the cap B. At 4/10s burst=2 four requests started
+     * at each refill where the bucket holds two (twice the rate); at 3/1m, four units started at one refill.
+     */
+    @Test
+    void anIntervalBucketsReservationsStartNoMoreAtARefillThanItHolds() {
+        RateLimiter twoAtATime = RateLimiter.builder().rule(Rule.of(Algorithm.TOKEN_BUCKET,
+                List.of(Limit.parse("4/10s burst=2 refill=interval")), Mode.DELAY, 30 * S)).store(newStore())
+                .clock(clock).build();
+        long[] delays = new long[8];
+        for (int i = 0; i < delays.length; i++) {
+            Decision decision = twoAtATime.tryAcquire("k");
+            assertThat(decision.allowed()).as("request %d", i + 1).isTrue();
+            delays[i] = decision.delayNanos();
+        }
+        assertThat(delays).containsExactly(0, 0, 10 * S, 10 * S, 20 * S, 20 * S, 30 * S, 30 * S);
+        Decision ninth = twoAtATime.tryAcquire("k");
+        assertThat(ninth.allowed()).isFalse();
+        assertThat(ninth.retryAfterNanos()).as("it would start at 40 s, 10 s past the most delay").isEqualTo(10 * S);
+
+        RateLimiter threeAMinute = RateLimiter.builder().rule(Rule.of(Algorithm.TOKEN_BUCKET,
+                List.of(Limit.parse("3/1m refill=interval")), Mode.DELAY, 30 * S)).store(newStore()).clock(clock).build();
+        long start = clock.nanos();
+        assertThat(threeAMinute.tryAcquire("k", 2).delayNanos()).isZero();
+        at(start + 30 * S);
+        assertThat(threeAMinute.tryAcquire("k", 2).delayNanos()).as("from the refill at 1m").isEqualTo(30 * S);
+        assertThat(threeAMinute.tryAcquire("k", 1).delayNanos()).as("the refill's third").isEqualTo(30 * S);
+        at(start + MIN);
+        Decision fourth = threeAMinute.tryAcquire("k", 1);
+        assertThat(fourth.allowed()).as("the bucket holds 3 at 1m, all reserved").isFalse();
+        assertThat(fourth.retryAfterNanos()).as("the refill at 2m, 30 s past the most delay").isEqualTo(30 * S);
+    }
+
+    /**
      * Bad input to a store is refused with the same message by every store, naming the value, and is no decision:
      * the key's state is as it was before.
      */
@@ -420,6 +454,8 @@ public abstract class StoreConformance {
                 Scenario.of(Algorithm.TOKEN_BUCKET, "3/1s burst=5 refill=interval", "4/3s refill=interval"),
                 Scenario.of(Algorithm.TOKEN_BUCKET, "3/1s").with(Mode.DELAY, 700 * MS),
                 Scenario.of(Algorithm.TOKEN_BUCKET, "2/1s refill=interval").with(Mode.DELAY, 1500 * MS),
+                Scenario.of(Algorithm.TOKEN_BUCKET, "4/1s burst=2 refill=interval").with(Mode.DELAY, 2500 * MS),
+                Scenario.of(Algorithm.TOKEN_BUCKET, "3/1s refill=interval", "5/3s").with(Mode.DELAY, 2 * S),
                 Scenario.of(Algorithm.GCRA, "7/1s"),
                 Scenario.of(Algorithm.GCRA, "3/1s burst=5", "10/7s"),
                 Scenario.of(Algorithm.GCRA, "3/1s burst=2", "11/7s").with(Mode.DELAY, 900 * MS),
