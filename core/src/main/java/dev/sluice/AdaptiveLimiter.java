@@ -6,12 +6,16 @@ import java.time.Duration;
  * A limiter whose rate follows the health of what it protects (the adaptive algorithm of the seeds): AIMD,
  * as TCP does with its window. The admitted rate moves between a floor and a ceiling, one step per interval:
  * <ul>
- *   <li>if anything in the interval signalled congestion — a latency over the target
- *       ({@link #onSuccess(Duration)}), an error ({@link #onError()}) or an explicit overload
- *       ({@link #onOverload()}) — the rate is multiplied by {@code decrease} (default 0.5), but not below the
- *       floor;</li>
- *   <li>otherwise it grows by {@code increase} (default a tenth of the ceiling), but not above the ceiling.</li>
+ *   <li>the first congestion signal of an interval — a latency over the target ({@link #onSuccess(Duration)}), an
+ *       error ({@link #onError()}) or an explicit overload ({@link #onOverload()}) — multiplies the rate by
+ *       {@code decrease} (default 0.5) at once, but not below the floor; the interval ends without a rise, and
+ *       the signals after the first in it change nothing more (as TCP halves its window once a round trip);</li>
+ *   <li>an interval without congestion ends with a rise of {@code increase} (default a tenth of the ceiling), but
+ *       not above the ceiling.</li>
  * </ul>
+ * The fall comes with the signal, not at the interval's end: a resource that has just said it is overloaded
+ * gets the lower rate from then on (a review found 199 more requests admitted in the second after an overload
+ * at a ceiling of 100, when the fall waited for the interval's end).
  * So from the ceiling {@code C} it reaches the floor {@code F} within {@code ceil(log(F/C) / log(decrease))}
  * congested intervals, and climbs back within {@code ceil((C − F) / increase)} healthy ones.
  *
@@ -22,7 +26,7 @@ import java.time.Duration;
  * every decision is exact in integers; that needs {@code ceiling × period} below 2^62 (a billion per second fits).
  *
  * <p>{@code retry_after} and {@code reset_after} are waits "if nothing else arrived" (docs/algorithms.md), and
- * with nothing arriving the rate keeps moving: down once at the end of an interval that already saw congestion,
+ * with nothing arriving the rate keeps moving: unchanged at the end of an interval that already saw congestion,
  * then up by {@code increase} at the end of every interval. So they are worked out along that schedule, interval
  * by interval while the bucket drains, then in one step for the rate to reach the cost; {@code retry_after} is
  * −1 only for a cost above the ceiling, which no rate admits.
@@ -153,9 +157,9 @@ public final class AdaptiveLimiter {
         }
     }
 
-    /** The rate after an interval that was congested or not. */
+    /** The rate after an interval that was congested (lowered already, at its first signal) or not. */
     private long next(long r, boolean congestedThen) {
-        return congestedThen ? Math.max(floor, (long) (r * decrease)) : Math.min(ceiling, r + increase);
+        return congestedThen ? r : Math.min(ceiling, r + increase);
     }
 
     /**
@@ -221,7 +225,12 @@ public final class AdaptiveLimiter {
     /** The protected resource says it is overloaded (a 503, a queue too long). */
     public synchronized void onOverload() {
         advance();
-        congested = true;
+        if (!congested) {
+            long lower = Math.max(floor, (long) (rate * decrease));
+            levelTimesPeriod = lowered(levelTimesPeriod, rate, lower);
+            rate = lower;
+            congested = true;
+        }
     }
 
     /** The rate now, in units per period. */

@@ -59,10 +59,13 @@ class AdaptiveLimiterTest {
     @Test
     void admitsAtTheCurrentRate() {
         AdaptiveLimiter limiter = limiter();
-        // full at start: 100 at once, then one every 10 ms
-        assertThat(admittedInOneInterval(limiter, clock, true)).isEqualTo(100 + 99);
-        // now at 50 per second: the one token refilled since the last admission (at 990 ms) stays through the
-        // fall, so one at once and then one every 20 ms, 1000, 1020, ..., 1980 ms
+        // full at start: the first at 0 ms, whose overload halves the rate at once (a past weakness: the fall waited
+        // for the interval's end, and 199 were admitted); the 50 held at the new capacity, one a millisecond at 1 to
+        // 52 ms while one comes back every 20 ms (52 − 51 · 0.05 = 49.45 taken at 52 ms), then one every 20 ms from
+        // 61 ms, when 49 are taken again, to 981 ms: 1 + 52 + 47
+        assertThat(admittedInOneInterval(limiter, clock, true)).isEqualTo(1 + 52 + 47);
+        assertThat(limiter.rate()).as("lowered at the signal, not again at the end").isEqualTo(50);
+        // at 50 per second, 0.95 come back by 1000 ms: one at 1001 ms, then one every 20 ms to 1981 ms
         long admitted = admittedInOneInterval(limiter, clock, false);
         assertThat(admitted).isEqualTo(50);
         assertThat(limiter.rate()).isEqualTo(60);
@@ -88,13 +91,15 @@ class AdaptiveLimiterTest {
                 .build();
         assertThat(limiter.tryAcquire(80).remaining()).isEqualTo(20);
         limiter.onOverload();
+        // the rate halves to 50 at the signal, which still holds the 20
+        assertThat(limiter.tryAcquire(0).remaining()).isEqualTo(20);
         clock.advanceNanos(100 * MS);
-        // 20 held + 10 refilled in the interval; the rate halves to 50, which still holds all 30
+        // 20 held + 5 refilled in the interval at 50/s; a congested interval ends without a rise
         Decision after = limiter.tryAcquire();
         assertThat(after.allowed()).isTrue();
-        assertThat(after.remaining()).isEqualTo(29);
+        assertThat(after.remaining()).isEqualTo(24);
         assertThat(after.limit()).isEqualTo(Limit.of(50, S));
-        assertThat(limiter.tryAcquire(30).allowed()).isFalse();
+        assertThat(limiter.tryAcquire(25).allowed()).isFalse();
         // tokens above the new capacity are dropped (held as they were, 100 would be left): full, then a fall
         clock.advanceNanos(S);
         limiter.onOverload();
@@ -137,18 +142,19 @@ class AdaptiveLimiterTest {
         assertThat(climbing.tryAcquire(5).allowed()).isTrue();
     }
 
-    /** Congestion already seen in this interval lowers the rate at its end first, and the wait knows it. */
+    /** Congestion already seen in this interval lowered the rate and holds it at its end, and the wait knows it. */
     @Test
     void aWaitKnowsTheFallAlreadySignalled() {
         AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(100).increase(10).interval(Duration.ofMillis(100))
                 .clock(clock).build();
         assertThat(limiter.tryAcquire(100).allowed()).isTrue();
         limiter.onOverload();
-        // tokens held: 10 at 100 ms, where the rate halves to 50 and the 10 stay; 15 at 200 ms, where a rise to 60
-        // adds its room, 25; 31 at 300 ms, 41 at 70/s; 48 at 400 ms, 58 at 80/s; the last 2 take 25 ms: 425 ms
+        // the rate halved to 50 at the signal, none held; tokens held: 5 at 100 ms, where the congested interval ends
+        // without a rise; 10 at 200 ms, where a rise to 60 adds its room, 20; 26 at 300 ms, 36 at 70/s; 43 at 400 ms,
+        // 53 at 80/s; the last 7 take 87.5 ms: 487.5 ms
         Decision sixty = limiter.tryAcquire(60);
-        assertThat(sixty.retryAfterNanos()).isEqualTo(425 * MS);
-        clock.advanceNanos(425 * MS - 1);
+        assertThat(sixty.retryAfterNanos()).isEqualTo(487_500_000L);
+        clock.advanceNanos(487_500_000L - 1);
         assertThat(limiter.tryAcquire(60).allowed()).isFalse();
         clock.advanceNanos(1);
         assertThat(limiter.tryAcquire(60).allowed()).isTrue();
