@@ -163,7 +163,7 @@ public final class SluiceFilter implements Filter {
         }
         boolean releasedLater = false;
         try {
-            answer.headers().forEach(response::setHeader);
+            answer.headersAfterHold().forEach(response::setHeader);
             long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
             if (delayMs > 0 && request.isAsyncSupported()) {
                 hold(request, response, verdict, delayMs);

@@ -163,7 +163,7 @@ public final class Gateway implements AutoCloseable {
                 }
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
                 if (delayMs > 0) {
-                    long timer = eventLoop.owner().setTimer(delayMs, fired -> forward(incoming, answer.headers()));
+                    long timer = eventLoop.owner().setTimer(delayMs, fired -> forward(incoming, answer.headersAfterHold()));
                     // a client that leaves while held is not forwarded at all
                     incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> {
                         if (eventLoop.owner().cancelTimer(timer)) { // still held: charged, and never forwarded

@@ -29,14 +29,15 @@ public final class RateLimitHeaders {
     private RateLimitHeaders() {
     }
 
+    /** @param heldNanos how long after the decision the answer leaves (a request held for its delay), 0 at once */
     public static Map<String, String> of(List<Checked> checked, Checked reported, boolean rejected,
-                                         Set<ServerConfig.HeaderSet> sets) {
+                                         Set<ServerConfig.HeaderSet> sets, long heldNanos) {
         Map<String, String> headers = new LinkedHashMap<>();
         if (reported == null || reported.policy().shadow()) {
             return headers;
         }
         Decision decision = reported.decision();
-        long reset = DurationFormat.toSecondsCeil(decision.limitResetAfterNanos());
+        long reset = DurationFormat.toSecondsCeil(Math.max(0, decision.limitResetAfterNanos() - heldNanos));
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {
             headers.put("RateLimit-Policy", policyItems(checked));
             headers.put("RateLimit", quote(new StringBuilder(), reported).append(";r=").append(decision.remaining())

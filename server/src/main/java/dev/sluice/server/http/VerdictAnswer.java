@@ -23,7 +23,17 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
     }
 
     public Map<String, String> headers() {
-        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets);
+        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets, 0);
+    }
+
+    /**
+     * The headers of a request held for its delay before it goes on (the gateway, the servlet filter): its answer
+     * leaves at least that much later, so the resets count from then. A review found a request held 5 s answered
+     * with a reset ({@code t=3}) already 2 s past.
+     */
+    public Map<String, String> headersAfterHold() {
+        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets,
+                verdict.allowed() ? verdict.delayNanos() : 0);
     }
 
     /**
