@@ -251,7 +251,12 @@ public final class Shaper implements AutoCloseable {
             return this;
         }
 
-        /** How many accepted tasks may wait at most (default: one period's worth, {@code L}). */
+        /**
+         * How many accepted tasks the queue holds at most, counting the one whose turn is now (default: one period's
+         * worth, {@code L}): at {@code queue(5)}, five submitted at once are accepted, one handed over at once and four
+         * waiting, and a sixth is refused. nginx's {@code limit_req burst=N} counts only those waiting: it is
+         * {@code queue(N + 1)}.
+         */
         public Builder queue(long capacity) {
             if (capacity < 1 || capacity > Limit.MAX_AMOUNT) {
                 throw new IllegalArgumentException("queue must be between 1 and " + Limit.MAX_AMOUNT
