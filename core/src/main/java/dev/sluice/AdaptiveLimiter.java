@@ -248,7 +248,9 @@ public final class AdaptiveLimiter {
         private long initial;
         private long period = 1_000_000_000L;
         private long interval = 1_000_000_000L;
+        /** 0 until set: then a tenth of the ceiling. */
         private long increase;
+        private boolean increaseSet;
         private double decrease = 0.5;
         private long latencyTarget;
         private Clock clock = Clock.system();
@@ -289,6 +291,7 @@ public final class AdaptiveLimiter {
 
         public Builder increase(long step) {
             this.increase = step;
+            this.increaseSet = true;
             return this;
         }
 
@@ -348,7 +351,7 @@ public final class AdaptiveLimiter {
                 throw new IllegalArgumentException("ceiling × period must be below 2^62, got " + ceiling + " per "
                         + DurationFormat.format(period));
             }
-            if (increase < 0) {
+            if (increaseSet && increase < 1) { // 0 given was taken as the default (a review found it)
                 throw new IllegalArgumentException("increase must be >= 1, got " + increase);
             }
             if (!(decrease > 0 && decrease < 1)) {

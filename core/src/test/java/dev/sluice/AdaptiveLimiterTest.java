@@ -194,6 +194,10 @@ class AdaptiveLimiterTest {
         assertThatThrownBy(() -> limiter.onSuccess(Duration.ofSeconds(-5))).hasMessage("latency must be >= 0, got PT-5S");
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).floor(20).build())
                 .hasMessage("floor must be between 1 and the ceiling 10, got 20");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).increase(0).build())
+                .hasMessage("increase must be >= 1, got 0");
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).increase(-1).build())
+                .hasMessage("increase must be >= 1, got -1");
         assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).decrease(1.5).build())
                 .hasMessage("decrease must be between 0 and 1, got 1.5");
         // a review found a period of an hour with intervals of a microsecond accepted: 3.6·10^9 steps under the lock
