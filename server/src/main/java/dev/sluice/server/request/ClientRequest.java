@@ -53,11 +53,19 @@ public interface ClientRequest {
      * match more than the upstream serves (a {@code ;} it reads literally), never less. A malformed escape is kept
      * as written; escapes that stand for bytes that are not UTF-8 are a {@link BadRequest}. The gateway forwards
      * the request as the client wrote it.
+     *
+     * <p>A parameter that holds an escaped slash ({@code %2F}, or a backslash, {@code %5C}) is a {@link BadRequest}:
+     * servers read such a path two ways. A servlet container cuts parameters before it decodes, and serves
+     * {@code /login;x%2F..} as {@code /login}; decoded first, it is {@code /login;x/..}, the root. A review sent it
+     * through the gateway and the servlet filter to Jetty's {@code /login}, past a policy for {@code /login}.
      */
     static String servedPath(String raw) {
         if (raw.startsWith("/") && raw.indexOf('%') < 0 && raw.indexOf(';') < 0 && !raw.contains("//")
                 && !raw.contains("/.")) {
             return raw; // nearly every path: nothing to do
+        }
+        if (raw.indexOf(';') >= 0 && raw.indexOf('%') >= 0) {
+            refuseSlashInParameter(raw);
         }
         String decoded = raw.indexOf('%') < 0 ? raw : percentDecoded(raw);
         java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
@@ -80,6 +88,22 @@ public interface ClientRequest {
             path.append('/');
         }
         return path.toString();
+    }
+
+    /** Refuses a path whose {@code ;} parameter, as written, holds an escaped slash or backslash. */
+    private static void refuseSlashInParameter(String raw) {
+        for (String segment : raw.split("/", -1)) {
+            int parameters = segment.indexOf(';');
+            if (parameters < 0) {
+                continue;
+            }
+            String parameter = segment.substring(parameters).toUpperCase(java.util.Locale.ROOT);
+            if (parameter.contains("%2F") || parameter.contains("%5C")) {
+                throw new BadRequest("path \"" + raw + "\": a ';' parameter holds an escaped slash, which servers"
+                        + " read two ways (a servlet container cuts the parameter before decoding, others decode"
+                        + " first): refused as ambiguous");
+            }
+        }
     }
 
     private static String percentDecoded(String raw) {
