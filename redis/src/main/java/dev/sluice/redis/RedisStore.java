@@ -860,6 +860,38 @@ public final class RedisStore implements Store, AutoCloseable {
         }
     }
 
+    /**
+     * Makes one real decision of each script on a key of its own, then removes it, past the failure policy: so that
+     * a store that answers {@code PING} but can decide nothing is found before it is used. A review started a server
+     * on a Redis user without {@code EVALSHA}, on a user whose keys could not be {@code sluice:*}, and on a replica
+     * (its scripts' writes refused, {@code READONLY}): each started, said it was healthy, and admitted every request
+     * uncounted by its failure policy. The calls are not counted in {@link #counts()} nor in the breaker.
+     *
+     * @throws StoreUnavailableException with Redis's own answer ({@code NOPERM ...}, {@code READONLY ...}) or the
+     *                                   timeout that ended the call
+     */
+    public void probe() {
+        String key = "sluice-probe-" + java.util.UUID.randomUUID();
+        String redisKey = keyOf(key);
+        for (Rule rule : List.of(PROBE_GCRA, PROBE_WINDOW)) { // gcra.lua, then decide.lua
+            try {
+                send(call(rule), redisKey, 1, STORE_CLOCK, true).join();
+            } catch (CompletionException e) {
+                Throwable cause = e.getCause() == null ? e : e.getCause();
+                throw new StoreUnavailableException("cannot decide: " + cause.getMessage(), cause);
+            }
+            try {
+                reset(rule, key);
+            } catch (RuntimeException e) {
+                // the key expires within seconds by itself
+            }
+        }
+    }
+
+    private static final Rule PROBE_GCRA = Rule.of(dev.sluice.Algorithm.GCRA, List.of(dev.sluice.Limit.parse("1/1s")));
+    private static final Rule PROBE_WINDOW = Rule.of(dev.sluice.Algorithm.FIXED_WINDOW,
+            List.of(dev.sluice.Limit.parse("1/1s"), dev.sluice.Limit.parse("2/2s")));
+
     /** 2^52 ns (about 52.1 days), less one: the longest max delay the scripts keep exact. */
     @Override
     public long longestDelayNanos() {

@@ -284,15 +284,29 @@ public final class LiveConfig implements AutoCloseable {
             return InMemoryStore.builder().maxKeys(config.maxKeys()).build();
         }
         LettuceLog.sayOnce();
+        // at the line of store:, as every other error of the file (a review found the file named alone)
+        String where = (file == null ? "the configuration" : file + (config.storeLine() > 0 ? ":" + config.storeLine()
+                : "")) + ": store " + config.storeShown();
+        RedisStore store;
         try {
             // a store that cannot be opened is told in the server's one line, which Lettuce's own would only repeat
-            return LettuceLog.silentWhile(() -> RedisStore.builder(config.store())
+            store = LettuceLog.silentWhile(() -> RedisStore.builder(config.store())
                     .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure()).build());
         } catch (RuntimeException e) {
-            // at the line of store:, as every other error of the file (a review found the file named alone)
-            throw new ConfigException((file == null ? "the configuration" : file + (config.storeLine() > 0
-                    ? ":" + config.storeLine() : "")) + ": store " + config.storeShown() + ": cannot connect: " + rootMessage(e).replace(config.store(), config.storeShown()));
+            throw new ConfigException(where + ": cannot connect: " + rootMessage(e).replace(config.store(), config.storeShown()));
         }
+        try {
+            // one real decision: a Redis that answers PING may still decide nothing (a user without EVALSHA or
+            // without sluice:* keys, a replica), and the failure policy would then admit every request uncounted
+            LettuceLog.silentWhile(() -> {
+                store.probe();
+                return null;
+            });
+        } catch (RuntimeException e) {
+            close(store);
+            throw new ConfigException(where + ": cannot decide: " + rootMessage(e).replace(config.store(), config.storeShown()));
+        }
+        return store;
     }
 
     /**
