@@ -684,7 +684,36 @@ public final class RedisStore implements Store, AutoCloseable {
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos, breaker);
         }
         breaker.succeeded();
+        if (failing != null) {
+            recovered();
+        }
         return rejections.remember(rule, key, cost, nowNanos, decision, resetsBefore, sent);
+    }
+
+    private static final System.Logger LOG = System.getLogger("dev.sluice.redis");
+    /** The kind of the failure last logged, while decisions fail; null while they succeed. */
+    private final java.util.concurrent.atomic.AtomicReference<String> failing = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /**
+     * Logs why decisions fail, once for each change of its kind (a timeout, Redis's {@code NOPERM}, {@code OOM},
+     * {@code READONLY}, a connection lost), and {@link #recovered} once they succeed again. A review found nothing
+     * logged at all while every decision failed open, for a user without rights, a full Redis, a restart.
+     */
+    private void logFailure(Throwable failure) {
+        String message = String.valueOf(failure.getMessage());
+        String kind = failure.getClass().getSimpleName() + " " + message.split("[ :]", 2)[0];
+        String before = failing.getAndSet(kind);
+        if (!kind.equals(before)) {
+            LOG.log(System.Logger.Level.WARNING, "Redis store " + shown(uri) + ": decisions fail, decided by the"
+                    + " failure policy (" + onFailure.name().toLowerCase(java.util.Locale.ROOT) + "): " + message
+                    + "; told again when the failure changes, and when decisions succeed again");
+        }
+    }
+
+    private void recovered() {
+        if (failing.getAndSet(null) != null) {
+            LOG.log(System.Logger.Level.INFO, "Redis store " + shown(uri) + ": decisions succeed again");
+        }
     }
 
     /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */
@@ -725,6 +754,9 @@ public final class RedisStore implements Store, AutoCloseable {
         failures.increment();
         Throwable cause = failure.getCause() != null && !(failure instanceof RedisCommandTimeoutException)
                 ? failure.getCause() : failure;
+        if (!raiseFailures) { // a tool that asked for failures tells them itself
+            logFailure(cause);
+        }
         if (failure instanceof RedisCommandTimeoutException || cause instanceof RedisCommandTimeoutException
                 || failure instanceof java.util.concurrent.TimeoutException) {
             timeouts.increment();
