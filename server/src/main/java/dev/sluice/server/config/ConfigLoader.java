@@ -298,7 +298,17 @@ public final class ConfigLoader {
         for (int i = 0; i < parts.size(); i++) {
             String where = field + ".key[" + i + "]";
             String text = scalar(parts.get(i), where);
-            key.add(parsed(parts.get(i), where, () -> KeyPart.parse(text)));
+            KeyPart part = parsed(parts.get(i), where, () -> KeyPart.parse(text));
+            for (int j = 0; j < key.size(); j++) {
+                // a slip, most likely for another part (header names are one in any case): refused as a limit given
+                // twice is (a review found [ip, ip] taken silently)
+                if (key.get(j).toString().equalsIgnoreCase(part.toString()) && (part instanceof KeyPart.Header
+                        || key.get(j).equals(part))) {
+                    throw error(parts.get(i), where, "key part \"" + text + "\" is given twice (also at " + field
+                            + ".key[" + j + "]): the same part twice keys as once");
+                }
+            }
+            key.add(part);
         }
         keyReadable(parts, key, match, field);
         Node algorithmNode = required(fields, node, field, "algorithm");

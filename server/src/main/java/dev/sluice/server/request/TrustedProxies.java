@@ -41,8 +41,19 @@ public final class TrustedProxies {
             }
             masks[i] = bits == 0 ? 0 : -1 << (32 - bits);
             networks[i] = address & masks[i];
+            if (networks[i] != address) {
+                // 10.0.0.1/8 trusts sixteen million addresses to set X-Forwarded-For, where one was most likely meant
+                // (nginx warns of it; a review found it taken silently)
+                throw new IllegalArgumentException("\"" + cidrs.get(i) + "\" has bits set past its /" + bits
+                        + ": write the network " + ipv4Text(networks[i]) + "/" + bits + ", or "
+                        + cidrs.get(i).split("/")[0] + "/32 for the one address");
+            }
         }
         return new TrustedProxies(networks, masks, new ArrayList<>(cidrs));
+    }
+
+    private static String ipv4Text(int address) {
+        return (address >>> 24) + "." + (address >>> 16 & 0xFF) + "." + (address >>> 8 & 0xFF) + "." + (address & 0xFF);
     }
 
     /** The networks as written. */
