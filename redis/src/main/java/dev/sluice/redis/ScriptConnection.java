@@ -414,6 +414,11 @@ final class ScriptConnection implements AutoCloseable, Executor {
                             throw new IOException("an answer to no call: " + answer);
                         }
                         answer(call, answer);
+                        if (answer instanceof RespReader.Error error && demoted(error.message())) {
+                            endedFor = "Redis answered " + error.message() + "; connecting again, to whatever the"
+                                    + " address names now";
+                            throw new IOException(error.message());
+                        }
                     }
                 }
             } catch (Throwable e) { // an Error too: a reading thread that died would leave the line unanswered
@@ -481,6 +486,16 @@ final class ScriptConnection implements AutoCloseable, Executor {
             Thread thread = Thread.currentThread();
             thread.getUncaughtExceptionHandler().uncaughtException(thread, e);
         }
+    }
+
+    /**
+     * Whether an error says that the node is no primary now ({@code READONLY}, from a command or from a script's
+     * write; {@code MASTERDOWN}): the connection is made again, so that an address that names the primary (a DNS
+     * name a failover moves) is looked up again. A review demoted the primary in place: every decision failed with
+     * {@code READONLY} for as long as the run lasted, on a connection that was never left.
+     */
+    static boolean demoted(String message) {
+        return message.startsWith("READONLY") || message.startsWith("MASTERDOWN") || message.contains("-READONLY ");
     }
 
     private void answer(Pending call, Object answer) {
