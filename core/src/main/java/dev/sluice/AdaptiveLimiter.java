@@ -149,9 +149,7 @@ public final class AdaptiveLimiter {
             long drained = Math.multiplyHigh(end - t, r) != 0 ? Long.MAX_VALUE : (end - t) * r;
             level = drained < 0 || drained >= level ? 0 : level - drained;
             t = end;
-            long next = next(r, congestedHere);
-            level = lowered(level, r, next);
-            r = next;
+            r = next(r, congestedHere); // a rise, or none: it adds room and leaves the level
             congestedHere = false;
             end += interval;
         }
@@ -183,9 +181,7 @@ public final class AdaptiveLimiter {
         long now = Math.max(since, clock.nanos());
         while (now >= intervalEnd) {
             drainTo(intervalEnd);
-            long next = next(rate, congested);
-            levelTimesPeriod = lowered(levelTimesPeriod, rate, next);
-            rate = next;
+            rate = next(rate, congested); // a rise, or none: the level stays (a fall comes at the signal)
             congested = false;
             intervalEnd += interval;
             if (levelTimesPeriod == 0 && now >= intervalEnd) {

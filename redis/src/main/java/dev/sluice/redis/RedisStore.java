@@ -684,7 +684,7 @@ public final class RedisStore implements Store, AutoCloseable {
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos, breaker);
         }
         breaker.succeeded();
-        if (failing != null) {
+        if (failing.get() != null) { // a read on every decision; the write only once decisions failed
             recovered();
         }
         return rejections.remember(rule, key, cost, nowNanos, decision, resetsBefore, sent);
@@ -897,15 +897,16 @@ public final class RedisStore implements Store, AutoCloseable {
      * a store that answers {@code PING} but can decide nothing is found before it is used. A review started a server
      * on a Redis user without {@code EVALSHA}, on a user whose keys could not be {@code sluice:*}, and on a replica
      * (its scripts' writes refused, {@code READONLY}): each started, said it was healthy, and admitted every request
-     * uncounted by its failure policy. The calls are not counted in {@link #counts()} nor in the breaker.
+     * uncounted by its failure policy. Its decisions are not counted in {@link #counts()} nor in the breaker.
      *
      * @throws StoreUnavailableException with Redis's own answer ({@code NOPERM ...}, {@code READONLY ...}) or the
      *                                   timeout that ended the call
      */
     public void probe() {
-        String key = "sluice-probe-" + java.util.UUID.randomUUID();
-        String redisKey = keyOf(key);
-        for (Rule rule : List.of(PROBE_GCRA, PROBE_WINDOW)) { // gcra.lua, then decide.lua
+        String probe = "sluice-probe-" + java.util.UUID.randomUUID();
+        for (Rule rule : List.of(PROBE_GCRA, PROBE_WINDOW)) { // gcra.lua, then decide.lua, each on a key of its own
+            String key = probe + "-" + rule.algorithm().label();
+            String redisKey = keyOf(key);
             try {
                 send(call(rule), redisKey, 1, STORE_CLOCK, true).join();
             } catch (CompletionException e) {
