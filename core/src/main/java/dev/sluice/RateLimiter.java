@@ -42,7 +42,10 @@ import java.util.concurrent.CompletionStage;
  */
 public final class RateLimiter {
     private final Rule rule;
-    /** {@link #rule} without its own delay mode: what {@link #acquire} with no time to wait decides by. */
+    /**
+     * What {@link #acquire} with no time to wait decides by: {@link #rule} without its own delay mode, or in
+     * shaping mode holding nothing.
+     */
     private final Rule rejecting;
     /** The longest wait {@link #acquire} reserves for: what the rule and the store can keep exact. */
     private final long longestWait;
@@ -56,7 +59,8 @@ public final class RateLimiter {
 
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
-        this.rejecting = rule.mode() == Mode.DELAY ? Rule.of(rule.algorithm(), rule.limits()) : rule;
+        this.rejecting = rule.mode() == Mode.DELAY ? Rule.of(rule.algorithm(), rule.limits())
+                : rule.mode() == Mode.SHAPING ? rule.delaying(0) : rule;
         this.longestWait = Math.min(rule.longestDelayNanos(), store.longestDelayNanos(rule));
         this.store = store;
         this.clock = clock;
@@ -147,9 +151,12 @@ public final class RateLimiter {
      * rule's own max delay if shorter) and then sleep the delay: one decision, and the request keeps its place in
      * line. A {@code maxWait} of 0 never waits, whatever the rule's own delay mode. The other algorithms cannot
      * reserve; they sleep each rejection's {@code retry_after} and ask again while it ends within {@code maxWait}
-     * of the call, on the limiter's clock (a last try after a sleep that ended late may be admitted that late). In shaping mode (leaky-bucket) the delay of an admitted request is its place in the queue,
-     * taken as it is admitted: it is slept whatever {@code maxWait} (a queue of {@code burst} never holds a
-     * request longer than it takes to drain {@code burst}).
+     * of the call, on the limiter's clock (a last try after a sleep that ended late may be admitted that late).
+     * In shaping mode (leaky-bucket) the delay of an admitted request is its place in the queue, and a request
+     * is let into the queue only if that place is reached within {@code maxWait} (or the rule's own max delay, if
+     * shorter); a full queue is waited on while the place it would give is still within what is left of
+     * {@code maxWait}. A queue that drains past {@code maxWait} is not waited on: it drains only as fast as the
+     * wait runs out.
      *
      * <p>Each decision is told to the listeners, so a call that waits out rejections is heard as each of them
      * and then its admission. A rejection the store makes of its own while reserving (Redis down and failing
@@ -189,18 +196,23 @@ public final class RateLimiter {
         // late, and the lateness added up (a bug found by trying the library: 242 ms of a 200 ms maxWait)
         Clock waiting = clock != null ? clock : Clock.system();
         long deadline = waiting.nanos() + budget; // a time of at most 2^62 and a budget of at most 2^58
+        boolean shaping = rule.mode() == Mode.SHAPING;
         while (true) {
-            Decision decision = decide(budget == 0 ? rejecting : rule, key, cost);
+            // shaping holds for at most what is left: its rejection's retry_after is then already the wait for the
+            // same call, and a queue that drains past the budget (reset_after) will not drain into it
+            Decision decision = decide(budget == 0 ? rejecting : shaping ? delaying(Math.min(budget, longestWait))
+                    : rule, key, cost);
             if (decision.allowed()) {
                 if (decision.delayNanos() > 0) {
                     sleeper.sleep(decision.delayNanos());
                 }
                 return decision;
             }
-            if (decision.never() || decision.retryAfterNanos() > budget) {
-                return budget == 0 || decision.never() ? decision : new Decision(false, decision.remaining(),
-                        decision.retryAfterNanos() - budget, decision.resetAfterNanos(), 0, decision.limit(),
-                        decision.limitResetAfterNanos());
+            if (decision.never() || decision.retryAfterNanos() > budget
+                    || shaping && decision.resetAfterNanos() > budget) {
+                return budget == 0 || decision.never() || shaping ? decision : new Decision(false,
+                        decision.remaining(), decision.retryAfterNanos() - budget, decision.resetAfterNanos(), 0,
+                        decision.limit(), decision.limitResetAfterNanos());
             }
             sleeper.sleep(decision.retryAfterNanos());
             // less the wait asked for too: a clock that the sleep does not move (a manual one, a test's) must not make
@@ -285,6 +297,7 @@ public final class RateLimiter {
         /** Reject (the default), or shaping for leaky-bucket. For delay mode use {@link #delay(Duration)}. */
         public Builder mode(Mode mode) {
             this.mode = mode;
+            this.maxDelayNanos = 0;
             return this;
         }
 
@@ -346,7 +359,7 @@ public final class RateLimiter {
          *                                  for sliding-log, a limit the store cannot decide ({@link Store#check}), ...)
          */
         public RateLimiter build() {
-            Rule rule = Rule.of(algorithm, limits, mode, mode == Mode.DELAY ? maxDelayNanos : 0);
+            Rule rule = Rule.of(algorithm, limits, mode, mode == Mode.DELAY || mode == Mode.SHAPING ? maxDelayNanos : 0);
             Store decides = store == null ? new InMemoryStore() : store;
             decides.check(rule);
             return new RateLimiter(rule, decides, clock, sleeper, listeners.toArray(DecisionListener[]::new));

@@ -27,12 +27,20 @@ import java.util.List;
  *       with {@code delay} = that wait and the cost reserved. A rejection's {@code retry_after} is the wait
  *       beyond {@code max_delay}: after it, the same request is admitted (with a delay).</li>
  *   <li>{@link Mode#SHAPING} (leaky-bucket): admitted iff the longest wait is 0, with {@code delay} = the
- *       time the queue ahead of it takes to drain, so requests leave at a constant rate.</li>
+ *       time the queue ahead of it takes to drain, so requests leave at a constant rate. With a max delay
+ *       (what {@code acquire(maxWait)} asks), admitted only if that delay is at most {@code max_delay} too; a
+ *       rejection's {@code retry_after} is then {@code max(wait, delay - max_delay)}, since the queue ahead
+ *       drains as time passes and the room opens: after it, the same request is admitted.</li>
  * </ul>
  */
 public final class Rule {
     /** The latest time a decision may be made at: 2^62 ns after the epoch (the year 2116). */
     public static final long MAX_TIME_NANOS = 1L << 62;
+    /**
+     * The max delay of a shaping rule that holds a request as long as its place in the queue asks, however
+     * long (what {@code Rule.of(..., SHAPING, 0)} makes).
+     */
+    public static final long NO_MAX_DELAY = Long.MAX_VALUE;
 
     private final Algorithm algorithm;
     private final List<Limit> limits;
@@ -79,7 +87,9 @@ public final class Rule {
     /**
      * A rule, checked: at least one limit; burst only where the algorithm has one; interval refill only for
      * token-bucket; delay mode only for token-bucket and gcra, with {@code 0 < max_delay}; shaping only for
-     * leaky-bucket.
+     * leaky-bucket, with no max delay ({@code 0} or {@link #NO_MAX_DELAY}) or one of {@code 0 < max_delay}. (A
+     * shaping rule that holds nothing, admitting only into an empty queue, is {@code delaying(0)}: it is what
+     * {@code acquire} with no time to wait decides by, and no rule to configure.)
      *
      * @throws IllegalArgumentException naming what is wrong
      */
@@ -120,11 +130,19 @@ public final class Rule {
                     checkDebtFits(limit, maxDelayNanos);
                 }
             }
+        } else if (mode == Mode.SHAPING) {
+            if (algorithm != Algorithm.LEAKY_BUCKET) {
+                throw new IllegalArgumentException("shaping mode is for leaky-bucket, not " + algorithm);
+            }
+            if (maxDelayNanos == 0 || maxDelayNanos == NO_MAX_DELAY) {
+                return new Rule(algorithm, limits, mode, NO_MAX_DELAY);
+            }
+            if (maxDelayNanos < 0 || maxDelayNanos > DurationFormat.MAX_NANOS) {
+                throw new IllegalArgumentException("shaping needs a max delay between 0 (none) and "
+                        + DurationFormat.format(DurationFormat.MAX_NANOS) + ", got " + maxDelayNanos + "ns");
+            }
         } else if (maxDelayNanos != 0) {
             throw new IllegalArgumentException("a max delay is for delay mode, not " + mode.label());
-        }
-        if (mode == Mode.SHAPING && algorithm != Algorithm.LEAKY_BUCKET) {
-            throw new IllegalArgumentException("shaping mode is for leaky-bucket, not " + algorithm);
         }
         return new Rule(algorithm, limits, mode, maxDelayNanos);
     }
@@ -162,11 +180,21 @@ public final class Rule {
 
     /**
      * This rule in delay mode, waiting at most {@code maxDelayNanos} (or its own max delay, if shorter): what
-     * a caller that is willing to wait uses. Same limits, so the same state for every key.
+     * a caller that is willing to wait uses. Same limits, so the same state for every key. A shaping rule stays
+     * one, holding a request at most {@code maxDelayNanos} (or its own max delay, if shorter), {@code 0} too:
+     * then it admits only into an empty queue.
      *
-     * @throws IllegalArgumentException if the algorithm cannot reserve capacity (only token-bucket and gcra can)
+     * @throws IllegalArgumentException if the algorithm cannot reserve capacity (only token-bucket and gcra can,
+     *                                  and leaky-bucket in shaping mode)
      */
     public Rule delaying(long maxDelayNanos) {
+        if (mode == Mode.SHAPING) {
+            if (maxDelayNanos < 0) {
+                throw new IllegalArgumentException("a max delay must be >= 0, got " + maxDelayNanos + "ns");
+            }
+            long hold = Math.min(this.maxDelayNanos, maxDelayNanos);
+            return hold == this.maxDelayNanos ? this : new Rule(algorithm, limits, mode, hold);
+        }
         long delay = mode == Mode.DELAY ? Math.min(this.maxDelayNanos, maxDelayNanos) : maxDelayNanos;
         return delay == this.maxDelayNanos && mode == Mode.DELAY ? this : of(algorithm, limits, Mode.DELAY, delay);
     }
@@ -188,8 +216,17 @@ public final class Rule {
         return mode;
     }
 
+    /**
+     * How long an admitted request may be held: delay mode's {@code max_delay}; in shaping mode a cap on the
+     * queue's delay, or {@link #NO_MAX_DELAY}; 0 in reject mode.
+     */
     public long maxDelayNanos() {
         return maxDelayNanos;
+    }
+
+    /** Whether an admitted request is held at most {@link #maxDelayNanos}: delay mode, or shaping with a cap. */
+    public boolean hasMaxDelay() {
+        return mode == Mode.DELAY || mode == Mode.SHAPING && maxDelayNanos != NO_MAX_DELAY;
     }
 
     /**
@@ -232,13 +269,14 @@ public final class Rule {
         KeyState current = transition.advance(state, t);
         KeyState unchanged = current == null ? null : state;
         long wait = cost == 0 ? 0 : transition.wait(current, t, cost);
-        if (!fits(wait)) {
-            return new Outcome(unchanged, this, current, t, false, retryAfter(wait), 0);
+        long held = mode == Mode.SHAPING && cost > 0 ? transition.resetAfter(current, t) : 0;
+        if (!fits(wait, held)) {
+            return new Outcome(unchanged, this, current, t, false, retryAfter(wait, held), 0);
         }
         if (cost == 0) {
             return new Outcome(unchanged, this, current, t, true, 0, 0);
         }
-        long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? transition.resetAfter(current, t) : 0;
+        long delay = mode == Mode.DELAY ? wait : held;
         KeyState next = transition.take(current, t, cost, mode == Mode.DELAY ? delay : 0);
         return new Outcome(next, this, next, t, true, 0, delay);
     }
@@ -250,14 +288,23 @@ public final class Rule {
                 limits.get(0));
     }
 
-    /** Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode). */
-    private boolean fits(long wait) {
-        return wait == 0 || (mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos);
+    /**
+     * Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode); in shaping
+     * mode {@code held} is the delay the queue ahead would give it.
+     */
+    private boolean fits(long wait, long held) {
+        return wait == 0 ? held <= maxDelayNanos || mode != Mode.SHAPING
+                : mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos;
     }
 
-    /** The {@code retry_after} of a rejected request that must wait {@code wait}. */
-    private long retryAfter(long wait) {
-        return wait == Transition.NEVER ? Decision.NEVER : mode == Mode.DELAY ? wait - maxDelayNanos : wait;
+    /**
+     * The {@code retry_after} of a rejected request that must wait {@code wait}, and would be held {@code held}
+     * (shaping): the queue's delay falls by as much as time passes, so it is within the max delay after
+     * {@code held - max_delay}.
+     */
+    private long retryAfter(long wait, long held) {
+        return wait == Transition.NEVER ? Decision.NEVER : mode == Mode.DELAY ? wait - maxDelayNanos
+                : mode == Mode.SHAPING ? Math.max(wait, held - maxDelayNanos) : wait;
     }
 
     private Outcome decideAll(KeyState state, long now, long cost) {
@@ -282,10 +329,11 @@ public final class Rule {
                 waiting = i;
             }
         }
-        if (!fits(wait)) {
-            return new Outcome(summarize(false, current, t, retryAfter(wait), 0, waiting), unchanged, t);
+        long held = mode == Mode.SHAPING ? longestReset(current, t) : 0;
+        if (!fits(wait, held)) {
+            return new Outcome(summarize(false, current, t, retryAfter(wait, held), 0, waiting), unchanged, t);
         }
-        long delay = mode == Mode.DELAY ? wait : mode == Mode.SHAPING ? longestReset(current, t) : 0;
+        long delay = mode == Mode.DELAY ? wait : held;
         KeyState[] next = new KeyState[count];
         for (int i = 0; i < count; i++) {
             next[i] = transitions[i].take(current[i], t, cost, mode == Mode.DELAY ? delay : 0);
@@ -327,7 +375,7 @@ public final class Rule {
         if (mode != Mode.REJECT) {
             text.append(' ').append(mode.label());
         }
-        if (mode == Mode.DELAY) {
+        if (hasMaxDelay()) {
             text.append(" max_delay=").append(DurationFormat.format(maxDelayNanos));
         }
         return text.toString();

@@ -2,6 +2,7 @@ package dev.sluice.redis;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Limit;
+import dev.sluice.Mode;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.store.Store;
@@ -121,10 +122,12 @@ record RuleScript(Script script, String[] fixed) {
 
     /** The script's arguments that depend on the rule only; the first three and the sixth are per call. */
     private static String[] ruleArguments(Rule rule) {
+        // -1: a shaping rule with no max delay (Rule.NO_MAX_DELAY is past what Lua keeps exact)
+        long maxDelay = rule.hasMaxDelay() ? rule.maxDelayNanos() : rule.mode() == Mode.SHAPING ? -1 : 0;
         List<String> arguments = new ArrayList<>(List.of("", "", "",
-                Integer.toString(rule.mode().ordinal()), Long.toString(rule.maxDelayNanos()), "",
+                Integer.toString(rule.mode().ordinal()), Long.toString(maxDelay), "",
                 Integer.toString(rule.limits().size())));
-        if (rule.maxDelayNanos() >= HALF_EXACT) {
+        if (maxDelay >= HALF_EXACT) {
             throw new IllegalArgumentException("max delay " + dev.sluice.DurationFormat.format(rule.maxDelayNanos())
                     + " is too long for the Redis store: it must be under 2^52 ns (52.1 days)");
         }

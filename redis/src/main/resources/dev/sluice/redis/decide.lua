@@ -1,7 +1,8 @@
 -- Sluice: one decision on one key, every limit of the key at once, atomically (docs/algorithms.md).
 --
 -- KEYS[1]  sluice:{<key>}: the state of every limit of the key, one string
--- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode, max_delay_ns, ttl_margin_ms, limit count,
+-- ARGV     now_ms now_ns (empty: the server's TIME), cost, mode, max_delay_ns (shaping: -1 for none),
+--          ttl_margin_ms, limit count,
 --          then for each limit its algorithm (1 fixed-window, 2 sliding-log, 3 sliding-window, 4 gcra and
 --          greedy token-bucket and leaky-bucket, 5 token-bucket with interval refill), amount, period_ms, burst
 -- returns  'allowed(0|1) remaining retry_after_ns reset_after_ns delay_ns deciding_limit(0-based)
@@ -478,20 +479,24 @@ for i = 1, count do
   if w == NEVER then wait = NEVER; waiting = i; break end
   if w > wait then wait = w; waiting = i end
 end
-local fits = wait == 0 or (mode == DELAY and wait ~= NEVER and wait <= max_delay)
+-- shaping: the delay the queue ahead gives; with a max delay it must be within it too, and is after
+-- held - max_delay (the queue drains as time passes), as Rule.decide says
+local held = 0
+if mode == SHAPING then
+  for i = 1, count do held = math.max(held, limits[i].alg.reset(limits[i], states[i], t)) end
+end
+local fits = (wait == 0 and (mode ~= SHAPING or max_delay < 0 or held <= max_delay))
+  or (mode == DELAY and wait ~= NEVER and wait <= max_delay)
 if not fits then
   local retry = wait
   if wait ~= NEVER and mode == DELAY then retry = wait - max_delay end
+  if wait ~= NEVER and mode == SHAPING and max_delay >= 0 then retry = math.max(wait, held - max_delay) end
   forget_if_untouched()
   return (answer(false, retry, 0, waiting))
 end
 
-local delay = 0
-if mode == DELAY then
-  delay = wait
-elseif mode == SHAPING then
-  for i = 1, count do delay = math.max(delay, limits[i].alg.reset(limits[i], states[i], t)) end
-end
+local delay = held
+if mode == DELAY then delay = wait end
 local sections = {num(t[1]) .. ' ' .. num(t[2])}
 for i = 1, count do
   states[i] = limits[i].alg.take(limits[i], states[i], t, cost, mode == DELAY and delay or 0)

@@ -20,8 +20,8 @@
 -- constants, TIME) is paid once for all of them. In a Cluster a call carries one key.
 --
 -- KEYS     sluice:{<key>} for each decision
--- ARGV     mode (0 reject, 1 delay, 2 shaping), max_delay_ns, ttl_margin_ms (for decisions at a time passed
---          in), L, B, P (ns), T = P/L as tq + tr/L, B·T as dq + dr/L; then one argument for each key: its cost
+-- ARGV     mode (0 reject, 1 delay, 2 shaping), max_delay_ns (shaping: -1 for none), ttl_margin_ms (for
+--          decisions at a time passed in), L, B, P (ns), T = P/L as tq + tr/L, B·T as dq + dr/L; then one argument for each key: its cost
 --          (decided at the server's TIME, read once a call), or 'cost now_ms now_ns' (at a time passed in)
 -- returns  for each key 33 bytes, struct.pack '<Bdddd': allowed (the byte 0 or 1), then remaining,
 --          retry_after_ns, reset_after_ns and delay_ns as little-endian doubles (whole numbers below 2^53, so
@@ -139,15 +139,20 @@ local function decide(key, nm, nn, cost, ttl_margin)
     if f >= L then f = f - L; n = n + 1 elseif f < 0 then f = f + L; n = n - 1 end
     if n < 0 or (n == 0 and f == 0) then wait = 0 elseif f > 0 then wait = n + 1 else wait = n end
   end
-  if not (wait == 0 or (mode == 1 and wait ~= NEVER and wait <= max_delay)) then
+  -- shaping: held, the queue's delay, must be within a max delay too (decide.lua says why retry is so)
+  local held = 0
+  if mode == 2 then held = reset() end
+  if not ((wait == 0 and (mode ~= 2 or max_delay < 0 or held <= max_delay))
+      or (mode == 1 and wait ~= NEVER and wait <= max_delay)) then
     local retry = wait
     if wait ~= NEVER and mode == 1 then retry = wait - max_delay end
+    if wait ~= NEVER and mode == 2 and max_delay >= 0 and held - max_delay > wait then retry = held - max_delay end
     if untouched then call('DEL', key) end
     return answer(false, retry, 0)
   end
 
-  local delay = 0
-  if mode == 1 then delay = wait elseif mode == 2 then delay = reset() end
+  local delay = held
+  if mode == 1 then delay = wait end
   local sq, sr = step(cost)
   local bm, bn = tm, tn
   if am then bm, bn = am, an end

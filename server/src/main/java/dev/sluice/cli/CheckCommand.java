@@ -59,8 +59,8 @@ final class CheckCommand implements Callable<Integer> {
      * shows it (a review found max_delay, cost and skip_if_missing left out).
      */
     private static String mode(PolicyConfig policy) {
-        long maxDelay = policy.rule() == null ? 0 : policy.rule().maxDelayNanos();
-        return maxDelay > 0 ? policy.mode() + " up to " + DurationFormat.format(maxDelay) : policy.mode();
+        return policy.rule() != null && policy.rule().hasMaxDelay()
+                ? policy.mode() + " up to " + DurationFormat.format(policy.rule().maxDelayNanos()) : policy.mode();
     }
 
     /** A cost other than 1 a request, and a policy that passes over a request missing a key part. */

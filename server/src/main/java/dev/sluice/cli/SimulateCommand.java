@@ -68,7 +68,8 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--mode", paramLabel = "reject|delay|shaping", description = "default reject")
     String mode = "reject";
 
-    @Option(names = "--max-delay", paramLabel = "DURATION", description = "with --mode delay, such as 2s")
+    @Option(names = "--max-delay", paramLabel = "DURATION", description = "with --mode delay, how long a request may"
+            + " wait; with shaping, the longest turn in the queue a request is let in for; such as 2s")
     String maxDelay;
 
     @Option(names = "--store", paramLabel = "STORE",
@@ -260,10 +261,6 @@ final class SimulateCommand implements Callable<Integer> {
         // leaky-bucket's delay is its queue, shaping, as sluice.yaml reads mode: delay (a review found the file
         // taking what simulate refused)
         Mode chosenMode = parsedMode == Mode.DELAY && chosen == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : parsedMode;
-        if (chosenMode == Mode.SHAPING && maxDelay != null) {
-            throw new BadInput("--max-delay: leaky-bucket's delay (shaping) is a queue that holds burst requests; it"
-                    + " takes no --max-delay");
-        }
         if (burst != null && !chosen.hasBurst()) {
             throw new BadInput("--burst is for token-bucket, gcra and leaky-bucket, not " + chosen);
         }
@@ -273,8 +270,8 @@ final class SimulateCommand implements Callable<Integer> {
         if (chosenMode == Mode.DELAY && maxDelay == null) {
             throw new BadInput("--mode delay needs --max-delay");
         }
-        if (chosenMode != Mode.DELAY && maxDelay != null) {
-            throw new BadInput("--max-delay is for --mode delay");
+        if (chosenMode == Mode.REJECT && maxDelay != null) {
+            throw new BadInput("--max-delay is for --mode delay (and leaky-bucket's shaping)");
         }
         Long chosenBurst = burst == null ? null : wholeNumber("--burst", burst);
         Refill chosenRefill = refill == null ? null : option("--refill", () -> Refill.parse(refill));
@@ -299,6 +296,9 @@ final class SimulateCommand implements Callable<Integer> {
             parsed.add(chosenLimit);
         }
         long delay = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
+        if (chosenMode == Mode.SHAPING && maxDelay != null && delay <= 0) { // Rule.of would read 0 as none
+            throw new BadInput("--max-delay: must be > 0, got " + maxDelay);
+        }
         if (chosenMode != Mode.DELAY) {
             return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
         }

@@ -158,7 +158,7 @@ class SimulateLauncherIT {
         if (scenario.mode() != Mode.REJECT) {
             args.addAll(List.of("--mode", scenario.mode().label()));
         }
-        if (scenario.mode() == Mode.DELAY) {
+        if (scenario.mode() == Mode.DELAY || scenario.mode() == Mode.SHAPING && scenario.maxDelayNanos() > 0) {
             args.addAll(List.of("--max-delay", DurationFormat.format(scenario.maxDelayNanos())));
         }
         args.addAll(List.of("--trace", trace.toString()));

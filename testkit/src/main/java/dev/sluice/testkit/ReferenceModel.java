@@ -69,6 +69,20 @@ public final class ReferenceModel {
             }
         }
         boolean admitted = wait == 0 || (mode == Mode.DELAY && wait <= maxDelay);
+        if (mode == Mode.SHAPING && maxDelay > 0 && maxDelay != Long.MAX_VALUE) { // 0 and Long.MAX_VALUE: none
+            // held at most maxDelay: rejected until the room is there and the queue ahead within it, by search
+            long retry = smallestWait(t, u -> {
+                for (Meter meter : meters) {
+                    if (!meter.admits(u, cost) || ((Leaky) meter).queueAhead(u) > maxDelay) {
+                        return false;
+                    }
+                }
+                return true;
+            });
+            if (retry > 0) {
+                return forgetIfUntouched(key, t, summary(false, meters, t, retry, 0, waiting));
+            }
+        }
         if (!admitted) {
             return forgetIfUntouched(key, t, summary(false, meters, t, mode == Mode.DELAY ? wait - maxDelay : wait, 0, waiting));
         }

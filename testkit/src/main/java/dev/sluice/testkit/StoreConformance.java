@@ -6,6 +6,7 @@ import dev.sluice.Limit;
 import dev.sluice.ManualClock;
 import dev.sluice.Mode;
 import dev.sluice.RateLimiter;
+import dev.sluice.Sleeper;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.store.Store;
 import org.junit.jupiter.api.Test;
@@ -185,6 +186,36 @@ public abstract class StoreConformance {
         expect(limiter.tryAcquire("k"), false, 0, 500 * MS, 1500 * MS, 0);
         at(TEN_O_CLOCK + 500 * MS);
         expect(limiter.tryAcquire("k"), true, 0, 0, 1500 * MS, S);
+    }
+
+    /**
+     * acquire(maxWait) on a shaping queue holds a request at most maxWait: it is let into the queue only if its
+     * turn comes within it (a review found a 1 s queue slept through a maxWait of 100 ms).
+     */
+    @Test
+    void acquireLetsIntoAShapingQueueOnlyWhatLeavesWithinMaxWait() throws InterruptedException {
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.LEAKY_BUCKET).limit("2/1s burst=3")
+                .mode(Mode.SHAPING).store(newStore()).clock(clock).sleeper(Sleeper.advancing(clock)).build();
+        expect(limiter.tryAcquire("k"), true, 2, 0, 500 * MS, 0);
+        expect(limiter.tryAcquire("k"), true, 1, 0, S, 500 * MS);
+        // the queue ahead drains in 1 s: past 600 ms, so nothing is taken; after 400 ms it would be within
+        expect(limiter.acquire("k", Duration.ofMillis(600)), false, 1, 400 * MS, S, 0);
+        assertThat(clock.nanos()).as("not waited: the queue drains no faster than the wait runs out")
+                .isEqualTo(TEN_O_CLOCK);
+        // no time to wait: only an empty queue would do, and it empties in 1 s
+        expect(limiter.acquire("k", Duration.ZERO), false, 1, S, S, 0);
+        // within 1 s: admitted into the queue, held its turn of 1 s
+        expect(limiter.acquire("k", Duration.ofSeconds(1)), true, 0, 0, 1500 * MS, S);
+        assertThat(clock.nanos()).isEqualTo(TEN_O_CLOCK + S);
+        // at 1 s one turn of 500 ms is ahead; two more fill the queue, which then drains in 1.5 s
+        expect(limiter.tryAcquire("k"), true, 1, 0, S, 500 * MS);
+        expect(limiter.tryAcquire("k"), true, 0, 0, 1500 * MS, S);
+        // room opens in 500 ms, and the turn is then 1 s away: 1.5 s in all, past a wait of 1 s
+        expect(limiter.acquire("k", Duration.ofSeconds(1)), false, 0, 500 * MS, 1500 * MS, 0);
+        assertThat(clock.nanos()).isEqualTo(TEN_O_CLOCK + S);
+        // within 2 s: waits 500 ms for the room, then is held its turn of 1 s
+        expect(limiter.acquire("k", Duration.ofSeconds(2)), true, 0, 0, 1500 * MS, S);
+        assertThat(clock.nanos()).isEqualTo(TEN_O_CLOCK + 2500 * MS);
     }
 
     @Test
@@ -460,7 +491,11 @@ public abstract class StoreConformance {
                 Scenario.of(Algorithm.GCRA, "3/1s burst=5", "10/7s"),
                 Scenario.of(Algorithm.GCRA, "3/1s burst=2", "11/7s").with(Mode.DELAY, 900 * MS),
                 Scenario.of(Algorithm.LEAKY_BUCKET, "3/1s burst=4"),
-                Scenario.of(Algorithm.LEAKY_BUCKET, "3/1s burst=4", "5/3s").with(Mode.SHAPING, 0));
+                Scenario.of(Algorithm.LEAKY_BUCKET, "3/1s burst=4", "5/3s").with(Mode.SHAPING, 0),
+                Scenario.of(Algorithm.LEAKY_BUCKET, "3/1s burst=4").with(Mode.SHAPING, 0),
+                // shaping that holds at most a max delay: what acquire(maxWait) decides by
+                Scenario.of(Algorithm.LEAKY_BUCKET, "3/1s burst=4").with(Mode.SHAPING, 700 * MS),
+                Scenario.of(Algorithm.LEAKY_BUCKET, "3/1s burst=4", "5/3s").with(Mode.SHAPING, 1200 * MS));
     }
 
     @ParameterizedTest(name = "{0}")

@@ -398,12 +398,10 @@ public final class ConfigLoader {
         }
         long maxDelay = 0;
         if (fields.containsKey("max_delay")) {
-            if (mode == Mode.SHAPING) {
-                throw error(fields.get("max_delay"), field + ".max_delay", "leaky-bucket in mode: delay (shaping) is a queue"
-                        + " that holds burst requests; it takes no max_delay");
-            }
-            if (mode != Mode.DELAY) {
-                throw error(fields.get("max_delay"), field + ".max_delay", "max_delay is for mode: delay");
+            // shaping too: a request whose turn in the queue is further off than max_delay is rejected instead
+            if (mode != Mode.DELAY && mode != Mode.SHAPING) {
+                throw error(fields.get("max_delay"), field + ".max_delay", "max_delay is for mode: delay (and "
+                        + "leaky-bucket's shaping)");
             }
             maxDelay = positiveDuration(fields.get("max_delay"), field + ".max_delay");
         } else if (mode == Mode.DELAY) {

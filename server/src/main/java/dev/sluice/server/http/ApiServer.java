@@ -460,7 +460,7 @@ public final class ApiServer implements AutoCloseable {
             ArrayNode key = item.putArray("key");
             policy.key().forEach(part -> key.add(part.toString()));
             item.put("mode", policy.mode());
-            if (policy.rule() != null && policy.rule().maxDelayNanos() > 0) {
+            if (policy.rule() != null && policy.rule().hasMaxDelay()) {
                 item.put("max_delay", dev.sluice.DurationFormat.format(policy.rule().maxDelayNanos()));
             }
             // what check prints too: which requests, at what cost (a review found them left out)

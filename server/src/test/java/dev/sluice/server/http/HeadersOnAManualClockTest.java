@@ -51,6 +51,13 @@ class HeadersOnAManualClockTest {
                 limits: [1/1s]
                 mode: delay
                 max_delay: 5s
+              - name: queue
+                match: {path: /queue}
+                key: [header:X-User]
+                algorithm: leaky-bucket
+                limits: [4/1s burst=4]
+                mode: shaping
+                max_delay: 600ms
             """;
 
     private final ManualClock clock = new ManualClock(TEN_O_CLOCK + 3_200 * MS);
@@ -130,6 +137,25 @@ class HeadersOnAManualClockTest {
         assertThat(rateLimitHeaders(held)).isEqualTo(Map.of("status", "200", "RateLimit-Policy", "\"valve\";q=1;w=1",
                 "RateLimit", "\"valve\";r=0;t=1", "X-RateLimit-Limit", "1", "X-RateLimit-Remaining", "0",
                 "X-RateLimit-Reset", "1"));
+    }
+
+    /**
+     * A queue with a max delay lets in only a request whose turn comes within it: turns of 0, 250 and 500 ms are held
+     * and forwarded, one of 750 ms is answered 429 at once, to come back once 150 ms have drained.
+     */
+    @Test
+    void aQueueWithAMaxDelayRejectsATurnFurtherOff() throws Exception {
+        long sent = System.nanoTime();
+        for (int i = 0; i < 3; i++) {
+            assertThat(get("/queue", "dave").statusCode()).isEqualTo(200);
+        }
+        assertThat(System.nanoTime() - sent).as("held 0, 250 and 500 ms").isGreaterThanOrEqualTo(750 * MS);
+        HttpResponse<String> rejected = get("/queue", "dave");
+        assertThat(rateLimitHeaders(rejected)).containsEntry("status", "429").containsEntry("Retry-After", "1");
+        assertThat(JSON.readTree(rejected.body()).get("retry_after_ms").asLong()).isEqualTo(150);
+        clock.set(clock.nanos() + 150 * MS);
+        assertThat(get("/queue", "dave").statusCode()).as("its turn is now 600 ms off").isEqualTo(200);
+        assertThat(upstream.requests.get()).isEqualTo(4);
     }
 
     private HttpResponse<String> get(String path, String user) throws Exception {
