@@ -255,6 +255,19 @@ class ConfigLoaderTest {
         assertThatThrownBy(() -> ConfigLoader.load(latin1)).hasMessage(latin1 + ":2: not valid UTF-8 (byte 24)");
     }
 
+    /**
+     * A line of a mebibyte or more is refused at its line: the YAML parser's time grows with the square of a line's
+     * length (a review measured 7 s for one line of 4 MiB), so a 16 MiB file of one line would hold a start for minutes.
+     */
+    @Test
+    void refusesALineTooLongToParseInGoodTime() throws Exception {
+        String longest = "# " + "x".repeat((1 << 20) - 2);
+        assertThat(ConfigLoader.parse("t.yaml", longest + "\n" + GOOD).policies()).hasSize(1);
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", GOOD + longest + "x\n"))
+                .hasMessage("t.yaml:6: a line of 1048577 characters, longer than the 1048576 read: break it up (a list"
+                        + " may take one item a line)");
+    }
+
     @Test
     void namesAMissingFile() {
         assertThatThrownBy(() -> ConfigLoader.load(Path.of("/no/such/sluice.yaml")))

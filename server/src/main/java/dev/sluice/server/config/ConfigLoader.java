@@ -83,8 +83,17 @@ public final class ConfigLoader {
         return new ConfigLoader(file);
     }
 
+    /**
+     * The longest line read, in chars. SnakeYAML keeps a token it scans (a comment, a scalar) in a window it copies
+     * again at every 1,024 chars it reads, so one long line costs the square of its length: 4 MiB took 7 s, 16 MiB
+     * (the largest file read) would take minutes. No configuration needs a line of this length; a flow list that
+     * long can be written one item a line.
+     */
+    static final int MAX_LINE = 1 << 20;
+
     /** The YAML tree of {@code text}, or null for an empty file. */
     Node compose(String text) throws ConfigException {
+        checkLines(text);
         try (Reader reader = new StringReader(text)) {
             LoaderOptions options = new LoaderOptions();
             options.setCodePointLimit(TextFile.MAX_BYTES); // as large as a file read may be (3 MiB by default: a review)
@@ -106,6 +115,22 @@ public final class ConfigLoader {
                     + String.format(" (U+%04X)", codePoint));
         } catch (IOException | RuntimeException e) {
             throw new ConfigException(file + ":1: not valid YAML: " + e.getMessage());
+        }
+    }
+
+    /** Refuses a line longer than {@link #MAX_LINE}, naming it. */
+    private void checkLines(String text) throws ConfigException {
+        int line = 1;
+        int start = 0;
+        for (int at = 0; at <= text.length(); at++) {
+            if (at == text.length() || text.charAt(at) == '\n') {
+                if (at - start > MAX_LINE) {
+                    throw new ConfigException(file + ":" + line + ": a line of " + (at - start) + " characters, longer"
+                            + " than the " + MAX_LINE + " read: break it up (a list may take one item a line)");
+                }
+                line++;
+                start = at + 1;
+            }
         }
     }
 
