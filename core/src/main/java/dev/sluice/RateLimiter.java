@@ -197,28 +197,40 @@ public final class RateLimiter {
         Clock waiting = clock != null ? clock : Clock.system();
         long deadline = waiting.nanos() + budget; // a time of at most 2^62 and a budget of at most 2^58
         boolean shaping = rule.mode() == Mode.SHAPING;
+        long asked = budget;
         while (true) {
-            // shaping holds for at most what is left: its rejection's retry_after is then already the wait for the
-            // same call, and a queue that drains past the budget (reset_after) will not drain into it
-            Decision decision = decide(budget == 0 ? rejecting : shaping ? delaying(Math.min(budget, longestWait))
-                    : rule, key, cost);
+            Decision decision = decide(budget == 0 ? rejecting : shaping ? delaying(holding(budget, asked)) : rule,
+                    key, cost);
             if (decision.allowed()) {
                 if (decision.delayNanos() > 0) {
                     sleeper.sleep(decision.delayNanos());
                 }
                 return decision;
             }
-            if (decision.never() || decision.retryAfterNanos() > budget
-                    || shaping && decision.resetAfterNanos() > budget) {
-                return budget == 0 || decision.never() || shaping ? decision : new Decision(false,
-                        decision.remaining(), decision.retryAfterNanos() - budget, decision.resetAfterNanos(), 0,
-                        decision.limit(), decision.limitResetAfterNanos());
+            // a shaping queue whose turn is past what is left (its reset_after: the queue drains as the wait runs
+            // out) never comes within it, however long one waits; one whose turn is within it is waited on for room
+            long beyond = (shaping ? decision.resetAfterNanos() : decision.retryAfterNanos()) - budget;
+            if (decision.never() || beyond > 0 || decision.retryAfterNanos() > budget) {
+                return budget == 0 || decision.never() ? decision : new Decision(false, decision.remaining(), beyond,
+                        decision.resetAfterNanos(), 0, decision.limit(), decision.limitResetAfterNanos());
             }
             sleeper.sleep(decision.retryAfterNanos());
             // less the wait asked for too: a clock that the sleep does not move (a manual one, a test's) must not make
             // the same rejection come back for ever (a review found it)
             budget = Math.max(0, Math.min(budget - decision.retryAfterNanos(), deadline - waiting.nanos()));
         }
+    }
+
+    /**
+     * The longest a shaping queue may hold a request with {@code budget} left of {@code asked}: all of it at the
+     * first decision, and after a wait for room what is left, rounded down to a 64th of {@code asked}. A store keeps
+     * what it works out per rule (below), and a rule for each nanosecond left would be a new one at every wait (a
+     * review counted 202 rules in 200 calls); rounded, a {@code maxWait} makes 65 at most. It can give up when the
+     * turn is less than a 64th of {@code maxWait} beyond what is rounded, never wait past it.
+     */
+    private long holding(long budget, long asked) {
+        long step = Math.max(1, asked / 64);
+        return Math.min(budget == asked ? budget : budget - budget % step, longestWait);
     }
 
     /**
@@ -294,10 +306,15 @@ public final class RateLimiter {
             return limit(Limit.parse(limit));
         }
 
-        /** Reject (the default), or shaping for leaky-bucket. For delay mode use {@link #delay(Duration)}. */
+        /**
+         * Reject (the default), or shaping for leaky-bucket (a queue as long as its burst, with no max delay: for
+         * one, {@link #rule} a {@code Rule.of(..., Mode.SHAPING, maxDelay)}). For delay mode use {@link #delay}.
+         */
         public Builder mode(Mode mode) {
+            if (mode != this.mode) {
+                this.maxDelayNanos = mode == Mode.SHAPING ? Rule.NO_MAX_DELAY : 0;
+            }
             this.mode = mode;
-            this.maxDelayNanos = 0;
             return this;
         }
 

@@ -56,7 +56,7 @@ public final class Shaper implements AutoCloseable {
     private volatile boolean closed;
 
     private Shaper(Limit limit, Executor executor) {
-        this.rule = Rule.of(Algorithm.LEAKY_BUCKET, List.of(limit), Mode.SHAPING, 0);
+        this.rule = Rule.of(Algorithm.LEAKY_BUCKET, List.of(limit), Mode.SHAPING, Rule.NO_MAX_DELAY);
         this.executor = executor;
         this.rate = limit.amount();
         this.capacity = limit.burst();

@@ -205,6 +205,42 @@ class RateLimiterFacesTest {
         assertThat(limiter.acquire("k", Duration.ofMillis(500)).retryAfterNanos()).isEqualTo(S / 2);
     }
 
+    /**
+     * A shaping acquire that waits for room asks again with what is left of maxWait, rounded to a 64th of it: a store
+     * keeps what it works out per rule, and a review counted 202 rules in 200 calls when each nanosecond left made one.
+     */
+    @Test
+    void aShapingAcquireThatWaitsForRoomAsksTheStoreFewRules() throws InterruptedException {
+        java.util.Set<dev.sluice.algorithm.Rule> rules = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        dev.sluice.store.Store memory = dev.sluice.store.InMemoryStore.builder().clock(clock).build();
+        dev.sluice.store.Store recording = (dev.sluice.store.Store) java.lang.reflect.Proxy.newProxyInstance(
+                getClass().getClassLoader(), new Class<?>[] {dev.sluice.store.Store.class}, (proxy, method, args) -> {
+                    for (Object argument : args == null ? new Object[0] : args) {
+                        if (argument instanceof dev.sluice.algorithm.Rule rule) {
+                            rules.add(rule);
+                        }
+                    }
+                    try {
+                        return method.invoke(memory, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        RateLimiter limiter = limiter(Algorithm.LEAKY_BUCKET, "3/1s burst=3").mode(Mode.SHAPING).store(recording)
+                .build();
+        for (int i = 0; i < 200; i++) {
+            clock.advance(Duration.ofNanos(7_919_993L * i % 400_000_000L)); // the queue found at a different level each time
+            while (limiter.tryAcquire("k").allowed()) {
+                // others fill the queue
+            }
+            long start = clock.nanos();
+            Decision admitted = limiter.acquire("k", Duration.ofSeconds(2));
+            assertThat(admitted.allowed()).isTrue();
+            assertThat(clock.nanos() - start).as("within maxWait").isLessThanOrEqualTo(2 * S);
+        }
+        assertThat(rules).as("the rule, and at most 65 for one maxWait").hasSizeLessThanOrEqualTo(66);
+    }
+
     /** "Wait forever" is as long as the rule can ask, not an error about a delay mode the caller never set. */
     @Test
     void aMaxWaitBeyondAnyWaitIsTakenAsTheLongest() throws InterruptedException {

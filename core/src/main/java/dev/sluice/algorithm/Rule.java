@@ -38,7 +38,8 @@ public final class Rule {
     public static final long MAX_TIME_NANOS = 1L << 62;
     /**
      * The max delay of a shaping rule that holds a request as long as its place in the queue asks, however
-     * long (what {@code Rule.of(..., SHAPING, 0)} makes).
+     * long: the queue's length is its only bound (nginx's {@code limit_req burst=N}). A max delay of 0 holds
+     * nothing, admitting only into an empty queue.
      */
     public static final long NO_MAX_DELAY = Long.MAX_VALUE;
 
@@ -87,9 +88,8 @@ public final class Rule {
     /**
      * A rule, checked: at least one limit; burst only where the algorithm has one; interval refill only for
      * token-bucket; delay mode only for token-bucket and gcra, with {@code 0 < max_delay}; shaping only for
-     * leaky-bucket, with no max delay ({@code 0} or {@link #NO_MAX_DELAY}) or one of {@code 0 < max_delay}. (A
-     * shaping rule that holds nothing, admitting only into an empty queue, is {@code delaying(0)}: it is what
-     * {@code acquire} with no time to wait decides by, and no rule to configure.)
+     * leaky-bucket, with {@link #NO_MAX_DELAY} or a max delay of {@code 0 <= max_delay} (0: a queue that holds
+     * nothing, what {@code acquire} with no time to wait decides by).
      *
      * @throws IllegalArgumentException naming what is wrong
      */
@@ -134,12 +134,10 @@ public final class Rule {
             if (algorithm != Algorithm.LEAKY_BUCKET) {
                 throw new IllegalArgumentException("shaping mode is for leaky-bucket, not " + algorithm);
             }
-            if (maxDelayNanos == 0 || maxDelayNanos == NO_MAX_DELAY) {
-                return new Rule(algorithm, limits, mode, NO_MAX_DELAY);
-            }
-            if (maxDelayNanos < 0 || maxDelayNanos > DurationFormat.MAX_NANOS) {
-                throw new IllegalArgumentException("shaping needs a max delay between 0 (none) and "
-                        + DurationFormat.format(DurationFormat.MAX_NANOS) + ", got " + maxDelayNanos + "ns");
+            if (maxDelayNanos != NO_MAX_DELAY && (maxDelayNanos < 0 || maxDelayNanos > DurationFormat.MAX_NANOS)) {
+                throw new IllegalArgumentException("shaping takes a max delay between 0 and "
+                        + DurationFormat.format(DurationFormat.MAX_NANOS) + " (or none: NO_MAX_DELAY), got "
+                        + maxDelayNanos + "ns");
             }
         } else if (maxDelayNanos != 0) {
             throw new IllegalArgumentException("a max delay is for delay mode, not " + mode.label());
@@ -189,11 +187,8 @@ public final class Rule {
      */
     public Rule delaying(long maxDelayNanos) {
         if (mode == Mode.SHAPING) {
-            if (maxDelayNanos < 0) {
-                throw new IllegalArgumentException("a max delay must be >= 0, got " + maxDelayNanos + "ns");
-            }
             long hold = Math.min(this.maxDelayNanos, maxDelayNanos);
-            return hold == this.maxDelayNanos ? this : new Rule(algorithm, limits, mode, hold);
+            return hold == this.maxDelayNanos ? this : of(algorithm, limits, mode, hold);
         }
         long delay = mode == Mode.DELAY ? Math.min(this.maxDelayNanos, maxDelayNanos) : maxDelayNanos;
         return delay == this.maxDelayNanos && mode == Mode.DELAY ? this : of(algorithm, limits, Mode.DELAY, delay);
@@ -331,7 +326,8 @@ public final class Rule {
         }
         long held = mode == Mode.SHAPING ? longestReset(current, t) : 0;
         if (!fits(wait, held)) {
-            return new Outcome(summarize(false, current, t, retryAfter(wait, held), 0, waiting), unchanged, t);
+            int decider = mode == Mode.SHAPING && wait != Transition.NEVER ? longestToHold(current, t, cost) : waiting;
+            return new Outcome(summarize(false, current, t, retryAfter(wait, held), 0, decider), unchanged, t);
         }
         long delay = mode == Mode.DELAY ? wait : held;
         KeyState[] next = new KeyState[count];
@@ -340,6 +336,24 @@ public final class Rule {
         }
         return new Outcome(summarize(true, next, t, 0, delay, -1),
                 new KeyState.Stack(t, t + longestReset(next, t), next), t);
+    }
+
+    /**
+     * The deciding limit of a shaping rejection: the first whose own wait, {@code max(wait, reset - max_delay)},
+     * is the longest (the queue too long to join, rather than the limit with the least room).
+     */
+    private int longestToHold(KeyState[] states, long t, long cost) {
+        long longest = -1;
+        int decider = 0;
+        for (int i = 0; i < states.length; i++) {
+            long limitWait = Math.max(transitions[i].wait(states[i], t, cost),
+                    transitions[i].resetAfter(states[i], t) - maxDelayNanos);
+            if (limitWait > longest) {
+                longest = limitWait;
+                decider = i;
+            }
+        }
+        return decider;
     }
 
     private long longestReset(KeyState[] states, long t) {

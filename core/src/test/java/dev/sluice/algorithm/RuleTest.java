@@ -48,33 +48,51 @@ class RuleTest {
     /** Shaping with a max delay: what acquire(maxWait) decides a shaping queue by. */
     @Test
     void shapingHoldsAtMostItsMaxDelay() {
-        Rule unbounded = Rule.of(Algorithm.LEAKY_BUCKET, List.of(Limit.parse("2/1s burst=3")), Mode.SHAPING, 0);
-        assertThat(unbounded.maxDelayNanos()).isEqualTo(Rule.NO_MAX_DELAY);
+        List<Limit> queue = List.of(Limit.parse("2/1s burst=3"));
+        Rule unbounded = Rule.of(Algorithm.LEAKY_BUCKET, queue, Mode.SHAPING, Rule.NO_MAX_DELAY);
         assertThat(unbounded.hasMaxDelay()).isFalse();
         assertThat(unbounded.toString()).isEqualTo("leaky-bucket [2/1s burst=3] shaping");
         Rule capped = unbounded.delaying(600_000_000);
         assertThat(capped.toString()).isEqualTo("leaky-bucket [2/1s burst=3] shaping max_delay=600ms");
-        assertThat(capped).isEqualTo(Rule.of(Algorithm.LEAKY_BUCKET, List.of(Limit.parse("2/1s burst=3")), Mode.SHAPING,
-                600_000_000));
+        assertThat(capped).isEqualTo(Rule.of(Algorithm.LEAKY_BUCKET, queue, Mode.SHAPING, 600_000_000));
         assertThat(capped.delaying(900_000_000)).isSameAs(capped);
         Rule nothing = unbounded.delaying(0);
-        assertThat(nothing.maxDelayNanos()).isZero();
-        assertThat(nothing).isNotEqualTo(unbounded);
+        assertThat(nothing).isEqualTo(Rule.of(Algorithm.LEAKY_BUCKET, queue, Mode.SHAPING, 0)).isNotEqualTo(unbounded);
+        assertThat(nothing.toString()).isEqualTo("leaky-bucket [2/1s burst=3] shaping max_delay=0s");
         long t = 1_000_000_000_000L;
         // two in the queue: the third would be held 1 s
         KeyState state = unbounded.decide(null, t, 2).next();
-        Outcome held = unbounded.decide(state, t, 1);
-        assertThat(held.decision().delayNanos()).isEqualTo(1_000_000_000L);
+        assertThat(unbounded.decide(state, t, 1).decision().delayNanos()).isEqualTo(1_000_000_000L);
         Outcome past = capped.decide(state, t, 1);
         assertThat(past.decision().allowed()).isFalse();
         assertThat(past.decision().retryAfterNanos()).as("1 s less 600 ms").isEqualTo(400_000_000L);
         assertThat(past.next()).isSameAs(state);
         assertThat(nothing.decide(state, t, 1).decision().retryAfterNanos()).isEqualTo(1_000_000_000L);
         assertThat(nothing.decide(null, t, 1).decision().allowed()).as("an empty queue holds nothing").isTrue();
-        assertThatThrownBy(() -> Rule.of(Algorithm.LEAKY_BUCKET, ONE, Mode.SHAPING, -1))
-                .hasMessage("shaping needs a max delay between 0 (none) and "
-                        + dev.sluice.DurationFormat.format(dev.sluice.DurationFormat.MAX_NANOS) + ", got -1ns");
-        assertThatThrownBy(() -> unbounded.delaying(-1)).hasMessage("a max delay must be >= 0, got -1ns");
+        String bounds = "shaping takes a max delay between 0 and "
+                + dev.sluice.DurationFormat.format(dev.sluice.DurationFormat.MAX_NANOS) + " (or none: NO_MAX_DELAY), got ";
+        assertThatThrownBy(() -> Rule.of(Algorithm.LEAKY_BUCKET, ONE, Mode.SHAPING, -1)).hasMessage(bounds + "-1ns");
+        assertThatThrownBy(() -> unbounded.delaying(-1)).hasMessage(bounds + "-1ns");
+        // a review found delaying() past the bound of of(): a rule Builder.rule() then refused
+        assertThatThrownBy(() -> unbounded.delaying(1L << 60)).hasMessage(bounds + (1L << 60) + "ns");
+    }
+
+    /**
+     * The deciding limit of a shaping rejection is the queue too long to join: here the 1/1s one (its turn 2 s off,
+     * 1.4 s past the max delay), not the 10/1s one, which has the least room (a review found that one reported).
+     */
+    @Test
+    void aShapingRejectionIsDecidedByTheQueueTooLong() {
+        List<Limit> limits = List.of(Limit.parse("1/1s burst=5"), Limit.parse("10/1s burst=3"));
+        Rule rule = Rule.of(Algorithm.LEAKY_BUCKET, limits, Mode.SHAPING, 600_000_000);
+        long t = 1_000_000_000_000L;
+        KeyState state = Rule.of(Algorithm.LEAKY_BUCKET, limits, Mode.SHAPING, Rule.NO_MAX_DELAY).decide(null, t, 2)
+                .next();
+        dev.sluice.Decision rejected = rule.decide(state, t, 1).decision();
+        assertThat(rejected.allowed()).isFalse();
+        assertThat(rejected.retryAfterNanos()).isEqualTo(1_400_000_000L);
+        assertThat(rejected.limit()).isEqualTo(limits.get(0));
+        assertThat(rejected.limitResetAfterNanos()).isEqualTo(2_000_000_000L);
     }
 
     /** An interval refill's debt over max_delay (max_delay / P + 2 refills of L) must stay within 2^61. */

@@ -89,26 +89,6 @@ final class RespReader {
         }
     }
 
-    /**
-     * Waits a millisecond at most for bytes from {@code socket}: true if some are buffered.
-     *
-     * @throws IOException if Redis closed the connection
-     */
-    boolean poll(Socket socket, int readTimeoutMs) throws IOException {
-        if (at < end) {
-            return true;
-        }
-        socket.setSoTimeout(1);
-        try {
-            refill();
-            return true;
-        } catch (SocketTimeoutException nothing) {
-            return false;
-        } finally {
-            socket.setSoTimeout(readTimeoutMs);
-        }
-    }
-
     private void fill(byte[] value) throws IOException {
         int filled = 0;
         while (filled < value.length) {

@@ -55,9 +55,10 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>A connection lost (Redis stopped, the connection reset, an answer that is not RESP) fails every call in
  *       line with {@link RedisConnectionException}; the reading thread connects again after 1 ms, then 2, 4, ...
  *       up to a second between attempts, and meanwhile calls fail at once, as Lettuce's connections do with
- *       {@code REJECT_COMMANDS}. A connection idle for a second is looked at, so that one Redis closed while
- *       nothing was in line is made again before a call fails on it. Each connection, made again too, is
- *       checked with {@code PING} after its {@code AUTH}, {@code SELECT} and {@code CLIENT SETNAME}.</li>
+ *       {@code REJECT_COMMANDS}. A connection idle for a second sends a {@code PING}: Redis's {@code timeout}
+ *       then never closes it, and one closed otherwise is made again before a call fails on it. Each
+ *       connection, made again too, is checked with {@code PING} after its {@code AUTH}, {@code SELECT} and
+ *       {@code CLIENT SETNAME}.</li>
  *   <li>A Redis that holds the connection open but does not answer: the calls stay in line (their answers come
  *       in order once it answers again); the batchers time their decisions out, not this connection. But once
  *       it has not read for so long that a write blocks (its buffers and the socket's full), a write blocked for
@@ -68,9 +69,10 @@ import java.util.concurrent.locks.LockSupport;
 final class ScriptConnection implements AutoCloseable, Executor {
     private static final long FIRST_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long LAST_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
-    /** How often an idle connection is looked at, so that one Redis closed meanwhile is made again before a call. */
+    /** How often an idle connection sends a PING ({@link #idleUntilWoken}). */
     private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final String[] NO_WORDS = {};
+    private static final String[] PING = {"PING"};
     /**
      * A connection on which calls wait and nothing has come for this many of the store's timeouts, and at least
      * {@link #SILENT_LIMIT_LEAST_MS}, is taken for lost ({@link #silentLimitMs}).
@@ -398,7 +400,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     }
                     if (task != null) {
                         runHanded(task);
-                    } else if (idleUntilWoken(current)) {
+                    } else if (idleUntilWoken()) {
                         Object answer;
                         try {
                             answer = current.in.read();
@@ -430,13 +432,14 @@ final class ScriptConnection implements AutoCloseable, Executor {
     /**
      * Parks while {@link #idle}; true if there is an answer to read now (the thread was not idle, or a call was
      * written meanwhile), false to look again (woken for a handed call, or closing). Every second of idleness it
-     * looks at the socket (for a millisecond at most, not idle meanwhile, so nothing is handed to it): a Redis
-     * that closed the connection while nothing was in line (its {@code timeout}, {@code CLIENT KILL}, a restart)
-     * is then found and the connection made again before a call fails on it, as Lettuce's event loop finds it.
-     *
-     * @throws IOException if Redis closed the connection, or sent bytes no call asked for
+     * sends a {@code PING}, in line as any call, its answer read as theirs. Redis's {@code timeout} counts from a
+     * client's last command, so it never closes this connection as idle: before, it did, and the calls written in
+     * the second before the next look each failed, decided by the failure policy. A Redis that closed the
+     * connection otherwise ({@code CLIENT KILL}, a restart) is found by the PING, and the connection made again
+     * before a call fails on it; one that holds it and answers nothing, by the PING's silence
+     * ({@link #silentLimitMs}).
      */
-    private boolean idleUntilWoken(Link current) throws IOException {
+    private boolean idleUntilWoken() {
         while (true) {
             synchronized (lock) {
                 if (!idle) {
@@ -460,15 +463,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 }
                 idle = false;
             }
-            boolean buffered = current.in.poll(current.socket, silentLimitMs);
-            synchronized (lock) {
-                if (buffered && line.isEmpty()) {
-                    throw new IOException("bytes no call asked for");
-                }
-                if (line.isEmpty() && handed.isEmpty()) {
-                    idle = true;
-                }
-            }
+            send(new Pending(new CompletableFuture<>(), null, null, PING, false), null); // its answer waited for above
         }
     }
 

@@ -490,7 +490,16 @@ local fits = (wait == 0 and (mode ~= SHAPING or max_delay < 0 or held <= max_del
 if not fits then
   local retry = wait
   if wait ~= NEVER and mode == DELAY then retry = wait - max_delay end
-  if wait ~= NEVER and mode == SHAPING and max_delay >= 0 then retry = math.max(wait, held - max_delay) end
+  if wait ~= NEVER and mode == SHAPING and max_delay >= 0 then
+    retry = math.max(wait, held - max_delay)
+    -- the deciding limit: the first whose own wait, max(wait, reset - max_delay), is the longest (Rule.longestToHold)
+    local longest = -1
+    for i = 1, count do
+      local w = math.max(limits[i].alg.wait(limits[i], states[i], t, cost),
+        limits[i].alg.reset(limits[i], states[i], t) - max_delay)
+      if w > longest then longest = w; waiting = i end
+    end
+  end
   forget_if_untouched()
   return (answer(false, retry, 0, waiting))
 end

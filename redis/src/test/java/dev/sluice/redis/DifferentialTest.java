@@ -129,7 +129,7 @@ class DifferentialTest {
                 far(scenario(Algorithm.GCRA, Mode.REJECT, 0, "94906265/1s"), 999_983, START),
                 far(scenario(Algorithm.TOKEN_BUCKET, Mode.REJECT, 0, "90000000/3ms burst=94906265"), 999_983, START),
                 far(scenario(Algorithm.TOKEN_BUCKET, Mode.REJECT, 0, "5/50d", "2/9d"), 1, START),
-                far(scenario(Algorithm.LEAKY_BUCKET, Mode.SHAPING, 0, "4/50d"), 1, START),
+                far(scenario(Algorithm.LEAKY_BUCKET, Mode.SHAPING, Rule.NO_MAX_DELAY, "4/50d"), 1, START),
                 far(scenario(Algorithm.FIXED_WINDOW, Mode.REJECT, 0, "1099511627776/7ms"), 99_999_999_977L, START),
                 far(scenario(Algorithm.FIXED_WINDOW, Mode.REJECT, 0, "3/100d", "2/9d"), 1, START),
                 far(scenario(Algorithm.GCRA, Mode.REJECT, 0, "3/1d"), 1, late),

@@ -324,6 +324,36 @@ class ScriptConnectionTest {
     }
 
     /**
+     * Redis's {@code timeout} never closes a connection of Sluice's: an idle one sends a PING a second. Before, Redis
+     * closed it after {@code timeout} seconds, and the calls written before the next look failed on it (decided by
+     * the failure policy, fail-open admitting them unlimited).
+     */
+    @Test
+    void redisTimeoutNeverClosesAnIdleConnection() throws Exception {
+        try (RedisServer own = RedisServer.start(); ScriptConnection connection = connect(own, new AtomicInteger())) {
+            try (Resp resp = own.connect()) {
+                resp.call("CONFIG", "SET", "timeout", "2");
+            }
+            assertThat(echo(connection, "k", "before")).isEqualTo("before:k");
+            long connections = connectionsReceived(own);
+            Thread.sleep(6_500); // three of Redis's timeouts, idle
+            assertThat(echo(connection, "k", "after")).isEqualTo("after:k");
+            assertThat(connectionsReceived(own)).as("never closed, so never made again: only the look's own connection")
+                    .isEqualTo(connections + 1);
+        }
+    }
+
+    /** Redis's count of the connections it accepted, this look's own among them. */
+    private static long connectionsReceived(RedisServer server) throws Exception {
+        try (Resp resp = server.connect()) {
+            return ((String) resp.call("INFO", "stats")).lines()
+                    .filter(line -> line.startsWith("total_connections_received:"))
+                    .mapToLong(line -> Long.parseLong(line.substring(line.indexOf(':') + 1).trim())).findFirst()
+                    .orElseThrow();
+        }
+    }
+
+    /**
      * Redis killed while the connection is idle: the calls right after fail, none waits, and the connection is
      * made again once Redis is back (the first call may meet the dead socket on its write or on its read).
      */

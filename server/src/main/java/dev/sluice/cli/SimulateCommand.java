@@ -295,10 +295,13 @@ final class SimulateCommand implements Callable<Integer> {
             option("--limit", () -> Rule.of(chosen, List.of(chosenLimit), Mode.REJECT, 0));
             parsed.add(chosenLimit);
         }
-        long delay = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
-        if (chosenMode == Mode.SHAPING && maxDelay != null && delay <= 0) { // Rule.of would read 0 as none
-            throw new BadInput("--max-delay: must be > 0, got " + maxDelay);
+        long given = maxDelay == null ? 0 : option("--max-delay", () -> DurationFormat.parseNanos(maxDelay));
+        if (chosenMode == Mode.SHAPING) { // a queue with no --max-delay: its length its only bound; 0 holds nothing
+            long hold = maxDelay == null ? Rule.NO_MAX_DELAY : given;
+            option("--mode shaping", () -> Rule.of(chosen, parsed, chosenMode, Rule.NO_MAX_DELAY));
+            return option("--max-delay", () -> Rule.of(chosen, parsed, chosenMode, hold));
         }
+        long delay = given;
         if (chosenMode != Mode.DELAY) {
             return option("--mode " + chosenMode.label(), () -> Rule.of(chosen, parsed, chosenMode, delay));
         }

@@ -4,6 +4,7 @@ import dev.sluice.Decision;
 import dev.sluice.DurationFormat;
 import dev.sluice.Limit;
 import dev.sluice.Mode;
+import dev.sluice.algorithm.Rule;
 import dev.sluice.testkit.ReferenceModel;
 import dev.sluice.testkit.StoreConformance;
 import org.junit.jupiter.api.Test;
@@ -158,7 +159,7 @@ class SimulateLauncherIT {
         if (scenario.mode() != Mode.REJECT) {
             args.addAll(List.of("--mode", scenario.mode().label()));
         }
-        if (scenario.mode() == Mode.DELAY || scenario.mode() == Mode.SHAPING && scenario.maxDelayNanos() > 0) {
+        if (scenario.mode() == Mode.DELAY || scenario.mode() == Mode.SHAPING && scenario.maxDelayNanos() != Rule.NO_MAX_DELAY) {
             args.addAll(List.of("--max-delay", DurationFormat.format(scenario.maxDelayNanos())));
         }
         args.addAll(List.of("--trace", trace.toString()));

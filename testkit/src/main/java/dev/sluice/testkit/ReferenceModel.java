@@ -69,8 +69,9 @@ public final class ReferenceModel {
             }
         }
         boolean admitted = wait == 0 || (mode == Mode.DELAY && wait <= maxDelay);
-        if (mode == Mode.SHAPING && maxDelay > 0 && maxDelay != Long.MAX_VALUE) { // 0 and Long.MAX_VALUE: none
-            // held at most maxDelay: rejected until the room is there and the queue ahead within it, by search
+        if (mode == Mode.SHAPING && maxDelay != Long.MAX_VALUE) { // Long.MAX_VALUE: no max delay
+            // held at most maxDelay: rejected until the room is there and the queue ahead within it, by search; the
+            // deciding limit is the first that is so the latest
             long retry = smallestWait(t, u -> {
                 for (Meter meter : meters) {
                     if (!meter.admits(u, cost) || ((Leaky) meter).queueAhead(u) > maxDelay) {
@@ -80,7 +81,17 @@ public final class ReferenceModel {
                 return true;
             });
             if (retry > 0) {
-                return forgetIfUntouched(key, t, summary(false, meters, t, retry, 0, waiting));
+                long latest = -1;
+                int decider = 0;
+                for (int i = 0; i < meters.length; i++) {
+                    Meter meter = meters[i];
+                    long limitWait = smallestWait(t, u -> meter.admits(u, cost) && ((Leaky) meter).queueAhead(u) <= maxDelay);
+                    if (limitWait > latest) {
+                        latest = limitWait;
+                        decider = i;
+                    }
+                }
+                return forgetIfUntouched(key, t, summary(false, meters, t, retry, 0, decider));
             }
         }
         if (!admitted) {

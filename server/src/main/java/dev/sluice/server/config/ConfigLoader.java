@@ -432,6 +432,8 @@ public final class ConfigLoader {
         } else if (mode == Mode.DELAY) {
             throw error(fields.containsKey("mode") ? fields.get("mode") : node, field + ".mode",
                     "mode: delay needs max_delay");
+        } else if (mode == Mode.SHAPING) {
+            maxDelay = Rule.NO_MAX_DELAY; // the queue's length its only bound
         }
         boolean skip = skipIfMissing(fields, field);
         Mode chosen = mode;
