@@ -136,8 +136,7 @@ public final class Rule {
             }
             if (maxDelayNanos != NO_MAX_DELAY && (maxDelayNanos < 0 || maxDelayNanos > DurationFormat.MAX_NANOS)) {
                 throw new IllegalArgumentException("shaping takes a max delay between 0 and "
-                        + DurationFormat.format(DurationFormat.MAX_NANOS) + " (or none: NO_MAX_DELAY), got "
-                        + maxDelayNanos + "ns");
+                        + DurationFormat.format(DurationFormat.MAX_NANOS) + ", got " + maxDelayNanos + "ns");
             }
         } else if (maxDelayNanos != 0) {
             throw new IllegalArgumentException("a max delay is for delay mode, not " + mode.label());

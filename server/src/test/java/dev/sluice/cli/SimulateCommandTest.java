@@ -233,7 +233,7 @@ class SimulateCommandTest {
             "--algorithm gcra --limit 10/1s --mode delay --max-delay 0s|--max-delay: delay mode needs a max delay > 0 (how long a request may wait), got 0s",
             "--algorithm token-bucket --limit 1099511627776/1ms --refill interval --mode delay --max-delay 3000d|--max-delay: limit 1099511627776/1ms refill=interval: max delay 3000d spans too many refills",
             "--algorithm sliding-log --limit 10/1s --mode delay --max-delay 1s|--mode delay: delay mode is for token-bucket and gcra, not sliding-log",
-            "--algorithm leaky-bucket --limit 10/1s --mode delay --max-delay 0s|--max-delay: must be > 0, got 0s",
+            "--algorithm leaky-bucket --limit 10/1s --mode delay --max-delay 4000d|--max-delay: duration \"4000d\" is too long (at most 3335d)",
             "--algorithm gcra --limit 10/1s --mode shaping|--mode shaping: shaping mode is for leaky-bucket, not gcra",
             "--algorithm gcra --limit 10/1s --mode sometimes|--mode: unknown mode \"sometimes\": expected reject, delay or shaping",
             "--algorithm gcra --limit 10/1s --store mongo://localhost:1|--store: \"mongo://localhost:1\" is not a store: use memory, redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT",
