@@ -409,12 +409,11 @@ public final class Policies {
 
     private static long cost(PolicyConfig policy, ClientRequest request) {
         if (request instanceof Descriptor descriptor) {
-            try {
-                return Math.multiplyExact(policy.cost(), descriptor.hits());
-            } catch (ArithmeticException e) {
-                throw new BadRequest("hits_addend " + descriptor.hits() + " times the cost " + policy.cost()
-                        + " of policy " + policy.name() + " is more than a cost can be");
-            }
+            // past what a cost can be, it is more than any limit holds: OVER_LIMIT, as Envoy's own service answers
+            // a hits_addend past its limit. An error (as before) let Envoy's default failure_mode_deny: false pass
+            // the request, and every other limit of its call, unlimited (a review found that bypass)
+            long hits = descriptor.hits();
+            return hits > Long.MAX_VALUE / policy.cost() ? Long.MAX_VALUE : policy.cost() * hits;
         }
         if (policy.costHeader() == null) {
             return policy.cost();

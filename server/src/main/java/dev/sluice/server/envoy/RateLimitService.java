@@ -230,9 +230,8 @@ final class RateLimitService {
             long own = hits;
             if (given.hasHitsAddend()) { // set, 0 included: it overrides the call's
                 own = given.getHitsAddend().getValue();
-                if (own < 0) {
-                    throw new BadRequest(field + ".hits_addend: " + Long.toUnsignedString(own) + " is more than a cost"
-                            + " can be");
+                if (own < 0) { // 2^63 or more: more than any limit holds, OVER_LIMIT as in Envoy's service (see Policies)
+                    own = Long.MAX_VALUE;
                 }
             }
             Limit limit = null;

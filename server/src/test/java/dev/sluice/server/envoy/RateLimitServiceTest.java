@@ -446,14 +446,29 @@ class RateLimitServiceTest {
         assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
                 .addDescriptors(overridden(good, 10, 99)).build(),
                 "descriptors[1].limit.unit: expected one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR, got 99");
-        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
-                .addDescriptors(good.toBuilder().setHitsAddend(UInt64Value.of(-1))).build(),
-                "descriptors[1].hits_addend: 18446744073709551615 is more than a cost can be");
-        assertRefused(RateLimitRequest.newBuilder().setDomain("edge").addDescriptors(good)
-                .addDescriptors(descriptor("tenant", "acme").toBuilder().setHitsAddend(UInt64Value.of(Long.MAX_VALUE))).build(),
-                "hits_addend 9223372036854775807 times the cost 3 of policy weighted is more than a cost can be");
         // none of the calls above took anything
         assertThat(ask("edge", good).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+    }
+
+    /**
+     * A hits_addend past what a cost can be (2^64 - 1, or 2^63 - 1 times a policy's cost of 3) is more than any limit
+     * holds: OVER_LIMIT for that descriptor, as Envoy's own service answers. A review found it refused as
+     * INVALID_ARGUMENT, which Envoy's default failure_mode_deny: false lets through, every other limit of the call
+     * with it.
+     */
+    @Test
+    void aHitsAddendPastAnyCostIsOverTheLimitNotAnError() {
+        for (RateLimitDescriptor huge : List.of(
+                descriptor("remote_address", "10.0.0.8").toBuilder().setHitsAddend(UInt64Value.of(-1)).build(),
+                descriptor("tenant", "huge").toBuilder().setHitsAddend(UInt64Value.of(Long.MAX_VALUE)).build())) {
+            RateLimitResponse answer = ask("edge", huge);
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+            assertThat(answer.getStatuses(0).getCode()).isEqualTo(Code.OVER_LIMIT);
+            assertThat(answer.getStatuses(0).getLimitRemaining()).isZero();
+        }
+        // nothing taken: the whole limit is still there
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.8")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
+        assertThat(ask("edge", descriptor("tenant", "huge")).getStatuses(0).getLimitRemaining()).isEqualTo(7);
     }
 
     /**
