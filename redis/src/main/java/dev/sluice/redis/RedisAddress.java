@@ -11,7 +11,7 @@ import java.util.regex.Pattern;
 
 /**
  * The addresses a {@link RedisStore} connects to, {@code redis://host:port[/db]} or
- * {@code redis-cluster://h1:p1,h2:p2}, read and checked before anything is started, and shown with their
+ * {@code redis-cluster://h1:p1,h2:p2} ({@code rediss://} and {@code rediss-cluster://} over TLS), read and checked before anything is started, and shown with their
  * passwords hidden.
  *
  * <p>Lettuce reads much that is not an address as one ({@code host:0} and {@code host:} as port 6379,
@@ -23,6 +23,9 @@ final class RedisAddress {
     /** What connecting (the handshake after the socket opens) may take, however short the per-call timeout. */
     static final Duration HANDSHAKE = Duration.ofSeconds(2);
     private static final String CLUSTER = "redis-cluster://";
+    private static final String TLS_CLUSTER = "rediss-cluster://";
+    private static final String EXPECTED = "expected redis://host:port[/db] or redis-cluster://host:port,host:port"
+            + " (rediss:// and rediss-cluster:// for TLS)";
 
     /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
     private static final Pattern NODE = Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/]+)(?::[^/@]*)?(?:/.*)?$");
@@ -35,7 +38,12 @@ final class RedisAddress {
 
     /** Whether {@code uri} names a Cluster. */
     static boolean isCluster(String uri) {
-        return uri.startsWith(CLUSTER);
+        return uri.startsWith(CLUSTER) || uri.startsWith(TLS_CLUSTER);
+    }
+
+    /** The part of {@code uri} after its scheme's {@code ://}. */
+    private static String afterScheme(String uri) {
+        return uri.substring(uri.indexOf("://") + 3);
     }
 
     /**
@@ -45,12 +53,12 @@ final class RedisAddress {
      */
     static List<RedisURI> seeds(String uri, Duration timeout) {
         if (uri == null) {
-            throw new IllegalArgumentException("bad Redis address: null; expected redis://host:port[/db] or"
-                    + " redis-cluster://host:port,host:port");
+            throw new IllegalArgumentException("bad Redis address: null; " + EXPECTED);
         }
         List<RedisURI> seeds = new ArrayList<>();
         if (isCluster(uri)) {
-            for (String node : uri.substring(CLUSTER.length()).split(",", -1)) {
+            String scheme = uri.startsWith(TLS_CLUSTER) ? "rediss://" : "redis://";
+            for (String node : afterScheme(uri).split(",", -1)) {
                 if (node.isBlank()) {
                     throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
                             + " between commas; expected redis-cluster://host:port,host:port");
@@ -61,14 +69,14 @@ final class RedisAddress {
                             + (uri.indexOf('@') >= 0 ? "a part" : "\"" + node.trim() + "\"") + " between commas is not"
                             + " a node [credentials@]host:port (a comma in a password is written %2C)");
                 }
-                RedisURI seed = address("redis://" + node.trim(), uri, timeout);
+                RedisURI seed = address(scheme + node.trim(), uri, timeout);
                 if (seed.getDatabase() != 0) {
                     throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Cluster has only"
                             + " database 0, got /" + seed.getDatabase());
                 }
                 seeds.add(seed);
             }
-        } else if (uri.startsWith("redis://")) {
+        } else if (uri.startsWith("redis://") || uri.startsWith("rediss://")) {
             if (authorityOf(uri).contains(",")) { // was read as one host named "h1:p1,h2", found by no lookup
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a standalone Redis is"
                         + " one host:port; several nodes are a Cluster's, redis-cluster://host:port,host:port");
@@ -76,7 +84,7 @@ final class RedisAddress {
             seeds.add(address(uri, uri, timeout));
         } else {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri)
-                    + "\": expected redis://host:port[/db] or redis-cluster://host:port,host:port");
+                    + "\": " + EXPECTED);
         }
         return seeds;
     }
@@ -90,9 +98,9 @@ final class RedisAddress {
         if (isCluster(uri) && uri.indexOf(',') > 0) {
             // each node may carry its own credentials: each hidden on its own, so no node disappears; but only if
             // every part between commas is a node (a comma inside a password would show the part before it)
-            String[] each = uri.substring(CLUSTER.length()).split(",", -1);
+            String[] each = afterScheme(uri).split(",", -1);
             if (Arrays.stream(each).allMatch(node -> NODE.matcher(node.trim()).matches())) {
-                StringBuilder nodes = new StringBuilder(CLUSTER);
+                StringBuilder nodes = new StringBuilder(uri.substring(0, uri.indexOf("://") + 3));
                 for (int i = 0; i < each.length; i++) {
                     nodes.append(i == 0 ? "" : ",").append(shown(each[i]));
                 }
@@ -121,7 +129,7 @@ final class RedisAddress {
 
     /** The host and port of {@code redis://[credentials@]host:port[/db][?options]}, as written. */
     private static String authorityOf(String node) {
-        String rest = node.substring("redis://".length());
+        String rest = afterScheme(node);
         String authority = rest.substring(rest.lastIndexOf('@') + 1);
         int end = 0;
         while (end < authority.length() && authority.charAt(end) != '/' && authority.charAt(end) != '?') {
@@ -132,7 +140,7 @@ final class RedisAddress {
 
     /** The database of {@code redis://[credentials@]host:port[/db][?options]} as written, or null. */
     private static String databaseOf(String node) {
-        String rest = node.substring("redis://".length());
+        String rest = afterScheme(node);
         String path = rest.substring(rest.lastIndexOf('@') + 1 + authorityOf(node).length());
         int query = path.indexOf('?');
         path = query < 0 ? path : path.substring(0, query);
@@ -146,7 +154,7 @@ final class RedisAddress {
         if (written != null
                 && (!written.matches("[0-9]{1,5}") || Integer.parseInt(written) < 1 || Integer.parseInt(written) > 65535)) {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": port \"" + written
-                    + "\" of " + shown(node).substring("redis://".length()) + ": expected 1 to 65535");
+                    + "\" of " + afterScheme(shown(node)) + ": expected 1 to 65535");
         }
         // Lettuce's own words for these are a JDK parser's: "Expected authority at index 8", "For input string"
         String authority = authorityOf(node);

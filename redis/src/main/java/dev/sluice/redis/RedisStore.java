@@ -13,6 +13,7 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
+import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisKeyCommands;
@@ -30,6 +31,7 @@ import io.netty.channel.Channel;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.Timer;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -387,9 +389,14 @@ public final class RedisStore implements Store, AutoCloseable {
         String uri = settings.uri;
         // the addresses are read before anything is started, so a bad one leaves nothing running behind it
         List<RedisURI> seeds = RedisAddress.seeds(uri, settings.timeout);
+        TlsTrust trust = seeds.get(0).isSsl() ? TlsTrust.of(settings.trust) : null;
+        if (trust == null && settings.trust != null) {
+            throw new IllegalArgumentException("certificates to trust (" + settings.trust + ") are for a TLS address,"
+                    + " rediss:// or rediss-cluster://, got " + RedisAddress.shown(uri));
+        }
         Timer timer = timer();
         if (!RedisAddress.isCluster(uri)) {
-            return standalone(settings, seeds.get(0), timer);
+            return standalone(settings, seeds.get(0), trust, timer);
         }
         TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
@@ -405,7 +412,11 @@ public final class RedisStore implements Store, AutoCloseable {
             }
         }).build();
         RedisClusterClient client = RedisClusterClient.create(resources, seeds);
-        client.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).socketOptions(socket)
+        ClusterClientOptions.Builder options = ClusterClientOptions.builder();
+        if (trust != null) {
+            options.sslOptions(SslOptions.builder().jdkSslProvider().trustManager(trust.managers()).build());
+        }
+        client.setOptions(options.timeoutOptions(timeouts).socketOptions(socket)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                         .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
@@ -432,10 +443,10 @@ public final class RedisStore implements Store, AutoCloseable {
      * A standalone Redis: the store's own connections only ({@link ScriptConnection}), one per core and at least
      * two, as a Cluster has Lettuce connections; no Lettuce client, event loops or connections at all.
      */
-    private static RedisStore standalone(Builder settings, RedisURI seed, Timer timer) {
+    private static RedisStore standalone(Builder settings, RedisURI seed, TlsTrust trust, Timer timer) {
         ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
-                seed.getDatabase(), seed.getClientName());
+                seed.getDatabase(), seed.getClientName(), trust == null ? null : trust.sockets());
         try {
             return new RedisStore(settings, timer::stop, List.of(), address, null, () -> { }, timer);
         } catch (RuntimeException e) {
@@ -973,6 +984,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private int batchKeys = 64;
         private int connections = Math.max(2, Runtime.getRuntime().availableProcessors());
         private String namespace;
+        private Path trust;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -1082,6 +1094,20 @@ public final class RedisStore implements Store, AutoCloseable {
                         : "\"" + ScriptReplies.printable(namespace) + "\""));
             }
             this.namespace = namespace;
+            return this;
+        }
+
+        /**
+         * The certificates (a PEM file: a CA's, or a self-signed server's own) that a {@code rediss://} or
+         * {@code rediss-cluster://} server's certificate must be, or be signed by; its name (or IP address) must be
+         * the host of the address. Default: the JVM's trust store, which trusts the public CAs of managed Redis
+         * services.
+         */
+        public Builder trust(Path certificates) {
+            if (certificates == null) {
+                throw new IllegalArgumentException("certificates to trust: a PEM file is required, got null");
+            }
+            this.trust = certificates;
             return this;
         }
 

@@ -19,6 +19,9 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.SSLSocketFactory;
 
 /**
  * A connection of Sluice's own to a standalone Redis, the only kind a standalone store has: the calls of
@@ -86,7 +89,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
      * Where to connect and how to introduce oneself: the parts of a {@code redis://} address this connection uses
      * ({@code clientName}: null, or the name {@code CLIENT SETNAME} gives it, as {@code ?clientName=} asks).
      */
-    record Address(String host, int port, String user, String password, int database, String clientName) {
+    record Address(String host, int port, String user, String password, int database, String clientName,
+                   SSLSocketFactory tls) {
         @Override
         public String toString() {
             return host + ":" + port; // never the password
@@ -148,16 +152,20 @@ final class ScriptConnection implements AutoCloseable, Executor {
     /** Why the watch ended the connection, for the failure of the calls in line; null if it did not. */
     private volatile String endedFor;
 
-    /** One socket and what reads it. */
+    /**
+     * One socket and what reads it: the TCP socket, and the streams of the TLS socket over it, if any. Closing is
+     * always the TCP socket's: a TLS socket's close waits for a write that blocks, and ending such a write is what a
+     * close from another thread is for ({@link #watchWriting}).
+     */
     private static final class Link {
         final Socket socket;
         final OutputStream out;
         final RespReader in;
 
-        Link(Socket socket) throws IOException {
+        Link(Socket socket, Socket streams) throws IOException {
             this.socket = socket;
-            this.out = socket.getOutputStream();
-            this.in = new RespReader(socket.getInputStream());
+            this.out = streams.getOutputStream();
+            this.in = new RespReader(streams.getInputStream());
         }
     }
 
@@ -199,7 +207,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 throw new java.net.UnknownHostException("unknown host " + address.host());
             }
             socket.setSoTimeout(connectTimeoutMs); // for the introduction only
-            Link opened = new Link(socket);
+            Link opened = new Link(socket, address.tls() == null ? socket : secured(socket));
             if (address.password() != null) {
                 introduce(opened, address.user() == null ? new String[] {"AUTH", address.password()}
                         : new String[] {"AUTH", address.user(), address.password()});
@@ -218,6 +226,24 @@ final class ScriptConnection implements AutoCloseable, Executor {
             socket.close();
             throw e;
         }
+    }
+
+    /**
+     * TLS over {@code socket} ({@code rediss://}): the handshake done, and the certificate checked against the host
+     * as written in the address, as an HTTPS client checks it (a name, or an IP address in its subject alternative
+     * names).
+     */
+    private Socket secured(Socket socket) throws IOException {
+        SSLSocket tls = (SSLSocket) address.tls().createSocket(socket, address.host(), address.port(), true);
+        SSLParameters parameters = tls.getSSLParameters();
+        parameters.setEndpointIdentificationAlgorithm("HTTPS");
+        tls.setSSLParameters(parameters);
+        try {
+            tls.startHandshake();
+        } catch (javax.net.ssl.SSLException e) {
+            throw new IOException("TLS handshake failed: " + e.getMessage(), e);
+        }
+        return tls;
     }
 
     private void introduce(Link opened, String[] command) throws IOException {

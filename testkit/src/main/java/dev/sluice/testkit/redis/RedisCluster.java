@@ -34,12 +34,33 @@ public final class RedisCluster implements AutoCloseable {
      * (after the node timeout of 2 s and an election).
      */
     public static RedisCluster start(int masters, int replicasPerMaster) throws IOException {
+        return start(masters, replicasPerMaster, null);
+    }
+
+    /**
+     * Starts {@code masters} masters that speak TLS to clients ({@link #tlsUri()}) and to one another (the cluster
+     * bus, each node trusting {@code certificate}), and announce their TLS ports; each keeps a plain port too, the
+     * test's own.
+     */
+    public static RedisCluster startTls(int masters, SelfSignedCertificate certificate) throws IOException {
+        return start(masters, 0, certificate);
+    }
+
+    private static RedisCluster start(int masters, int replicasPerMaster, SelfSignedCertificate certificate)
+            throws IOException {
         List<RedisServer> nodes = new ArrayList<>();
         int total = masters * (1 + replicasPerMaster);
         try {
             for (int i = 0; i < total; i++) {
-                nodes.add(RedisServer.start("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                        "--cluster-node-timeout", "2000"));
+                List<String> arguments = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-config-file",
+                        "nodes.conf", "--cluster-node-timeout", "2000"));
+                if (certificate != null) {
+                    arguments.addAll(List.of("--tls-port", Integer.toString(RedisServer.freePort()), "--tls-cert-file",
+                            certificate.certificate().toString(), "--tls-key-file", certificate.key().toString(),
+                            "--tls-ca-cert-file", certificate.certificate().toString(), "--tls-auth-clients", "no",
+                            "--tls-cluster", "yes"));
+                }
+                nodes.add(RedisServer.start(arguments.toArray(String[]::new)));
             }
             for (int i = 0; i < total; i++) {
                 // each node its own config epoch before they meet, as redis-cli does: nodes that meet with equal
@@ -62,7 +83,9 @@ public final class RedisCluster implements AutoCloseable {
             }
             for (int i = 1; i < total; i++) {
                 try (Resp resp = nodes.get(i).connect()) {
-                    resp.call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(nodes.get(0).port()));
+                    // with TLS the bus is 10,000 above the TLS port, so that is the port a node is met at
+                    resp.call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(certificate != null
+                            ? nodes.get(0).tlsPort() : nodes.get(0).port()));
                 }
             }
             RedisCluster cluster = new RedisCluster(nodes);
@@ -208,6 +231,12 @@ public final class RedisCluster implements AutoCloseable {
     /** {@code redis-cluster://127.0.0.1:p1,127.0.0.1:p2,...}. */
     public String uri() {
         return "redis-cluster://" + nodes.stream().map(n -> "127.0.0.1:" + n.port()).collect(Collectors.joining(","));
+    }
+
+    /** {@code rediss-cluster://127.0.0.1:PORT,...}: the TLS ports of a cluster {@link #startTls started} so. */
+    public String tlsUri() {
+        return "rediss-cluster://" + nodes.stream().map(n -> n.tlsUri().substring("rediss://".length()))
+                .collect(Collectors.joining(","));
     }
 
     @Override

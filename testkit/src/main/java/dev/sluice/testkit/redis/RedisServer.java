@@ -74,8 +74,31 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts a Redis that speaks TLS on a port of its own ({@link #tlsUri()}), with {@code certificate}, beside its
+     * plain port, which the test itself uses to look at it. Clients show no certificate.
+     */
+    public static RedisServer startTls(SelfSignedCertificate certificate) throws IOException {
+        return start("--tls-port", Integer.toString(freePort()), "--tls-cert-file", certificate.certificate().toString(),
+                "--tls-key-file", certificate.key().toString(), "--tls-auth-clients", "no");
+    }
+
     public int port() {
         return port;
+    }
+
+    /** {@code rediss://127.0.0.1:PORT}, the TLS port of a server {@link #startTls started} so. */
+    public String tlsUri() {
+        return "rediss://127.0.0.1:" + tlsPort();
+    }
+
+    /** The port this server speaks TLS on (a Cluster node's bus is 10,000 above it then). */
+    public int tlsPort() {
+        int at = extra.indexOf("--tls-port");
+        if (at < 0) {
+            throw new IllegalStateException("this Redis speaks no TLS: start it with startTls");
+        }
+        return Integer.parseInt(extra.get(at + 1));
     }
 
     /** {@code redis://127.0.0.1:PORT}. */
