@@ -467,6 +467,15 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
+     * Checks that {@code pem} holds certificates a TLS store can trust ({@link Builder#trust}).
+     *
+     * @throws IllegalArgumentException naming the file and what is wrong with it
+     */
+    public static void checkTrust(Path pem) {
+        TlsTrust.of(pem);
+    }
+
+    /**
      * Checks {@code uri} as {@link #connect} reads it, without connecting: a configuration refuses a bad address
      * as it loads, not at every attempt to connect.
      *

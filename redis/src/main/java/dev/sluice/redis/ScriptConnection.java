@@ -241,7 +241,16 @@ final class ScriptConnection implements AutoCloseable, Executor {
         try {
             tls.startHandshake();
         } catch (javax.net.ssl.SSLException e) {
-            throw new IOException("TLS handshake failed: " + e.getMessage(), e);
+            // the deepest reason, said whole: a caller that shows only the root cause of an exception (the server
+            // does) would otherwise show "unable to find valid certification path" and no word of TLS
+            Throwable root = e;
+            while (root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            String reason = root instanceof java.security.cert.CertPathBuilderException
+                    ? "its certificate is signed by none of the certificates trusted (give them with trust, or"
+                    + " store_trust)" : String.valueOf(root.getMessage());
+            throw new IOException("TLS handshake failed: " + reason);
         }
         return tls;
     }

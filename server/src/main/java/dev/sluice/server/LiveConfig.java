@@ -254,7 +254,8 @@ public final class LiveConfig implements AutoCloseable {
         // the in-memory store has no timeout and never fails: changing those settings must not lose its counters
         // (a change of max_keys opens a new one, as a change of store does)
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
-        String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys() : config.storeTimeoutNanos());
+        String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys()
+                : config.storeTimeoutNanos() + " " + config.storeTrust());
         Store old = store;
         long oldTimeout = store instanceof RedisStore ? storeTimeoutNanos : 0; // memory's decisions never wait
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
@@ -290,8 +291,11 @@ public final class LiveConfig implements AutoCloseable {
         RedisStore store;
         try {
             // a store that cannot be opened is told in the server's one line, which Lettuce's own would only repeat
-            store = LettuceLog.silentWhile(() -> RedisStore.builder(config.store())
-                    .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure()).build());
+            store = LettuceLog.silentWhile(() -> {
+                RedisStore.Builder builder = RedisStore.builder(config.store())
+                        .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure());
+                return (config.storeTrust() == null ? builder : builder.trust(config.storeTrust())).build();
+            });
         } catch (RuntimeException e) {
             throw new ConfigException(where + ": cannot connect: " + rootMessage(e).replace(config.store(), config.storeShown()));
         }

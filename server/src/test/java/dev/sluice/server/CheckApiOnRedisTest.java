@@ -49,6 +49,36 @@ class CheckApiOnRedisTest {
     }
 
     /**
+     * A store over TLS: {@code rediss://} with the certificate to trust named by {@code store_trust}, relative to the
+     * file. Without it the server refuses the store at its line, saying why (the JVM trusts only public CAs).
+     */
+    @Test
+    void aStoreOverTlsTrustsTheCertificatesTheFileNames(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        dev.sluice.testkit.redis.SelfSignedCertificate certificate =
+                dev.sluice.testkit.redis.SelfSignedCertificate.make(dir, "ip:127.0.0.1");
+        try (RedisServer redis = RedisServer.startTls(certificate)) {
+            String policy = "store_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n    algorithm: gcra\n"
+                    + "    limits: [1/1h]\n";
+            java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("sluice.yaml"),
+                    "store: " + redis.tlsUri() + "\nstore_trust: server.crt\n" + policy);
+            try (LiveConfig live = LiveConfig.of(ConfigLoader.load(file), new ServerMetrics());
+                 ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
+                String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.9\"}";
+                assertThat(post(api.port(), request)).isEqualTo(200);
+                assertThat(post(api.port(), request)).isEqualTo(429);
+            }
+            java.nio.file.Path untrusting = java.nio.file.Files.writeString(dir.resolve("untrusting.yaml"),
+                    "store: " + redis.tlsUri() + "\n" + policy);
+            org.assertj.core.api.Assertions.assertThatThrownBy(
+                    () -> LiveConfig.of(ConfigLoader.load(untrusting), new ServerMetrics()).close())
+                    .hasMessage("the configuration: store " + redis.tlsUri() + ": cannot connect: TLS handshake failed:"
+                            + " its certificate is signed by none of the certificates trusted (give them with trust, or"
+                            + " store_trust)");
+        }
+    }
+
+    /**
      * A client that pipelines thousands of checks, whose answers wait on Redis, gets every one, in order, and the API
      * reads its requests only a few ahead of their answers ({@code StrictFraming}). Past weaknesses: Vert.x walks its
      * list of waiting requests for each one it reads, and a client pipelining without bound kept an event loop busy;

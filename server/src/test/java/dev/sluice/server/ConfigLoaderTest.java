@@ -101,7 +101,7 @@ class ConfigLoaderTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, trusted_proxies]",
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_timeout, store_trust, trusted_proxies]",
             "no keys|max_keys: 0\\npolicies: []|t.yaml:1: max_keys: expected a whole number >= 1, got \"0\"",
             "keys past the heap|max_keys: 100000001\\npolicies: []|t.yaml:1: max_keys: at most 100000000 (about 100 bytes of heap a key), got 100000001",
             "a store timeout past a day|store_timeout: 2d\\npolicies: []|t.yaml:1: store_timeout: at most 1d (a decision waits that long at most), got \"2d\"",
@@ -149,7 +149,7 @@ class ConfigLoaderTest {
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
             "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow (or shaping, leaky-bucket's delay), got \"wall\"",
             "shaping on a token bucket|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: token-bucket\\n    limits: [1/1s]\\n    mode: shaping|t.yaml:6: policies[0].mode: shaping is leaky-bucket's queue; token-bucket delays with mode: delay",
-            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \"mongo://x\"",
+            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and rediss-cluster:// over TLS), got \"mongo://x\"",
             "a bad proxy|trusted_proxies: [10.0.0.300/8]\\npolicies: []|t.yaml:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.300/8\"",
             "a key part given twice|policies:\\n  - name: p\\n    key: [ip, route, ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[2]: key part \"ip\" is given twice (also at policies[0].key[0]): the same part twice keys as once",
             "a key header given twice in two spellings|policies:\\n  - name: p\\n    key: [header:X-A, header:x-a]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[1]: key part \"header:x-a\" is given twice (also at policies[0].key[0]): the same part twice keys as once",
@@ -253,6 +253,26 @@ class ConfigLoaderTest {
         Path latin1 = java.nio.file.Files.write(dir.resolve("latin1.yaml"),
                 "policies:\n  - name: caf\u00e9\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
         assertThatThrownBy(() -> ConfigLoader.load(latin1)).hasMessage(latin1 + ":2: not valid UTF-8 (byte 24)");
+    }
+
+    /** store_trust names the certificates of a TLS store, at its line, relative to the file; nothing else takes it. */
+    @Test
+    void storeTrustIsForATlsStoreAndMustHoldCertificates(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        String policies = GOOD;
+        Path plain = java.nio.file.Files.writeString(dir.resolve("plain.yaml"),
+                "store: redis://127.0.0.1:6379\nstore_trust: ca.pem\n" + policies);
+        assertThatThrownBy(() -> ConfigLoader.load(plain)).hasMessage(plain + ":2: store_trust: the certificates a TLS"
+                + " store trusts; the store is not one (rediss:// or rediss-cluster://), got redis://127.0.0.1:6379");
+        Path missing = java.nio.file.Files.writeString(dir.resolve("missing.yaml"),
+                "store: rediss://127.0.0.1:6379\nstore_trust: ca.pem\n" + policies);
+        assertThatThrownBy(() -> ConfigLoader.load(missing)).hasMessageStartingWith(missing + ":2: store_trust: "
+                + dir.resolve("ca.pem") + ": cannot read the certificates to trust");
+        java.nio.file.Files.writeString(dir.resolve("ca.pem"), "not a certificate\n");
+        assertThatThrownBy(() -> ConfigLoader.load(missing)).hasMessageStartingWith(missing + ":2: store_trust: "
+                + dir.resolve("ca.pem") + ": not PEM certificates");
+        // a TLS Cluster is a store too
+        assertThat(ConfigLoader.parse("t.yaml", "store: rediss-cluster://127.0.0.1:7000,127.0.0.1:7001\n" + policies)
+                .store()).isEqualTo("rediss-cluster://127.0.0.1:7000,127.0.0.1:7001");
     }
 
     /**

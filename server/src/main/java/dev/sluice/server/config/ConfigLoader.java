@@ -50,7 +50,7 @@ import java.util.regex.Pattern;
  * Jackson's YAML module), not bound to classes: binding would lose the lines.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("store", "on_store_failure", "store_timeout", "max_keys",
+    private static final Set<String> TOP = Set.of("store", "store_trust", "on_store_failure", "store_timeout", "max_keys",
             "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
@@ -162,6 +162,23 @@ public final class ConfigLoader {
                     + " too late, and every decision would be the failure policy's), got \""
                     + scalar(top.get("store_timeout"), "store_timeout") + "\"");
         }
+        Path trust = null;
+        if (top.containsKey("store_trust")) {
+            Node node = top.get("store_trust");
+            if (!store.startsWith("rediss://") && !store.startsWith("rediss-cluster://")) {
+                throw error(node, "store_trust", "the certificates a TLS store trusts; the store is not one (rediss:// or"
+                        + " rediss-cluster://), got " + RedisStore.shown(store));
+            }
+            String path = scalar(node, "store_trust");
+            try {
+                trust = base().resolve(path);
+                RedisStore.checkTrust(trust);
+            } catch (InvalidPathException e) {
+                throw error(node, "store_trust", "\"" + path + "\" is not a path: " + e.getReason());
+            } catch (IllegalArgumentException e) {
+                throw error(node, "store_trust", e.getMessage());
+            }
+        }
         long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
         if (top.containsKey("max_keys")) {
             Node node = top.get("max_keys");
@@ -260,7 +277,7 @@ public final class ConfigLoader {
             envoy = read.envoy();
         }
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
-                List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0);
+                List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust);
     }
 
     /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */
@@ -698,10 +715,11 @@ public final class ConfigLoader {
         if (store.equals("memory")) {
             return store;
         }
-        String nodes = store.startsWith("redis://") ? store.substring("redis://".length())
-                : store.startsWith("redis-cluster://") ? store.substring("redis-cluster://".length()) : null;
+        String scheme = java.util.stream.Stream.of("redis://", "rediss://", "redis-cluster://", "rediss-cluster://")
+                .filter(store::startsWith).findFirst().orElse(null);
+        String nodes = scheme == null ? null : store.substring(scheme.length());
         if (nodes != null) {
-            boolean cluster = store.startsWith("redis-cluster://");
+            boolean cluster = scheme.endsWith("-cluster://");
             for (String address : cluster ? nodes.split(",", -1) : new String[] {nodes}) {
                 // each node may carry credentials, everything up to its last @ (a review found a Cluster's refused,
                 // its first node named as the bad one); the port's range is the store's own check, below
@@ -723,7 +741,8 @@ public final class ConfigLoader {
             }
             return store;
         }
-        throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2, got \""
+        throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and"
+                + " rediss-cluster:// over TLS), got \""
                 + RedisStore.shown(store) + "\"");
     }
 

@@ -19,10 +19,11 @@ import java.util.Set;
  * @param policies       the file's own policies, then those read from Envoy's configuration files
  * @param envoy          what Envoy's configuration files ({@code envoy_configs}) add besides their policies
  * @param storeLine      the line of {@code store:} in the file, for a store that cannot be reached; 0 without one
+ * @param storeTrust     the certificates (PEM) a TLS store's server must be signed by; null: the JVM's trust store
  */
 public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
                            List<String> trustedProxies, Set<HeaderSet> headers, Set<HeaderSet> envoyHeaders,
-                           List<PolicyConfig> policies, Envoy envoy, int storeLine) {
+                           List<PolicyConfig> policies, Envoy envoy, int storeLine, java.nio.file.Path storeTrust) {
     /** The sets of rate limit response headers. */
     public enum HeaderSet {
         /** {@code RateLimit-Policy} and {@code RateLimit} (draft-ietf-httpapi-ratelimit-headers-10). */
