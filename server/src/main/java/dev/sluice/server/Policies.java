@@ -77,6 +77,7 @@ public final class Policies {
         this.proxies = TrustedProxies.of(config.trustedProxies());
         Map<String, ConcurrencyLimiter> concurrency = new HashMap<>();
         for (PolicyConfig policy : config.policies()) {
+            metrics.watchDecisions(policy.name());
             if (policy.inFlight() == null) {
                 limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(store).build());
             } else {

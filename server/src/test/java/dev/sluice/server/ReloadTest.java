@@ -130,10 +130,13 @@ class ReloadTest {
                 + ":9: policies[1].limits[0]: bad limit \"2/0s\": period must be > 0, got \"0s\" (the last good configuration stays in force)"));
         assertThat(live.reload()).as("the same bad file is reported once").isEqualTo(LiveConfig.Reload.UNCHANGED);
         assertThat(live.metrics().reloads(false)).isEqualTo(1);
+        // the gauge the alert reads stays 0 while the bad file is there, however long (a count of refusals did not)
+        assertThat(live.metrics().scrape()).contains("sluice_config_last_reload_successful 0.0");
 
         Files.writeString(file, SECOND);
         assertThat(live.reload()).as("mended").isEqualTo(LiveConfig.Reload.APPLIED);
         assertThat(live.metrics().reloads(true)).isEqualTo(1);
+        assertThat(live.metrics().scrape()).contains("sluice_config_last_reload_successful 1.0");
     }
 
     @Test

@@ -60,6 +60,9 @@ public final class ServerMetrics implements AutoCloseable {
     private volatile long retiredTurnedAway;
     private volatile long retiredEvicted;
 
+    /** Whether the last reload was applied (or none was tried): {@code sluice_config_last_reload_successful}. */
+    private volatile boolean configInForce = true;
+
     public ServerMetrics() {
         // buckets from 1 µs: Micrometer's default first bucket, 1 ms, held nearly every decision of a healthy store (an
         // in-memory one takes about a microsecond, a Redis on the same network tens of them), so the dashboard's
@@ -83,6 +86,11 @@ public final class ServerMetrics implements AutoCloseable {
                 .description(StoreEvent.FAILED_OPEN.description).register(registry);
         FunctionCounter.builder("sluice.fail.closed", this, metrics -> metrics.total(null, StoreEvent.FAILED_CLOSED))
                 .description(StoreEvent.FAILED_CLOSED.description).register(registry);
+        // as Prometheus's own prometheus_config_last_reload_successful: a count of refusals cannot say the refused file is
+        // still there (its alert resolved by itself, a review found)
+        Gauge.builder("sluice.config.last.reload.successful", this, metrics -> metrics.configInForce ? 1 : 0)
+                .description("1 while the configuration on disk is the one in force; 0 from a refused edit (or a store"
+                        + " that cannot be reached) until an edit is applied").register(registry);
         // whether the store answers: 0 while a Redis store's circuit breaker is open (a review found the breaker's
         // state nowhere in the metrics: a Redis back showed only as failures that stopped); a PING at most a second
         Gauge.builder("sluice.store.up", this, metrics -> metrics.store instanceof RedisStore redis && !redis.healthy()
@@ -338,9 +346,19 @@ public final class ServerMetrics implements AutoCloseable {
                 .register(registry);
     }
 
-    /** Counts a reload of the configuration file, applied or refused. */
+    /** Counts a reload of the configuration file, applied or refused; refused, the file is not in force until applied. */
     public void reloaded(boolean applied) {
         registry.counter("sluice.config.reloads", "result", applied ? "success" : "failure").increment();
+        configInForce = applied;
+    }
+
+    /**
+     * Exports a policy's {@code sluice_decisions_total} at 0 for every outcome, before its first decision: a series
+     * that first appears at its first count is missed by {@code rate()} and {@code increase()}, which start from it
+     * (a review found a shadow policy's first rejections nowhere in its alert).
+     */
+    public void watchDecisions(String policy) {
+        decisions.computeIfAbsent(policy, this::countersOf);
     }
 
     public double reloads(boolean applied) {
