@@ -126,13 +126,15 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
     private final HealthStatusManager health;
     private final HealthWatches watches;
     private final GrpcTransport transport;
+    private final RateLimitService service;
 
     private EnvoyRateLimitServer(Server server, HealthStatusManager health, HealthWatches watches,
-                                 GrpcTransport transport) {
+                                 GrpcTransport transport, RateLimitService service) {
         this.server = server;
         this.health = health;
         this.watches = watches;
         this.transport = transport;
+        this.service = service;
     }
 
     /** Listens on {@code host:port} (0: a free port). */
@@ -150,6 +152,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.SERVING);
         HealthWatches watches = new HealthWatches();
         GrpcTransport transport = new GrpcTransport(sendTimeout, live.connections());
+        RateLimitService service = new RateLimitService(live);
         try {
             return new EnvoyRateLimitServer(transport.apply(NettyServerBuilder.forAddress(new InetSocketAddress(host, port)))
                     .directExecutor()
@@ -161,11 +164,12 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
                     .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toNanos(), TimeUnit.NANOSECONDS)
                     .permitKeepAliveTime(PINGS_AT_MOST_EVERY.toNanos(), TimeUnit.NANOSECONDS)
                     .permitKeepAliveWithoutCalls(true)
-                    .addService(new RateLimitService(live).definition())
+                    .addService(service.definition())
                     .addService(ServerInterceptors.intercept(health.getHealthService(), watches))
                     .build()
-                    .start(), health, watches, transport);
+                    .start(), health, watches, transport, service);
         } catch (IOException | RuntimeException e) {
+            service.close();
             transport.close(); // the port was taken, say: its threads would otherwise outlive the failure
             throw e;
         }
@@ -186,6 +190,7 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
                 server.awaitTermination(5, TimeUnit.SECONDS);
             }
         } finally {
+            service.close();
             transport.close();
         }
     }

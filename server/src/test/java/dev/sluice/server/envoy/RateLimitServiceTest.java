@@ -451,6 +451,40 @@ class RateLimitServiceTest {
     }
 
     /**
+     * A call of many descriptors is decided off the connection's event loop, so that it holds up no other call of the
+     * connections that loop serves (a review measured another client's p99 go from 10 ms to 50 beside calls of 10,000
+     * descriptors); its answer is the same. The threads end with the server.
+     */
+    @Test
+    void aLargeCallIsDecidedOffTheEventLoopAndItsThreadsEndWithTheServer() throws Exception {
+        EnvoyRateLimitServer own = EnvoyRateLimitServer.start(live, "127.0.0.1", 0);
+        ManagedChannel toOwn = NettyChannelBuilder.forAddress("127.0.0.1", own.port()).usePlaintext().build();
+        try {
+            RateLimitRequest.Builder large = RateLimitRequest.newBuilder().setDomain("edge");
+            for (int i = 0; i <= RateLimitService.LARGE_CALL; i++) {
+                large.addDescriptors(descriptor("bulk", "large-" + i));
+            }
+            RateLimitResponse answer = RateLimitServiceGrpc.newBlockingStub(toOwn).withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .shouldRateLimit(large.build());
+            assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+            assertThat(answer.getStatusesList()).hasSize(RateLimitService.LARGE_CALL + 1)
+                    .allSatisfy(status -> assertThat(status.getLimitRemaining()).isEqualTo(99));
+            assertThat(Thread.getAllStackTraces().keySet()).as("decided on a thread of its own")
+                    .anyMatch(thread -> thread.getName().startsWith("sluice-envoy-large-"));
+        } finally {
+            toOwn.shutdownNow();
+            own.close();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().startsWith("sluice-envoy-large-"))
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(Thread.getAllStackTraces().keySet()).as("ended with the server")
+                .noneMatch(thread -> thread.getName().startsWith("sluice-envoy-large-"));
+    }
+
+    /**
      * A hits_addend past what a cost can be (2^64 - 1, or 2^63 - 1 times a policy's cost of 3) is more than any limit
      * holds: OVER_LIMIT for that descriptor, as Envoy's own service answers. A review found it refused as
      * INVALID_ARGUMENT, which Envoy's default failure_mode_deny: false lets through, every other limit of the call
