@@ -4,7 +4,6 @@ import dev.sluice.Algorithm;
 import dev.sluice.Limit;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.testkit.redis.RedisServer;
-import dev.sluice.testkit.redis.SelfSignedCertificate;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -21,30 +20,24 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * over TLS in {@link RedisTlsConformanceTest}.
  */
 class RedisTlsTest {
-    private static Path dir;
-    private static SelfSignedCertificate certificate;
+    private static TemporaryCertificate certificate;
     private static RedisServer redis;
 
     @BeforeAll
     static void start() throws Exception {
-        dir = Files.createTempDirectory("sluice-tls-");
-        certificate = SelfSignedCertificate.make(Files.createDirectory(dir.resolve("server")), "ip:127.0.0.1");
-        redis = RedisServer.startTls(certificate);
+        certificate = TemporaryCertificate.make("ip:127.0.0.1");
+        redis = RedisServer.startTls(certificate.certificate());
     }
 
     @AfterAll
     static void stop() throws Exception {
         redis.close();
-        try (var files = Files.walk(dir)) {
-            for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(file);
-            }
-        }
+        certificate.close();
     }
 
     @Test
     void aStoreThatTrustsTheCertificateDecides() {
-        try (RedisStore store = RedisStore.builder(redis.tlsUri()).trust(certificate.certificate()).build()) {
+        try (RedisStore store = RedisStore.builder(redis.tlsUri()).trust(certificate.trusted()).build()) {
             Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("2/1m")));
             assertThat(store.decide(rule, "k", 1, dev.sluice.store.Store.STORE_CLOCK).remaining()).isEqualTo(1);
             assertThat(store.decide(rule, "k", 1, dev.sluice.store.Store.STORE_CLOCK).remaining()).isZero();
@@ -63,10 +56,9 @@ class RedisTlsTest {
     /** A certificate for another name is refused though it is trusted: the host is checked as an HTTPS client does. */
     @Test
     void aCertificateForAnotherHostIsRefused() throws Exception {
-        SelfSignedCertificate elsewhere = SelfSignedCertificate.make(Files.createDirectory(dir.resolve("elsewhere")),
-                "dns:redis.example.com");
-        try (RedisServer other = RedisServer.startTls(elsewhere)) {
-            assertThatThrownBy(() -> RedisStore.builder(other.tlsUri()).trust(elsewhere.certificate()).build())
+        try (TemporaryCertificate elsewhere = TemporaryCertificate.make("dns:redis.example.com");
+             RedisServer other = RedisServer.startTls(elsewhere.certificate())) {
+            assertThatThrownBy(() -> RedisStore.builder(other.tlsUri()).trust(elsewhere.trusted()).build())
                     .hasMessageContaining("TLS handshake failed")
                     .hasMessageContaining("127.0.0.1");
         }
@@ -74,13 +66,13 @@ class RedisTlsTest {
 
     @Test
     void trustIsForATlsAddressAndMustBeCertificates() throws Exception {
-        assertThatThrownBy(() -> RedisStore.builder(redis.uri()).trust(certificate.certificate()).build())
-                .hasMessage("certificates to trust (" + certificate.certificate() + ") are for a TLS address, rediss://"
+        assertThatThrownBy(() -> RedisStore.builder(redis.uri()).trust(certificate.trusted()).build())
+                .hasMessage("certificates to trust (" + certificate.trusted() + ") are for a TLS address, rediss://"
                         + " or rediss-cluster://, got " + redis.uri());
-        Path missing = dir.resolve("missing.pem");
+        Path missing = certificate.dir().resolve("missing.pem");
         assertThatThrownBy(() -> RedisStore.builder(redis.tlsUri()).trust(missing).build())
                 .hasMessageStartingWith(missing + ": cannot read the certificates to trust");
-        Path notPem = Files.writeString(dir.resolve("not.pem"), "hello\n");
+        Path notPem = Files.writeString(certificate.dir().resolve("not.pem"), "hello\n");
         assertThatThrownBy(() -> RedisStore.builder(redis.tlsUri()).trust(notPem).build())
                 .hasMessageStartingWith(notPem + ": not PEM certificates");
         assertThatThrownBy(() -> RedisStore.builder(redis.tlsUri()).trust(null))
