@@ -348,6 +348,8 @@ final class RateLimitService {
      *   <li>over the limit, nothing remaining, and the wait to the end of the window even when nothing of it was
      *   taken (a cost that never fits: the decision's reset is 0 then), where the decision tells what a smaller
      *   cost could still take.</li>
+     *   <li>a fixed window's reset is the wait to the end of the window, for a key nothing has touched yet too (a
+     *   look with {@code hits_addend: 0}), as Envoy's windows always end; a review found {@code 0s} there.</li>
      * </ul>
      */
     private static DescriptorStatus status(Code code, Checked checked) {
@@ -356,6 +358,9 @@ final class RateLimitService {
         long reset = decision.limitResetAfterNanos();
         if (code == Code.OVER_LIMIT && reset == 0) {
             reset = decision.retryAfterNanos() > 0 ? decision.retryAfterNanos() : untilWindowEnds(limit.periodNanos());
+        } else if (reset == 0 && checked.policy().rule() != null
+                && checked.policy().rule().algorithm() == dev.sluice.Algorithm.FIXED_WINDOW) {
+            reset = untilWindowEnds(limit.periodNanos());
         }
         return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()),
                 code == Code.OVER_LIMIT ? 0 : decision.remaining(), Duration.ofNanos(reset));

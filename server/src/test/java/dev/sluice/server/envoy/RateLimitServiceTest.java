@@ -485,6 +485,21 @@ class RateLimitServiceTest {
     }
 
     /**
+     * A look ({@code hits_addend: 0}) at a fixed window nothing has touched yet says when the window ends, as Envoy's
+     * service does for every answer; a review found {@code 0s}.
+     */
+    @Test
+    void aLookAtAnUntouchedWindowSaysWhenItEnds() {
+        long before = System.currentTimeMillis();
+        RateLimitResponse look = ask("edge", descriptor("remote_address", "10.0.0.99").toBuilder()
+                .setHitsAddend(UInt64Value.of(0)).build());
+        long after = System.currentTimeMillis();
+        assertThat(look.getStatuses(0).getLimitRemaining()).isEqualTo(3);
+        dev.sluice.server.WindowEnd.assertSecondsUntilWindowEnd(look.getStatuses(0).getDurationUntilReset(), 60_000L,
+                before, after);
+    }
+
+    /**
      * A hits_addend past what a cost can be (2^64 - 1, or 2^63 - 1 times a policy's cost of 3) is more than any limit
      * holds: OVER_LIMIT for that descriptor, as Envoy's own service answers. A review found it refused as
      * INVALID_ARGUMENT, which Envoy's default failure_mode_deny: false lets through, every other limit of the call
