@@ -24,8 +24,9 @@ final class RedisAddress {
     static final Duration HANDSHAKE = Duration.ofSeconds(2);
     private static final String CLUSTER = "redis-cluster://";
     private static final String TLS_CLUSTER = "rediss-cluster://";
+    private static final String SENTINEL = "redis-sentinel://";
     private static final String EXPECTED = "expected redis://host:port[/db] or redis-cluster://host:port,host:port"
-            + " (rediss:// and rediss-cluster:// for TLS)";
+            + " (rediss:// and rediss-cluster:// for TLS), or redis-sentinel://host:port,host:port[/db]#primary";
 
     /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
     private static final Pattern NODE = Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/]+)(?::[^/@]*)?(?:/.*)?$");
@@ -76,6 +77,8 @@ final class RedisAddress {
                 }
                 seeds.add(seed);
             }
+        } else if (uri.startsWith(SENTINEL)) {
+            seeds.add(sentinels(uri, timeout));
         } else if (uri.startsWith("redis://") || uri.startsWith("rediss://")) {
             if (authorityOf(uri).contains(",")) { // was read as one host named "h1:p1,h2", found by no lookup
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a standalone Redis is"
@@ -87,6 +90,38 @@ final class RedisAddress {
                     + "\": " + EXPECTED);
         }
         return seeds;
+    }
+
+    /**
+     * A primary found through Redis Sentinel, {@code redis-sentinel://[credentials@]h1:p1,h2:p2[/db]#name}: the
+     * sentinels (port 26379 unless given), each checked as a node is, and the name of the primary they watch; the
+     * credentials and database are the primary's (sentinels are asked without).
+     */
+    private static RedisURI sentinels(String uri, Duration timeout) {
+        int hash = uri.lastIndexOf('#');
+        if (hash < 0 || hash == uri.length() - 1) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Sentinel address names"
+                    + " the primary its sentinels watch, after #: redis-sentinel://host:port,host:port#name");
+        }
+        String sentinels = uri.substring(0, hash);
+        for (String node : authorityOf(sentinels).split(",", -1)) {
+            if (node.isBlank()) {
+                throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a sentinel is missing"
+                        + " between commas; expected redis-sentinel://host:port,host:port#name");
+            }
+            address("redis://" + node.trim(), uri, timeout); // its host and port, as any node's
+        }
+        RedisURI primary = address(uri.substring(0, hash) + "#" + uri.substring(hash + 1), uri, timeout);
+        if (primary.getSentinelMasterId() == null || primary.getSentinels().isEmpty()) {
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": expected"
+                    + " redis-sentinel://host:port,host:port[/db]#name");
+        }
+        return primary;
+    }
+
+    /** Whether {@code seed} names a primary found through Redis Sentinel. */
+    static boolean isSentinel(RedisURI seed) {
+        return seed.getSentinelMasterId() != null;
     }
 
     /**
@@ -132,7 +167,8 @@ final class RedisAddress {
         String rest = afterScheme(node);
         String authority = rest.substring(rest.lastIndexOf('@') + 1);
         int end = 0;
-        while (end < authority.length() && authority.charAt(end) != '/' && authority.charAt(end) != '?') {
+        while (end < authority.length() && authority.charAt(end) != '/' && authority.charAt(end) != '?'
+                && authority.charAt(end) != '#') {
             end++;
         }
         return authority.substring(0, end);
@@ -144,6 +180,8 @@ final class RedisAddress {
         String path = rest.substring(rest.lastIndexOf('@') + 1 + authorityOf(node).length());
         int query = path.indexOf('?');
         path = query < 0 ? path : path.substring(0, query);
+        int name = path.indexOf('#'); // a Sentinel's primary
+        path = name < 0 ? path : path.substring(0, name);
         return path.isEmpty() || path.equals("/") ? null : path.substring(1);
     }
 

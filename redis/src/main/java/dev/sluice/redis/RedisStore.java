@@ -444,9 +444,12 @@ public final class RedisStore implements Store, AutoCloseable {
      * two, as a Cluster has Lettuce connections; no Lettuce client, event loops or connections at all.
      */
     private static RedisStore standalone(Builder settings, RedisURI seed, TlsTrust trust, Timer timer) {
+        Sentinels sentinels = !RedisAddress.isSentinel(seed) ? null : new Sentinels(seed.getSentinels().stream()
+                .map(node -> java.net.InetSocketAddress.createUnresolved(node.getHost(), node.getPort())).toList(),
+                seed.getSentinelMasterId());
         ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
-                seed.getDatabase(), seed.getClientName(), trust == null ? null : trust.sockets());
+                seed.getDatabase(), seed.getClientName(), trust == null ? null : trust.sockets(), sentinels);
         try {
             return new RedisStore(settings, timer::stop, List.of(), address, null, () -> { }, timer);
         } catch (RuntimeException e) {

@@ -90,10 +90,10 @@ final class ScriptConnection implements AutoCloseable, Executor {
      * ({@code clientName}: null, or the name {@code CLIENT SETNAME} gives it, as {@code ?clientName=} asks).
      */
     record Address(String host, int port, String user, String password, int database, String clientName,
-                   SSLSocketFactory tls) {
+                   SSLSocketFactory tls, Sentinels sentinels) {
         @Override
         public String toString() {
-            return host + ":" + port; // never the password
+            return sentinels != null ? sentinels.toString() : host + ":" + port; // never the password
         }
     }
 
@@ -201,13 +201,17 @@ final class ScriptConnection implements AutoCloseable, Executor {
         Socket socket = new Socket();
         try {
             socket.setTcpNoDelay(true);
+            // through Sentinel, the primary is looked up at each connection: after a failover, the one promoted
+            InetSocketAddress located = address.sentinels() == null ? null : address.sentinels().locate(connectTimeoutMs);
+            String host = located == null ? address.host() : located.getHostString();
+            int port = located == null ? address.port() : located.getPort();
             try {
-                socket.connect(new InetSocketAddress(address.host(), address.port()), connectTimeoutMs);
+                socket.connect(new InetSocketAddress(host, port), connectTimeoutMs);
             } catch (java.net.UnknownHostException e) { // whose message is the host alone
-                throw new java.net.UnknownHostException("unknown host " + address.host());
+                throw new java.net.UnknownHostException("unknown host " + host);
             }
             socket.setSoTimeout(connectTimeoutMs); // for the introduction only
-            Link opened = new Link(socket, address.tls() == null ? socket : secured(socket));
+            Link opened = new Link(socket, address.tls() == null ? socket : secured(socket, host, port));
             if (address.password() != null) {
                 introduce(opened, address.user() == null ? new String[] {"AUTH", address.password()}
                         : new String[] {"AUTH", address.user(), address.password()});
@@ -233,8 +237,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
      * as written in the address, as an HTTPS client checks it (a name, or an IP address in its subject alternative
      * names).
      */
-    private Socket secured(Socket socket) throws IOException {
-        SSLSocket tls = (SSLSocket) address.tls().createSocket(socket, address.host(), address.port(), true);
+    private Socket secured(Socket socket, String host, int port) throws IOException {
+        SSLSocket tls = (SSLSocket) address.tls().createSocket(socket, host, port, true);
         SSLParameters parameters = tls.getSSLParameters();
         parameters.setEndpointIdentificationAlgorithm("HTTPS");
         tls.setSSLParameters(parameters);

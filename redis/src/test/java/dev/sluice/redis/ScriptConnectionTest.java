@@ -51,7 +51,7 @@ class ScriptConnectionTest {
     }
 
     private static ScriptConnection.Address address(RedisServer server, String clientName) {
-        return new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0, clientName, null);
+        return new ScriptConnection.Address("127.0.0.1", server.port(), null, null, 0, clientName, null, null);
     }
 
     private static String sha(String text) throws Exception {
@@ -168,7 +168,7 @@ class ScriptConnectionTest {
             }
             String set = "redis.call('SET', KEYS[1], 'here') return 'ok'";
             try (ScriptConnection connection = new ScriptConnection(
-                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3, null, null), 2_000,
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "s3cret", 3, null, null, null), 2_000,
                     WRITE_TIMEOUT, timer, () -> { })) {
                 assertThat(connection.evaluate(sha(set), set, new String[] {"placed"}, new String[0])
                         .get(10, TimeUnit.SECONDS)).isEqualTo("ok");
@@ -181,7 +181,7 @@ class ScriptConnectionTest {
                 assertThat(resp.call("GET", "placed")).isNull();
             }
             assertThatThrownBy(() -> new ScriptConnection(
-                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0, null, null), 2_000,
+                    new ScriptConnection.Address("127.0.0.1", guarded.port(), null, "wrong", 0, null, null, null), 2_000,
                     WRITE_TIMEOUT, timer, () -> { }))
                     .isInstanceOf(RedisConnectionException.class)
                     .hasMessageContaining("127.0.0.1:" + guarded.port()).hasMessageContaining("AUTH refused")

@@ -149,7 +149,7 @@ class ConfigLoaderTest {
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
             "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow (or shaping, leaky-bucket's delay), got \"wall\"",
             "shaping on a token bucket|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: token-bucket\\n    limits: [1/1s]\\n    mode: shaping|t.yaml:6: policies[0].mode: shaping is leaky-bucket's queue; token-bucket delays with mode: delay",
-            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and rediss-cluster:// over TLS), got \"mongo://x\"",
+            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and rediss-cluster:// over TLS), or redis-sentinel://h1:p1,h2:p2[/db]#primary, got \"mongo://x\"",
             "a bad proxy|trusted_proxies: [10.0.0.300/8]\\npolicies: []|t.yaml:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.300/8\"",
             "a key part given twice|policies:\\n  - name: p\\n    key: [ip, route, ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[2]: key part \"ip\" is given twice (also at policies[0].key[0]): the same part twice keys as once",
             "a key header given twice in two spellings|policies:\\n  - name: p\\n    key: [header:X-A, header:x-a]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[1]: key part \"header:x-a\" is given twice (also at policies[0].key[0]): the same part twice keys as once",
@@ -273,6 +273,19 @@ class ConfigLoaderTest {
         // a TLS Cluster is a store too
         assertThat(ConfigLoader.parse("t.yaml", "store: rediss-cluster://127.0.0.1:7000,127.0.0.1:7001\n" + policies)
                 .store()).isEqualTo("rediss-cluster://127.0.0.1:7000,127.0.0.1:7001");
+    }
+
+    /** A primary found through Redis Sentinel: its sentinels, a database, the name they watch it under. */
+    @Test
+    void aStoreThroughSentinelNamesItsSentinelsAndItsPrimary() throws Exception {
+        assertThat(ConfigLoader.parse("t.yaml", "store: redis-sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/2#main\n"
+                + GOOD).store()).isEqualTo("redis-sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/2#main");
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "store: redis-sentinel://127.0.0.1:26379\n" + GOOD))
+                .hasMessage("t.yaml:1: store: bad Redis address \"redis-sentinel://127.0.0.1:26379\": a Sentinel address"
+                        + " names the primary its sentinels watch, after #: redis-sentinel://host:port,host:port#name");
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "store: redis-sentinel://127.0.0.1:26379,bad host#m\n"
+                + GOOD)).hasMessage("t.yaml:1: store: bad Redis address \"bad host\" in \"redis-sentinel://127.0.0.1:26379,bad"
+                + " host#m\": expected host:port,host:port");
     }
 
     /**

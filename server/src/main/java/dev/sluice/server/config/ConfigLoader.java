@@ -715,11 +715,17 @@ public final class ConfigLoader {
         if (store.equals("memory")) {
             return store;
         }
-        String scheme = java.util.stream.Stream.of("redis://", "rediss://", "redis-cluster://", "rediss-cluster://")
-                .filter(store::startsWith).findFirst().orElse(null);
+        String scheme = java.util.stream.Stream.of("redis://", "rediss://", "redis-cluster://", "rediss-cluster://",
+                "redis-sentinel://").filter(store::startsWith).findFirst().orElse(null);
         String nodes = scheme == null ? null : store.substring(scheme.length());
+        if (nodes != null && scheme.equals("redis-sentinel://")) {
+            // the sentinels' nodes before the database and the primary's #name: the store's own check reads them
+            nodes = nodes.replaceFirst("#[^#]*$", "");
+            nodes = nodes.substring(0, nodes.lastIndexOf('@') + 1) + nodes.substring(nodes.lastIndexOf('@') + 1)
+                    .replaceFirst("/\\d*$", "");
+        }
         if (nodes != null) {
-            boolean cluster = scheme.endsWith("-cluster://");
+            boolean cluster = scheme.endsWith("-cluster://") || scheme.equals("redis-sentinel://");
             for (String address : cluster ? nodes.split(",", -1) : new String[] {nodes}) {
                 // each node may carry credentials, everything up to its last @ (a review found a Cluster's refused,
                 // its first node named as the bad one); the port's range is the store's own check, below
@@ -742,7 +748,7 @@ public final class ConfigLoader {
             return store;
         }
         throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and"
-                + " rediss-cluster:// over TLS), got \""
+                + " rediss-cluster:// over TLS), or redis-sentinel://h1:p1,h2:p2[/db]#primary, got \""
                 + RedisStore.shown(store) + "\"");
     }
 

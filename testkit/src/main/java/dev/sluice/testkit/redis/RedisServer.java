@@ -111,11 +111,33 @@ public final class RedisServer implements AutoCloseable {
         return new Resp("127.0.0.1", port, 5_000);
     }
 
+    /** The first of {@link #extra} for a Sentinel: its configuration lines follow. */
+    private static final String SENTINEL = "sentinel";
+
+    /**
+     * Starts a Redis Sentinel on a free port that watches {@code primary} under {@code name}, with a quorum of
+     * {@code quorum}: the primary is taken for down after a second without an answer, and a replica promoted.
+     */
+    public static RedisServer startSentinel(String name, RedisServer primary, int quorum) throws IOException {
+        return start(SENTINEL, "sentinel monitor " + name + " 127.0.0.1 " + primary.port() + " " + quorum,
+                "sentinel down-after-milliseconds " + name + " 1000", "sentinel failover-timeout " + name + " 3000",
+                "sentinel parallel-syncs " + name + " 1");
+    }
+
     private void launch() throws IOException {
-        List<String> command = new ArrayList<>(List.of(binary().toString(), "--port", Integer.toString(port),
-                "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(),
-                "--protected-mode", "no"));
-        command.addAll(extra);
+        List<String> command;
+        if (!extra.isEmpty() && extra.get(0).equals(SENTINEL)) {
+            // a Sentinel needs a file of its own, which it rewrites with what it learns
+            Path file = dir.resolve("sentinel.conf");
+            Files.writeString(file, "port " + port + "\nbind 127.0.0.1\nprotected-mode no\ndir " + dir + "\n"
+                    + String.join("\n", extra.subList(1, extra.size())) + "\n");
+            command = List.of(binary().toString(), file.toString(), "--sentinel");
+        } else {
+            command = new ArrayList<>(List.of(binary().toString(), "--port", Integer.toString(port),
+                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(),
+                    "--protected-mode", "no"));
+            command.addAll(extra);
+        }
         process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile()).start();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);

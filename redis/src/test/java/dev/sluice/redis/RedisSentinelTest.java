@@ -1,0 +1,89 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Limit;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.Store;
+import dev.sluice.testkit.redis.RedisServer;
+import dev.sluice.testkit.redis.Resp;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A standalone store through Redis Sentinel ({@code redis-sentinel://}): real sentinels, a primary and its replica.
+ * The primary is found through the sentinels, and found again after they fail over to the replica.
+ */
+class RedisSentinelTest {
+    private static final Rule RULE = Rule.of(Algorithm.GCRA, List.of(Limit.parse("1000/1h")));
+
+    @Test
+    void decidesOnThePrimaryTheSentinelsNameAndFollowsTheirFailover() throws Exception {
+        try (RedisServer primary = RedisServer.start();
+             RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", Integer.toString(primary.port()));
+             RedisServer sentinel = RedisServer.startSentinel("sluice-primary", primary, 1)) {
+            awaitReplicaKnown(sentinel, replica);
+            String uri = "redis-sentinel://127.0.0.1:" + sentinel.port() + "#sluice-primary";
+            try (RedisStore store = RedisStore.builder(uri).timeout(Duration.ofSeconds(2)).raiseFailures(true).build()) {
+                assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).remaining()).isEqualTo(999);
+                try (Resp resp = primary.connect()) {
+                    assertThat(resp.call("EXISTS", "sluice:{k}")).as("on the primary").isEqualTo(1L);
+                }
+                primary.kill();
+                // the sentinel takes the primary for down after a second, and promotes the replica
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                boolean decided = false;
+                while (!decided && System.nanoTime() < deadline) {
+                    try {
+                        store.decide(RULE, "after", 1, Store.STORE_CLOCK);
+                        decided = true;
+                    } catch (RuntimeException notYet) {
+                        Thread.sleep(100);
+                    }
+                }
+                assertThat(decided).as("decisions resume on the promoted replica").isTrue();
+                try (Resp resp = replica.connect()) {
+                    assertThat(((List<?>) resp.call("ROLE")).get(0)).isEqualTo("master");
+                    assertThat(resp.call("EXISTS", "sluice:{after}")).as("decided on the replica now primary")
+                            .isEqualTo(1L);
+                }
+            }
+        }
+    }
+
+    @Test
+    void aPrimaryNoSentinelKnowsIsRefusedNamingEachSentinel() throws Exception {
+        try (RedisServer primary = RedisServer.start();
+             RedisServer sentinel = RedisServer.startSentinel("sluice-primary", primary, 1)) {
+            String uri = "redis-sentinel://127.0.0.1:" + sentinel.port() + "#another";
+            assertThatThrownBy(() -> RedisStore.connect(uri)).hasMessageContaining("no sentinel gave the address of"
+                    + " primary another (127.0.0.1:" + sentinel.port() + " knows no primary of that name)");
+        }
+        assertThatThrownBy(() -> RedisStore.connect("redis-sentinel://127.0.0.1:26379"))
+                .hasMessage("bad Redis address \"redis-sentinel://127.0.0.1:26379\": a Sentinel address names the primary"
+                        + " its sentinels watch, after #: redis-sentinel://host:port,host:port#name");
+        assertThatThrownBy(() -> RedisStore.connect("redis-sentinel://127.0.0.1:0#p"))
+                .hasMessage("bad Redis address \"redis-sentinel://127.0.0.1:0#p\": port \"0\" of 127.0.0.1:0: expected 1"
+                        + " to 65535");
+    }
+
+    /** The sentinel has found the replica (through the primary's INFO): only then can it fail over to it. */
+    private static void awaitReplicaKnown(RedisServer sentinel, RedisServer replica) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
+            try (Resp resp = sentinel.connect()) {
+                Object replicas = resp.call("SENTINEL", "REPLICAS", "sluice-primary");
+                if (replicas instanceof List<?> list && list.toString().contains(Integer.toString(replica.port()))) {
+                    return;
+                }
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("the sentinel never found the replica");
+    }
+}
