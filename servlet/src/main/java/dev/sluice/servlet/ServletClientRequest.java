@@ -55,15 +55,30 @@ final class ServletClientRequest extends ReceivedRequest {
         // written, so /%73hop/api/items or /./shop/api/items kept their /shop and escaped a policy for /api/**
         String uri = ClientRequest.servedPath(ClientRequest.asSent(request.getRequestURI()));
         String context = request.getContextPath();
+        String path;
         if (context.isEmpty()) {
-            return uri;
+            path = uri;
+        } else {
+            String served = ClientRequest.servedPath(ClientRequest.asSent(context));
+            served = served.endsWith("/") ? served.substring(0, served.length() - 1) : served;
+            path = uri.equals(served) ? "/" : uri.startsWith(served + "/") ? uri.substring(served.length()) : uri;
         }
-        String served = ClientRequest.servedPath(ClientRequest.asSent(context));
-        served = served.endsWith("/") ? served.substring(0, served.length() - 1) : served;
-        if (uri.equals(served)) {
-            return "/";
+        return welcomed(path);
+    }
+
+    /**
+     * A directory's path as the container serves it: Tomcat maps {@code /} to a welcome file itself, a servlet's
+     * ({@code /login}) among them, and that servlet then runs on a request whose path is {@code /}; a policy for
+     * {@code /login} did not see it (found by trying the filter in Tomcat). The path the container mapped is taken
+     * when it is the directory's followed by a file.
+     */
+    private String welcomed(String path) {
+        if (!path.endsWith("/")) {
+            return path;
         }
-        return uri.startsWith(served + "/") ? uri.substring(served.length()) : uri;
+        String mapped = request.getServletPath() + (request.getPathInfo() == null ? "" : request.getPathInfo());
+        return mapped.length() > path.length() && mapped.startsWith(path) && mapped.indexOf('/', path.length()) < 0
+                ? mapped : path;
     }
 
     @Override

@@ -172,6 +172,11 @@ public final class SluiceFilter implements Filter {
             }
             if (delayMs > 0) {
                 Thread.sleep(delayMs);
+                if (isDestroyed()) { // the application stopped while it slept: its servlets are gone (found on Tomcat)
+                    answer(response, 503, Map.of(), JSON.createObjectNode().put("error", "the application is stopping")
+                            .toString());
+                    return;
+                }
             }
             chain.doFilter(request, response);
             if (request.isAsyncStarted()) {
@@ -210,10 +215,7 @@ public final class SluiceFilter implements Filter {
             }
             timer.schedule(() -> {
                 if (held.remove(context)) { // else answered as the application stopped
-                    // the container's own again, for an application that goes asynchronous itself: a container may
-                    // keep the 0 for its startAsync, and such a request never timed out (found by trying it on Jetty 12)
-                    context.setTimeout(containers);
-                    context.dispatch();
+                    resume(context, request, containers);
                 }
             }, delayMs, TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException e) { // decided as the filter was destroyed: the application is stopping
@@ -221,6 +223,48 @@ public final class SluiceFilter implements Filter {
                 stopping(context);
             }
         }
+    }
+
+    /**
+     * Sends a held request on, to where it was going. Tomcat's {@code dispatch()} takes the context path off the URI
+     * as written, so {@code //app/items} failed ("does not start with a /"), and a dispatch as the application stops
+     * fails too (its mapping gone): the exception was lost on the timer, and the request answered 500 by the
+     * container's timeout 30 s later (found by trying the filter in Tomcat). So a failed dispatch is tried again to
+     * the path the container mapped, and then the request is answered 503 at once, and logged.
+     */
+    private static void resume(AsyncContext context, HttpServletRequest request, long containers) {
+        // the container's own again, for an application that goes asynchronous itself: a container may keep the 0 for
+        // its startAsync, and such a request never timed out (found by trying it on Jetty 12)
+        context.setTimeout(containers);
+        try {
+            context.dispatch();
+            return;
+        } catch (RuntimeException first) {
+            String mapped = request.getServletPath() + (request.getPathInfo() == null ? "" : request.getPathInfo())
+                    + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
+            try {
+                context.dispatch(mapped);
+                return;
+            } catch (RuntimeException second) {
+                LOG.log(System.Logger.Level.WARNING, "a held request (" + request.getMethod() + " "
+                        + request.getRequestURI() + ") could not be sent on when its turn came; answered 503", first);
+            }
+        }
+        try {
+            answer((HttpServletResponse) context.getResponse(), 503, Map.of(), JSON.createObjectNode()
+                    .put("error", "the request could not go on after its turn; the log says why").toString());
+        } catch (IOException | RuntimeException e) {
+            // the client is gone, or the container has already answered
+        }
+        try {
+            context.complete();
+        } catch (IllegalStateException e) {
+            // completed by the container already
+        }
+    }
+
+    private synchronized boolean isDestroyed() {
+        return destroyed;
     }
 
     /** The timer of held requests, made with the first after each init; null once destroyed. */
