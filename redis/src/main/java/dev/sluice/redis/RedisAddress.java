@@ -187,6 +187,11 @@ final class RedisAddress {
 
     /** One node, {@code redis://[credentials@]host:port[/db][?options]}, of the address {@code uri}. */
     private static RedisURI address(String node, String uri, Duration timeout) {
+        return checkedTls(created(node, uri, timeout), uri);
+    }
+
+    /** {@link #address}, its TLS options unchecked. */
+    private static RedisURI created(String node, String uri, Duration timeout) {
         // the port as written: Lettuce reads "host:0" and "host:" as 6379, and "host:abc" as a host of that name
         String written = portOf(node);
         if (written != null
@@ -222,5 +227,17 @@ final class RedisAddress {
                     ? " (in a password, characters such as a space, /, %, {, # are written percent-encoded: %20 for a space)"
                     : ""));
         }
+    }
+
+    /** {@code address}, unless its options would not check a TLS server's certificate. */
+    private static RedisURI checkedTls(RedisURI address, String uri) {
+        if (address.isSsl() && address.getVerifyMode() != io.lettuce.core.SslVerifyMode.FULL) {
+            // Lettuce's option took the check of each Cluster node's certificate away, silently (a review)
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": verifyPeer="
+                    + address.getVerifyMode() + " would not check " + (address.getVerifyMode()
+                    == io.lettuce.core.SslVerifyMode.CA ? "that the server's certificate names the host"
+                    : "the server's certificate at all") + "; Sluice always checks it (give the certificates to trust)");
+        }
+        return address;
     }
 }

@@ -511,7 +511,8 @@ public final class RedisStore implements Store, AutoCloseable {
             return lanes;
         } catch (RuntimeException e) {
             shutDown(shutdownClient, resources);
-            throw e;
+            String tls = TlsTrust.refusal(e);
+            throw tls == null ? e : new io.lettuce.core.RedisConnectionException("Unable to connect: " + tls);
         }
     }
 

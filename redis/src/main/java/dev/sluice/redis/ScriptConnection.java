@@ -149,6 +149,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private final AtomicBoolean watching = new AtomicBoolean();
     /** The start of the write the watch found past its timeout at its last look. Only the timer's thread uses it. */
     private long overdue = Long.MIN_VALUE;
+    /** Why the last attempt to connect again failed, while it does; null once connected. */
+    private volatile String unreachable;
     /** Why the watch ended the connection, for the failure of the calls in line; null if it did not. */
     private volatile String endedFor;
 
@@ -211,25 +213,44 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 throw new java.net.UnknownHostException("unknown host " + host);
             }
             socket.setSoTimeout(connectTimeoutMs); // for the introduction only
-            Link opened = new Link(socket, address.tls() == null ? socket : secured(socket, host, port));
-            if (address.password() != null) {
-                introduce(opened, address.user() == null ? new String[] {"AUTH", address.password()}
-                        : new String[] {"AUTH", address.user(), address.password()});
+            // and the whole of it within that too: a timeout on each read let a server that sends a byte a second hold
+            // a TLS handshake, and the store's start with it, for as long as it liked (a review)
+            AtomicBoolean late = new AtomicBoolean();
+            Timeout deadline = timer.newTimeout(due -> {
+                late.set(true);
+                closeQuietly(socket);
+            }, connectTimeoutMs, TimeUnit.MILLISECONDS);
+            try {
+                return introduced(socket, host, port);
+            } catch (IOException e) {
+                throw late.get() ? new IOException("no introduction within " + connectTimeoutMs + " ms"
+                        + (address.tls() != null ? " (TLS handshake, then " : " (") + "AUTH, SELECT, PING)") : e;
+            } finally {
+                deadline.cancel();
             }
-            if (address.database() != 0) {
-                introduce(opened, new String[] {"SELECT", Integer.toString(address.database())});
-            }
-            if (address.clientName() != null) {
-                introduce(opened, new String[] {"CLIENT", "SETNAME", address.clientName()});
-            }
-            // a server that accepts and then refuses (maxclients, protected mode) answers this with its error
-            introduce(opened, new String[] {"PING"});
-            socket.setSoTimeout(silentLimitMs); // see silentLimitMs
-            return opened;
         } catch (IOException | RuntimeException e) {
             socket.close();
             throw e;
         }
+    }
+
+    /** The connection made over {@code socket}, introduced as {@link #address} says. */
+    private Link introduced(Socket socket, String host, int port) throws IOException {
+        Link opened = new Link(socket, address.tls() == null ? socket : secured(socket, host, port));
+        if (address.password() != null) {
+            introduce(opened, address.user() == null ? new String[] {"AUTH", address.password()}
+                    : new String[] {"AUTH", address.user(), address.password()});
+        }
+        if (address.database() != 0) {
+            introduce(opened, new String[] {"SELECT", Integer.toString(address.database())});
+        }
+        if (address.clientName() != null) {
+            introduce(opened, new String[] {"CLIENT", "SETNAME", address.clientName()});
+        }
+        // a server that accepts and then refuses (maxclients, protected mode) answers this with its error
+        introduce(opened, new String[] {"PING"});
+        socket.setSoTimeout(silentLimitMs); // see silentLimitMs
+        return opened;
     }
 
     /**
@@ -245,16 +266,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
         try {
             tls.startHandshake();
         } catch (javax.net.ssl.SSLException e) {
-            // the deepest reason, said whole: a caller that shows only the root cause of an exception (the server
-            // does) would otherwise show "unable to find valid certification path" and no word of TLS
-            Throwable root = e;
-            while (root.getCause() != null && root.getCause() != root) {
-                root = root.getCause();
-            }
-            String reason = root instanceof java.security.cert.CertPathBuilderException
-                    ? "its certificate is signed by none of the certificates trusted (give them with trust, or"
-                    + " store_trust)" : String.valueOf(root.getMessage());
-            throw new IOException("TLS handshake failed: " + reason);
+            throw new IOException(TlsTrust.refusal(e)); // no cause: its root would be shown instead (TlsTrust says)
         }
         return tls;
     }
@@ -323,7 +335,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
         }
         // outside the lock: failing runs what waits on the answer (a review found the lock held around it)
         call.answer().completeExceptionally(new RedisConnectionException(closed ? "connection to " + address
-                + " closed" : "not connected to " + address + " (connecting again)"));
+                + " closed" : "not connected to " + address + " (connecting again" + (unreachable == null ? ")"
+                : "; the last attempt: " + unreachable + ")")));
     }
 
     /**
@@ -420,9 +433,12 @@ final class ScriptConnection implements AutoCloseable, Executor {
                         } else {
                             link = opened;
                             retryNanos = FIRST_RETRY_NANOS;
+                            unreachable = null;
                         }
                     }
                 } catch (Throwable e) {
+                    // why, for the calls failed meanwhile: a certificate refused, say, said nowhere else (a review)
+                    unreachable = String.valueOf(e.getMessage());
                     // still down: the next attempt after a longer wait (an Error too, as below: a reading thread that
                     // died here would leave the connection lost for good, every call on it refused)
                 }

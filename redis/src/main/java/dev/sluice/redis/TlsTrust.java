@@ -57,6 +57,38 @@ record TlsTrust(TrustManagerFactory managers) {
         }
     }
 
+    /**
+     * Why a TLS handshake failed, said whole and in words of TLS, from the deepest reason in {@code failure}; null if
+     * it was no handshake's. A caller that shows only an exception's root cause (the server does) would otherwise say
+     * "unable to find valid certification path to requested target", and no word of TLS.
+     */
+    static String refusal(Throwable failure) {
+        return refusal(failure, false, 0);
+    }
+
+    /**
+     * Down the causes, and the suppressed failures of each (Lettuce's "Unable to establish a connection to Redis
+     * Cluster" holds each node's failure as a suppressed one of its cause): the deepest of a chain with a TLS failure.
+     */
+    private static String refusal(Throwable at, boolean handshake, int depth) {
+        if (at == null || depth > 32) {
+            return null;
+        }
+        boolean tls = handshake || at instanceof javax.net.ssl.SSLException;
+        Throwable cause = at.getCause() == at ? null : at.getCause();
+        if (cause == null && tls) {
+            return "TLS handshake failed: " + (at instanceof java.security.cert.CertPathBuilderException
+                    ? "its certificate is signed by none of the certificates trusted (give them with trust, or"
+                    + " store_trust)" : at instanceof java.security.cert.CertificateExpiredException
+                    ? "its certificate has expired (" + at.getMessage() + ")" : String.valueOf(at.getMessage()));
+        }
+        String found = refusal(cause, tls, depth + 1);
+        for (int i = 0; found == null && i < at.getSuppressed().length; i++) {
+            found = refusal(at.getSuppressed()[i], false, depth + 1);
+        }
+        return found;
+    }
+
     /** The sockets of a standalone store's own connections. */
     SSLSocketFactory sockets() {
         try {

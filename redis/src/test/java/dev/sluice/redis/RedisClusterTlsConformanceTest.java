@@ -26,6 +26,14 @@ class RedisClusterTlsConformanceTest extends StoreConformance {
         certificate.close();
     }
 
+    /** A Cluster whose certificate is not trusted is refused in words of TLS, as a standalone Redis is. */
+    @org.junit.jupiter.api.Test
+    void aClusterNotTrustedIsRefusedSayingWhy() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> RedisStore.connect(cluster.tlsUri()))
+                .hasMessage("Unable to connect: TLS handshake failed: its certificate is signed by none of the"
+                        + " certificates trusted (give them with trust, or store_trust)");
+    }
+
     @Override
     protected Store newStore() {
         RedisTlsConformanceTest.flush(cluster.nodes());

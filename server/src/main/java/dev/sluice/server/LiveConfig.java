@@ -262,7 +262,7 @@ public final class LiveConfig implements AutoCloseable {
         // (a change of max_keys opens a new one, as a change of store does)
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
         String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys()
-                : config.storeTimeoutNanos() + " " + config.storeTrust());
+                : config.storeTimeoutNanos() + " " + trustSeen(config.storeTrust()));
         Store old = store;
         long oldTimeout = store instanceof RedisStore ? storeTimeoutNanos : 0; // memory's decisions never wait
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
@@ -344,6 +344,22 @@ public final class LiveConfig implements AutoCloseable {
             } catch (Exception e) {
                 LOG.log(System.Logger.Level.WARNING, "closing the old store: " + e);
             }
+        }
+    }
+
+    /**
+     * The certificates a TLS store trusts, as the file holds them now: a CA rotated in the same file opens a new store
+     * at the next edit of the configuration (a review found only a new path did).
+     */
+    private static String trustSeen(Path trust) {
+        if (trust == null) {
+            return "the JVM's trust";
+        }
+        try {
+            return trust + " " + java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(java.nio.file.Files.readAllBytes(trust)));
+        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+            return trust + " unreadable"; // the store's own opening says why
         }
     }
 

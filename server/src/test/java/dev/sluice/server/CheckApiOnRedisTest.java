@@ -62,11 +62,20 @@ class CheckApiOnRedisTest {
                     + "    limits: [1/1h]\n";
             java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("sluice.yaml"),
                     "store: " + redis.tlsUri() + "\nstore_trust: server.crt\n" + policy);
-            try (LiveConfig live = LiveConfig.of(ConfigLoader.load(file), new ServerMetrics());
+            try (LiveConfig live = LiveConfig.load(file, new ServerMetrics());
                  ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
                 String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.9\"}";
                 assertThat(post(api.port(), request)).isEqualTo(200);
                 assertThat(post(api.port(), request)).isEqualTo(429);
+                // the certificates rotated in the same file (here: the same one twice) open a new store at the next
+                // edit; a review found only a new path did
+                dev.sluice.store.Store first = live.store();
+                java.nio.file.Files.writeString(dir.resolve("server.crt"), java.nio.file.Files.readString(
+                        certificate.certificate()) + java.nio.file.Files.readString(certificate.certificate()));
+                java.nio.file.Files.writeString(file, java.nio.file.Files.readString(file) + "# rotated\n");
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).isNotSameAs(first);
+                assertThat(post(api.port(), request)).as("the count Redis kept").isEqualTo(429);
             }
             java.nio.file.Path untrusting = java.nio.file.Files.writeString(dir.resolve("untrusting.yaml"),
                     "store: " + redis.tlsUri() + "\n" + policy);
