@@ -171,7 +171,11 @@ public final class LiveConfig implements AutoCloseable {
         synchronized (this) {
             look = new Look(readOrNull(), ConfigLoader.snapshot(envoyFiles.keySet()));
         }
-        boolean settled = look.equals(lastLook);
+        // compared field by field: a record's own equals is made at its first call by the JDK's ObjectMethods, whose
+        // cache then held the record's class, and with it a web application's class loader after undeploy (JDK 17;
+        // found by trying the servlet filter in Tomcat)
+        boolean settled = lastLook != null && java.util.Objects.equals(look.text(), lastLook.text())
+                && look.envoyFiles().equals(lastLook.envoyFiles());
         lastLook = look;
         return settled ? reload(look) : Reload.UNCHANGED;
     }
@@ -387,11 +391,16 @@ public final class LiveConfig implements AutoCloseable {
 
     @Override
     public synchronized void close() {
-        if (watcher != null) {
-            watcher.shutdownNow();
-        }
-        if (sweeper != null) {
-            sweeper.shutdownNow();
+        for (ScheduledExecutorService threads : new ScheduledExecutorService[] {watcher, sweeper}) {
+            if (threads != null) {
+                threads.shutdownNow();
+                try {
+                    // ended before the application that made them is gone: Tomcat warns of a thread left running
+                    threads.awaitTermination(1, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
         if (!storeGiven) {
             close(store);
