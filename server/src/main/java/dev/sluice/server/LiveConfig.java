@@ -54,6 +54,8 @@ public final class LiveConfig implements AutoCloseable {
     /** The store_timeout of the store in use: how long its decisions may still wait once it is replaced. */
     private long storeTimeoutNanos;
     private String text;
+    /** The text of the configuration in force (not of a refused edit, as {@link #text} may be). */
+    private String applied;
     /** The message of the read that failed at the last look: a file gone or unreadable is reported once. */
     private String unreadable;
     /** A text that checked out but whose store could not be reached: tried again at every look until it is. */
@@ -68,6 +70,8 @@ public final class LiveConfig implements AutoCloseable {
      */
     static volatile Duration sweepPeriod = Duration.ofSeconds(10);
     private ScheduledExecutorService sweeper;
+    /** Once closed, reloads do nothing. Guarded by this. */
+    private boolean closed;
     /** What the watcher saw at its last look, to apply an edit only once it has stayed the same for a period. */
     private Look lastLook;
 
@@ -91,6 +95,7 @@ public final class LiveConfig implements AutoCloseable {
         ServerConfig config = ConfigLoader.parse(file.toString(), text);
         live.apply(config);
         live.text = text;
+        live.applied = text;
         live.envoyFiles = config.envoy().files();
         return live;
     }
@@ -187,7 +192,7 @@ public final class LiveConfig implements AutoCloseable {
 
     /** {@link #reload()}; given a look, only if the file still holds what it saw (else it is looked at again). */
     private synchronized Reload reload(Look settled) {
-        if (file == null) {
+        if (file == null || closed) { // closed: a watcher that waited for the lock opens no store nobody would close
             return Reload.UNCHANGED;
         }
         String now;
@@ -212,6 +217,9 @@ public final class LiveConfig implements AutoCloseable {
             unreached = null; // another edit since: that one is tried, and reported, on its own
         }
         if (!again && now.equals(text) && !ConfigLoader.changed(envoyFiles)) {
+            if (now.equals(applied)) { // the file in force is on disk again (it was gone, or unreadable): in force
+                metrics.inForce();
+            }
             return Reload.UNCHANGED;
         }
         ServerConfig config;
@@ -233,6 +241,7 @@ public final class LiveConfig implements AutoCloseable {
         }
         unreached = null;
         text = now;
+        applied = now;
         envoyFiles = config.envoy().files();
         metrics.reloaded(true);
         int count = policies.config().policies().size();
@@ -391,6 +400,7 @@ public final class LiveConfig implements AutoCloseable {
 
     @Override
     public synchronized void close() {
+        closed = true;
         for (ScheduledExecutorService threads : new ScheduledExecutorService[] {watcher, sweeper}) {
             if (threads != null) {
                 threads.shutdownNow();

@@ -414,7 +414,7 @@ public final class Policies {
             // a hits_addend past its limit. An error (as before) let Envoy's default failure_mode_deny: false pass
             // the request, and every other limit of its call, unlimited (a review found that bypass)
             long hits = descriptor.hits();
-            return hits > Long.MAX_VALUE / policy.cost() ? Long.MAX_VALUE : policy.cost() * hits;
+            return policy.cost() != 0 && hits > Long.MAX_VALUE / policy.cost() ? Long.MAX_VALUE : policy.cost() * hits;
         }
         if (policy.costHeader() == null) {
             return policy.cost();

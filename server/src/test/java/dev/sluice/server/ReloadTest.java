@@ -117,6 +117,28 @@ class ReloadTest {
         assertThat(remaining("changed", "10.0.0.1")).as("its key unchanged: counters kept").isZero();
     }
 
+    /**
+     * The file in force gone and back, as it was: nothing to reload, and the gauge says it is in force again (a review
+     * found it left at 0, and its alert firing, until an unrelated edit).
+     */
+    @Test
+    void theFileInForceBackAsItWasIsInForceAgain() throws Exception {
+        Files.delete(file);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
+        assertThat(live.metrics().scrape()).contains("sluice_config_last_reload_successful 0.0");
+        Files.writeString(file, FIRST);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+        assertThat(live.metrics().scrape()).contains("sluice_config_last_reload_successful 1.0");
+    }
+
+    /** Closed, a reload does nothing: a watcher that waited for the lock must not open a store nobody will close. */
+    @Test
+    void aClosedConfigurationReloadsNothing() throws Exception {
+        Files.writeString(file, SECOND);
+        live.close();
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+    }
+
     @Test
     void aBadEditIsLoggedCountedAndChangesNothing() throws Exception {
         assertThat(remaining("changed", "10.0.0.2")).isEqualTo(1);

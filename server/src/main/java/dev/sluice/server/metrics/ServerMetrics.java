@@ -352,6 +352,11 @@ public final class ServerMetrics implements AutoCloseable {
         configInForce = applied;
     }
 
+    /** The configuration on disk is the one in force again, without a reload (a refused edit undone, say). */
+    public void inForce() {
+        configInForce = true;
+    }
+
     /**
      * Exports a policy's {@code sluice_decisions_total} at 0 for every outcome, before its first decision: a series
      * that first appears at its first count is missed by {@code rate()} and {@code increase()}, which start from it
