@@ -71,8 +71,9 @@ final class RateLimitService {
 
     private final LiveConfig live;
     /**
-     * Where large calls are decided: a thread a core, a line of 256; a call past it is decided where it arrived, as
-     * before (slower for all, never an error: an error is a pass for Envoy's default failure_mode_deny: false).
+     * Where large calls are decided: a thread a core, a line of 256; a call past it, or come as the server closes, is
+     * decided where it arrived, as before (slower for all, never an error or no answer: either is a pass for Envoy's
+     * default failure_mode_deny: false). ThreadPoolExecutor's CallerRunsPolicy drops a task once shut down.
      * Made for the gRPC service only ({@link #definition}): the JSON calls of /json are decided on the API's threads.
      */
     private java.util.concurrent.ThreadPoolExecutor large;
@@ -90,7 +91,7 @@ final class RateLimitService {
                     Thread thread = new Thread(task, "sluice-envoy-large-" + made.incrementAndGet());
                     thread.setDaemon(true);
                     return thread;
-                }, new java.util.concurrent.ThreadPoolExecutor.CallerRunsPolicy());
+                }, (task, pool) -> task.run()); // decided where it came, even once shut down: never left unanswered
         large.allowCoreThreadTimeOut(true);
         return large;
     }
@@ -112,8 +113,16 @@ final class RateLimitService {
                 .addMethod(method, ServerCalls.asyncUnaryCall((received, answer) -> {
                     if (received.unreadable() != null) {
                         answer.onError(Status.INVALID_ARGUMENT.withDescription(received.unreadable()).asRuntimeException());
-                    } else if (received.request().getDescriptorsCount() > LARGE_CALL && !large.isShutdown()) {
-                        large.execute(() -> shouldRateLimit(received.request(), answer));
+                    } else if (received.request().getDescriptorsCount() > LARGE_CALL) {
+                        large.execute(() -> {
+                            try {
+                                shouldRateLimit(received.request(), answer);
+                            } catch (RuntimeException | Error e) { // answered, as gRPC answers what escapes its own thread
+                                LOG.log(Level.SEVERE, "cannot decide a call of domain " + received.request().getDomain(), e);
+                                answer.onError(Status.INTERNAL.withDescription("cannot decide; the server's log says why")
+                                        .asRuntimeException());
+                            }
+                        });
                     } else {
                         shouldRateLimit(received.request(), answer);
                     }
