@@ -104,18 +104,25 @@ final class RedisAddress {
                     + " the primary its sentinels watch, after #: redis-sentinel://host:port,host:port#name");
         }
         String sentinels = uri.substring(0, hash);
-        for (String node : authorityOf(sentinels).split(",", -1)) {
+        String nodes = authorityOf(sentinels);
+        List<RedisURI> each = new ArrayList<>();
+        for (String node : nodes.split(",", -1)) {
             if (node.isBlank()) {
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a sentinel is missing"
                         + " between commas; expected redis-sentinel://host:port,host:port#name");
             }
-            address("redis://" + node.trim(), uri, timeout); // its host and port, as any node's
+            RedisURI sentinel = address("redis://" + node.trim(), uri, timeout); // its host and port, as any node's
+            each.add(RedisURI.create(sentinel.getHost(), portOf("redis://" + node.trim()) == null ? 26379
+                    : sentinel.getPort()));
         }
-        RedisURI primary = address(uri.substring(0, hash) + "#" + uri.substring(hash + 1), uri, timeout);
-        if (primary.getSentinelMasterId() == null || primary.getSentinels().isEmpty()) {
-            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": expected"
-                    + " redis-sentinel://host:port,host:port[/db]#name");
-        }
+        // the primary's credentials, database and options, read as a node's (read whole by Lettuce, a node without
+        // its port or of IPv6 was refused, a review found)
+        String afterScheme = afterScheme(sentinels);
+        int at = afterScheme.lastIndexOf('@');
+        RedisURI primary = address("redis://" + afterScheme.substring(0, at + 1) + "primary"
+                + afterScheme.substring(at + 1 + nodes.length()), uri, timeout);
+        primary.setSentinelMasterId(uri.substring(hash + 1));
+        primary.getSentinels().addAll(each);
         return primary;
     }
 

@@ -204,7 +204,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
         try {
             socket.setTcpNoDelay(true);
             // through Sentinel, the primary is looked up at each connection: after a failover, the one promoted
-            InetSocketAddress located = address.sentinels() == null ? null : address.sentinels().locate(connectTimeoutMs);
+            InetSocketAddress located = address.sentinels() == null ? null : address.sentinels().locate(connectTimeoutMs, timer);
             String host = located == null ? address.host() : located.getHostString();
             int port = located == null ? address.port() : located.getPort();
             try {
@@ -221,7 +221,11 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 closeQuietly(socket);
             }, connectTimeoutMs, TimeUnit.MILLISECONDS);
             try {
-                return introduced(socket, host, port);
+                Link opened = introduced(socket, host, port);
+                if (!deadline.cancel() && late.get()) { // due as it ended: its socket is closed
+                    throw new IOException("socket closed");
+                }
+                return opened;
             } catch (IOException e) {
                 throw late.get() ? new IOException("no introduction within " + connectTimeoutMs + " ms"
                         + (address.tls() != null ? " (TLS handshake, then " : " (") + "AUTH, SELECT, PING)") : e;

@@ -1,46 +1,84 @@
 package dev.sluice.redis;
 
+import io.netty.util.Timeout;
+import io.netty.util.Timer;
+
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Where a standalone store finds its primary through Redis Sentinel: the sentinels, asked in turn
  * ({@code SENTINEL GET-MASTER-ADDR-BY-NAME}) each time a connection is made, so that a connection lost in a failover,
  * or left because its node answered {@code READONLY} (demoted), is made again to the primary the sentinels promoted.
+ * The one that answered last is asked first: a sentinel that does not answer costs its time once, not at every
+ * connection of the store.
  */
-record Sentinels(List<InetSocketAddress> nodes, String primary) {
+final class Sentinels {
+    private final List<InetSocketAddress> nodes;
+    private final String primary;
+    /** The sentinel that answered last, asked first. */
+    private volatile int answered;
+
+    Sentinels(List<InetSocketAddress> nodes, String primary) {
+        this.nodes = List.copyOf(nodes);
+        this.primary = primary;
+    }
 
     /**
-     * The address of the primary, from the first sentinel that knows it.
+     * The address of the primary, from the first sentinel that knows it; each sentinel is given {@code timeoutMs} in
+     * all, to connect and answer (one that sends a byte at a time is given up on then).
      *
      * @throws IOException if none does, with each sentinel's reason
      */
-    InetSocketAddress locate(int timeoutMs) throws IOException {
+    InetSocketAddress locate(int timeoutMs, Timer timer) throws IOException {
         StringBuilder reasons = new StringBuilder();
-        for (InetSocketAddress sentinel : nodes) {
-            try (Socket socket = new Socket()) {
+        int first = answered;
+        for (int i = 0; i < nodes.size(); i++) {
+            int at = (first + i) % nodes.size();
+            InetSocketAddress sentinel = nodes.get(at);
+            Object answer;
+            try {
+                answer = ask(sentinel, timeoutMs, timer);
+                if (answer instanceof List<?> hostAndPort && hostAndPort.size() == 2) {
+                    answered = at;
+                    return InetSocketAddress.createUnresolved(String.valueOf(hostAndPort.get(0)),
+                            Integer.parseInt(String.valueOf(hostAndPort.get(1))));
+                }
+            } catch (IOException | NumberFormatException e) {
+                answer = e;
+            }
+            reasons.append(reasons.isEmpty() ? "" : "; ").append(sentinel.getHostString()).append(':')
+                    .append(sentinel.getPort()).append(answer == null ? " knows no primary of that name"
+                            : answer instanceof RespReader.Error error ? " answered " + error.message()
+                            : answer instanceof Exception e ? ": " + e.getMessage() : " answered " + answer);
+        }
+        throw new IOException("no sentinel gave the address of primary " + primary + " (" + reasons + ")");
+    }
+
+    private Object ask(InetSocketAddress sentinel, int timeoutMs, Timer timer) throws IOException {
+        try (Socket socket = new Socket()) {
+            AtomicBoolean late = new AtomicBoolean();
+            Timeout deadline = timer.newTimeout(due -> {
+                late.set(true);
+                socket.close();
+            }, timeoutMs, TimeUnit.MILLISECONDS);
+            try {
                 socket.connect(new InetSocketAddress(sentinel.getHostString(), sentinel.getPort()), timeoutMs);
                 socket.setSoTimeout(timeoutMs);
                 RespWriter ask = new RespWriter();
                 ask.command(new String[] {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", primary}, null, null);
                 ask.writeTo(socket.getOutputStream());
-                Object answer = new RespReader(socket.getInputStream()).read();
-                if (answer instanceof List<?> hostAndPort && hostAndPort.size() == 2) {
-                    return InetSocketAddress.createUnresolved(String.valueOf(hostAndPort.get(0)),
-                            Integer.parseInt(String.valueOf(hostAndPort.get(1))));
-                }
-                reasons.append(reasons.isEmpty() ? "" : "; ").append(sentinel.getHostString()).append(':')
-                        .append(sentinel.getPort()).append(answer == null ? " knows no primary of that name"
-                                : answer instanceof RespReader.Error error ? " answered " + error.message()
-                                : " answered " + answer);
-            } catch (IOException | NumberFormatException e) {
-                reasons.append(reasons.isEmpty() ? "" : "; ").append(sentinel.getHostString()).append(':')
-                        .append(sentinel.getPort()).append(": ").append(e.getMessage());
+                return new RespReader(socket.getInputStream()).read();
+            } catch (IOException e) {
+                throw late.get() ? new IOException("no answer within " + timeoutMs + " ms") : e;
+            } finally {
+                deadline.cancel();
             }
         }
-        throw new IOException("no sentinel gave the address of primary " + primary + " (" + reasons + ")");
     }
 
     @Override

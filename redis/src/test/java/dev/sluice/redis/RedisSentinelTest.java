@@ -60,10 +60,27 @@ class RedisSentinelTest {
     void aPrimaryNoSentinelKnowsIsRefusedNamingEachSentinel() throws Exception {
         try (RedisServer primary = RedisServer.start();
              RedisServer sentinel = RedisServer.startSentinel("sluice-primary", primary, 1)) {
+            // a sentinel that is not there is passed over for the next
+            try (RedisStore store = RedisStore.builder("redis-sentinel://127.0.0.1:1,127.0.0.1:" + sentinel.port()
+                    + "#sluice-primary")
+                    .raiseFailures(true).build()) {
+                assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
+            }
             String uri = "redis-sentinel://127.0.0.1:" + sentinel.port() + "#another";
             assertThatThrownBy(() -> RedisStore.connect(uri)).hasMessageContaining("no sentinel gave the address of"
                     + " primary another (127.0.0.1:" + sentinel.port() + " knows no primary of that name)");
         }
+        // a sentinel without its port (26379), and sentinels of IPv6, are read as Lettuce reads them (a review found
+        // them refused)
+        io.lettuce.core.RedisURI read = RedisAddress.seeds("redis-sentinel://:pw@sentinel-a,sentinel-b:26380/2#main",
+                Duration.ofSeconds(1)).get(0);
+        assertThat(read.getSentinels()).extracting(io.lettuce.core.RedisURI::getHost, io.lettuce.core.RedisURI::getPort)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("sentinel-a", 26379),
+                        org.assertj.core.groups.Tuple.tuple("sentinel-b", 26380));
+        assertThat(read.getSentinelMasterId()).isEqualTo("main");
+        assertThat(read.getDatabase()).isEqualTo(2);
+        assertThat(new String(read.getPassword())).isEqualTo("pw");
+        RedisStore.checkAddress("redis-sentinel://[::1]:26379,[::1]:26380/2#m");
         assertThatThrownBy(() -> RedisStore.connect("redis-sentinel://127.0.0.1:26379"))
                 .hasMessage("bad Redis address \"redis-sentinel://127.0.0.1:26379\": a Sentinel address names the primary"
                         + " its sentinels watch, after #: redis-sentinel://host:port,host:port#name");
