@@ -225,8 +225,9 @@ public final class RateLimiter {
      * The longest a shaping queue may hold a request with {@code budget} left of {@code asked}: all of it at the
      * first decision, and after a wait for room what is left, rounded down to a 64th of {@code asked}. A store keeps
      * what it works out per rule (below), and a rule for each nanosecond left would be a new one at every wait (a
-     * review counted 202 rules in 200 calls); rounded, a {@code maxWait} makes 65 at most. It can give up when the
-     * turn is less than a 64th of {@code maxWait} beyond what is rounded, never wait past it.
+     * review counted 202 rules in 200 calls); rounded, a {@code maxWait} makes 66 at most ({@code asked} itself and
+     * the 65 multiples of its 64th). A turn within what rounding took off is rejected once more, its retry_after
+     * slept, and then admitted: never held past {@code maxWait}.
      */
     private long holding(long budget, long asked) {
         long step = Math.max(1, asked / 64);

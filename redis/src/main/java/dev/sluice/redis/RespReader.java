@@ -2,8 +2,6 @@ package dev.sluice.redis;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

@@ -72,6 +72,9 @@ class ConfigLoaderTest {
                 .policies().get(0).rule();
         assertThat(capped.toString()).isEqualTo("leaky-bucket [5/1s] shaping max_delay=2s");
         assertThat(capped.maxDelayNanos()).isEqualTo(2_000_000_000L);
+        // 0: a queue that lets a request in only when no turn is ahead, as simulate's --max-delay 0s
+        assertThat(ConfigLoader.parse("t.yaml", policy + "shaping\n    max_delay: 0s").policies().get(0).rule()
+                .maxDelayNanos()).isZero();
     }
 
     /**
@@ -143,7 +146,7 @@ class ConfigLoaderTest {
             "several nodes but not a Cluster|store: redis://a:1,b:2\\npolicies: []|t.yaml:1: store: bad Redis address \"redis://a:1,b:2\": a standalone Redis is one host:port; several nodes are a Cluster's, redis-cluster://host:port,host:port",
             "a bad Redis port|store: redis-cluster://a:1,b:70000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-cluster://a:1,b:70000\": port \"70000\" of b:70000: expected 1 to 65535",
             "a bad node after nodes with passwords|store: redis-cluster://:s3cret@a:1,:s3cret@local host:2\\npolicies: []|t.yaml:1: store: bad Redis address \":****@local host:2\" in \"redis-cluster://:****@a:1,:****@local host:2\": expected host:port,host:port",
-            "a leaky queue with max_delay 0|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: leaky-bucket\\n    limits: [5/1s]\\n    mode: delay\\n    max_delay: 0s|t.yaml:7: policies[0].max_delay: must be > 0, got \"0s\"",
+            "a leaky queue with a negative max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: leaky-bucket\\n    limits: [5/1s]\\n    mode: delay\\n    max_delay: -1s|t.yaml:7: policies[0].max_delay: bad duration \"-1s\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
             "an unknown key part|policies:\\n  - name: p\\n    key: [cookie:sid]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[0]: unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT",
             "a negative cost|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    cost: -2|t.yaml:6: policies[0].cost: expected a whole number >= 0, got \"-2\"",
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",

@@ -246,6 +246,7 @@ public final class SluiceFilter implements Filter {
                 context.dispatch(mapped);
                 return;
             } catch (RuntimeException second) {
+                first.addSuppressed(second);
                 LOG.log(System.Logger.Level.WARNING, "a held request (" + request.getMethod() + " "
                         + request.getRequestURI() + ") could not be sent on when its turn came; answered 503", first);
             }

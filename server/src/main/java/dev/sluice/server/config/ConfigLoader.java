@@ -445,7 +445,9 @@ public final class ConfigLoader {
                 throw error(fields.get("max_delay"), field + ".max_delay", "max_delay is for mode: delay (and "
                         + "leaky-bucket's shaping)");
             }
-            maxDelay = positiveDuration(fields.get("max_delay"), field + ".max_delay");
+            // a queue's may be 0 (it lets a request in only when no turn is ahead of it), as simulate takes it
+            maxDelay = mode == Mode.SHAPING ? duration(fields.get("max_delay"), field + ".max_delay")
+                    : positiveDuration(fields.get("max_delay"), field + ".max_delay");
         } else if (mode == Mode.DELAY) {
             throw error(fields.containsKey("mode") ? fields.get("mode") : node, field + ".mode",
                     "mode: delay needs max_delay");
@@ -834,6 +836,11 @@ public final class ConfigLoader {
             // falls through to the message
         }
         throw error(node, field, "expected a whole number >= " + least + ", got \"" + text + "\"");
+    }
+
+    private long duration(Node node, String field) throws ConfigException {
+        String text = scalar(node, field);
+        return parsed(node, field, () -> DurationFormat.parseNanos(text));
     }
 
     private long positiveDuration(Node node, String field) throws ConfigException {

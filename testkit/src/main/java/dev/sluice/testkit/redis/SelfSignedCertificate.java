@@ -32,10 +32,14 @@ public record SelfSignedCertificate(Path certificate, Path key) {
         Process process = new ProcessBuilder(List.of(keytool.toString(), "-genkeypair", "-alias", "redis", "-keyalg",
                 "EC", "-groupname", "secp256r1", "-validity", "2", "-dname", "CN=sluice-test", "-ext",
                 "SAN=" + String.join(",", names), "-keystore", store.toString(), "-storetype", "PKCS12", "-storepass",
-                PASSWORD, "-keypass", PASSWORD)).redirectErrorStream(true).start();
-        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
-            throw new IOException("keytool failed: " + output);
+                PASSWORD, "-keypass", PASSWORD)).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("keytool.log").toFile()).start();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new IOException("keytool did not end within 60 s");
+        }
+        if (process.exitValue() != 0) {
+            throw new IOException("keytool failed: " + Files.readString(dir.resolve("keytool.log")));
         }
         try (InputStream in = Files.newInputStream(store)) {
             KeyStore keys = KeyStore.getInstance("PKCS12");
