@@ -74,7 +74,8 @@ final class RateLimitService {
      * Where large calls are decided: a thread a core, a line of 256; a call past it, or come as the server closes, is
      * decided where it arrived, as before (slower for all, never an error or no answer: either is a pass for Envoy's
      * default failure_mode_deny: false). ThreadPoolExecutor's CallerRunsPolicy drops a task once shut down.
-     * Made for the gRPC service only ({@link #definition}): the JSON calls of /json are decided on the API's threads.
+     * Made for the gRPC service only ({@link #definition}): the JSON calls of /json are decided on the API's event loop,
+     * their bodies bounded at 64 KiB (some thousands of descriptors at most, against gRPC's 10,000 of any length).
      */
     private java.util.concurrent.ThreadPoolExecutor large;
 
