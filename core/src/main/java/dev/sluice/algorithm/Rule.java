@@ -263,16 +263,30 @@ public final class Rule {
         KeyState current = transition.advance(state, t);
         KeyState unchanged = current == null ? null : state;
         long wait = cost == 0 ? 0 : transition.wait(current, t, cost);
-        long held = mode == Mode.SHAPING && cost > 0 ? transition.resetAfter(current, t) : 0;
-        if (!fits(wait, held)) {
-            return new Outcome(unchanged, this, current, t, false, retryAfter(wait, held), 0);
+        if (mode == Mode.SHAPING && cost > 0) {
+            // apart, so that the other modes' path is the one it was before shaping had a max delay
+            return shapeOne(transition, current, unchanged, t, wait, cost);
+        }
+        if (!fits(wait)) {
+            return new Outcome(unchanged, this, current, t, false, retryAfter(wait), 0);
         }
         if (cost == 0) {
             return new Outcome(unchanged, this, current, t, true, 0, 0);
         }
-        long delay = mode == Mode.DELAY ? wait : held;
-        KeyState next = transition.take(current, t, cost, mode == Mode.DELAY ? delay : 0);
+        long delay = mode == Mode.DELAY ? wait : 0;
+        KeyState next = transition.take(current, t, cost, delay);
         return new Outcome(next, this, next, t, true, 0, delay);
+    }
+
+    /** {@link #decideOne} in shaping mode: held as long as the queue ahead takes, and at most the max delay. */
+    private Outcome shapeOne(Transition<KeyState> transition, KeyState current, KeyState unchanged, long t, long wait,
+                             long cost) {
+        long held = transition.resetAfter(current, t);
+        if (!fits(wait, held)) {
+            return new Outcome(unchanged, this, current, t, false, retryAfter(wait, held), 0);
+        }
+        KeyState next = transition.take(current, t, cost, 0);
+        return new Outcome(next, this, next, t, true, 0, held);
     }
 
     /** The decision of a rule with one limit whose state at {@code t} is {@code state}. */
@@ -282,23 +296,31 @@ public final class Rule {
                 limits.get(0));
     }
 
-    /**
-     * Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode); in shaping
-     * mode {@code held} is the delay the queue ahead would give it.
-     */
-    private boolean fits(long wait, long held) {
-        return wait == 0 ? held <= maxDelayNanos || mode != Mode.SHAPING
-                : mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos;
+    /** Whether a request that must wait {@code wait} is admitted now (with that delay in delay mode). */
+    private boolean fits(long wait) {
+        return wait == 0 || (mode == Mode.DELAY && wait != Transition.NEVER && wait <= maxDelayNanos);
+    }
+
+    /** The {@code retry_after} of a rejected request that must wait {@code wait}. */
+    private long retryAfter(long wait) {
+        return wait == Transition.NEVER ? Decision.NEVER : mode == Mode.DELAY ? wait - maxDelayNanos : wait;
     }
 
     /**
-     * The {@code retry_after} of a rejected request that must wait {@code wait}, and would be held {@code held}
-     * (shaping): the queue's delay falls by as much as time passes, so it is within the max delay after
-     * {@code held - max_delay}.
+     * {@link #fits} in any mode, shaping's too: there {@code held}, the delay the queue ahead would give the request,
+     * must be within the max delay as well.
+     */
+    private boolean fits(long wait, long held) {
+        return mode == Mode.SHAPING ? wait == 0 && held <= maxDelayNanos : fits(wait);
+    }
+
+    /**
+     * {@link #retryAfter} in any mode: in shaping, the queue's delay falls by as much as time passes, so it is within
+     * the max delay after {@code held - max_delay}, and the room is there after {@code wait}.
      */
     private long retryAfter(long wait, long held) {
-        return wait == Transition.NEVER ? Decision.NEVER : mode == Mode.DELAY ? wait - maxDelayNanos
-                : mode == Mode.SHAPING ? Math.max(wait, held - maxDelayNanos) : wait;
+        return mode == Mode.SHAPING && wait != Transition.NEVER ? Math.max(wait, held - maxDelayNanos)
+                : retryAfter(wait);
     }
 
     private Outcome decideAll(KeyState state, long now, long cost) {
