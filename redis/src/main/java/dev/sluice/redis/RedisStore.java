@@ -9,6 +9,7 @@ import dev.sluice.store.StoreUnavailableException;
 
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
@@ -512,7 +513,7 @@ public final class RedisStore implements Store, AutoCloseable {
         } catch (RuntimeException e) {
             shutDown(shutdownClient, resources);
             String tls = TlsTrust.refusal(e);
-            throw tls == null ? e : new io.lettuce.core.RedisConnectionException("Unable to connect: " + tls);
+            throw tls == null ? e : new RedisConnectionException("Unable to connect: " + tls);
         }
     }
 

@@ -213,24 +213,16 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 throw new java.net.UnknownHostException("unknown host " + host);
             }
             socket.setSoTimeout(connectTimeoutMs); // for the introduction only
-            // and the whole of it within that too: a timeout on each read let a server that sends a byte a second hold
-            // a TLS handshake, and the store's start with it, for as long as it liked (a review)
-            AtomicBoolean late = new AtomicBoolean();
-            Timeout deadline = timer.newTimeout(due -> {
-                late.set(true);
-                closeQuietly(socket);
-            }, connectTimeoutMs, TimeUnit.MILLISECONDS);
-            try {
-                Link opened = introduced(socket, host, port);
-                if (!deadline.cancel() && late.get()) { // due as it ended: its socket is closed
-                    throw new IOException("socket closed");
+            // and the whole of it within that too, or the store's start waits as long as a slow server likes
+            try (SocketDeadline deadline = new SocketDeadline(socket, connectTimeoutMs, timer)) {
+                try {
+                    Link opened = introduced(socket, host, port);
+                    deadline.met();
+                    return opened;
+                } catch (IOException e) {
+                    throw deadline.explain(e, "no introduction within " + connectTimeoutMs + " ms"
+                            + (address.tls() != null ? " (TLS handshake, then " : " (") + "AUTH, SELECT, PING)");
                 }
-                return opened;
-            } catch (IOException e) {
-                throw late.get() ? new IOException("no introduction within " + connectTimeoutMs + " ms"
-                        + (address.tls() != null ? " (TLS handshake, then " : " (") + "AUTH, SELECT, PING)") : e;
-            } finally {
-                deadline.cancel();
             }
         } catch (IOException | RuntimeException e) {
             socket.close();

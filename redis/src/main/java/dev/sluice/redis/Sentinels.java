@@ -1,14 +1,11 @@
 package dev.sluice.redis;
 
-import io.netty.util.Timeout;
 import io.netty.util.Timer;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Where a standalone store finds its primary through Redis Sentinel: the sentinels, asked in turn
@@ -60,12 +57,7 @@ final class Sentinels {
     }
 
     private Object ask(InetSocketAddress sentinel, int timeoutMs, Timer timer) throws IOException {
-        try (Socket socket = new Socket()) {
-            AtomicBoolean late = new AtomicBoolean();
-            Timeout deadline = timer.newTimeout(due -> {
-                late.set(true);
-                socket.close();
-            }, timeoutMs, TimeUnit.MILLISECONDS);
+        try (Socket socket = new Socket(); SocketDeadline deadline = new SocketDeadline(socket, timeoutMs, timer)) {
             try {
                 socket.connect(new InetSocketAddress(sentinel.getHostString(), sentinel.getPort()), timeoutMs);
                 socket.setSoTimeout(timeoutMs);
@@ -74,9 +66,7 @@ final class Sentinels {
                 ask.writeTo(socket.getOutputStream());
                 return new RespReader(socket.getInputStream()).read();
             } catch (IOException e) {
-                throw late.get() ? new IOException("no answer within " + timeoutMs + " ms") : e;
-            } finally {
-                deadline.cancel();
+                throw deadline.explain(e, "no answer within " + timeoutMs + " ms");
             }
         }
     }
