@@ -191,7 +191,7 @@ final class RateLimitService {
                     throw failure;
                 }
                 answer.onNext(response(verdict, ends, unlimited,
-                        new VerdictAnswer(verdict, policies.config().envoyHeaders()).headers()));
+                        new VerdictAnswer(verdict, policies.config().envoyHeaders()).envoyHeaders()));
                 answer.onCompleted();
             } catch (Throwable unforeseen) {
                 // a fault of Sluice's own, logged here, not told to the client (a review found the exception's text

@@ -27,6 +27,14 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
     }
 
     /**
+     * The headers handed to Envoy beside the statuses of its rate limit service: over the limit, nothing remains, as
+     * those statuses say.
+     */
+    public Map<String, String> envoyHeaders() {
+        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets, 0, true);
+    }
+
+    /**
      * The headers of a request held for its delay before it goes on (the gateway, the servlet filter): its answer
      * leaves at least that much later, so the resets count from then. A review found a request held 5 s answered
      * with a reset ({@code t=3}) already 2 s past.

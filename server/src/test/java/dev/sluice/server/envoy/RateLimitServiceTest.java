@@ -389,6 +389,10 @@ class RateLimitServiceTest {
         RateLimitResponse tooMany = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge").setHitsAddend(2)
                 .addDescriptors(address).build());
         assertThat(tooMany.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        // the headers say what the status says: nothing remains (a review found the 1 a single hit could take)
+        assertThat(tooMany.getStatuses(0).getLimitRemaining()).isZero();
+        assertThat(headers(tooMany)).containsEntry("X-RateLimit-Remaining", "0");
+        assertThat(headers(tooMany).get("RateLimit")).startsWith("\"per-address\";r=0;t=");
         assertThat(ask("edge", address).getStatuses(0).getLimitRemaining()).isZero();
         // a policy's cost is charged once a hit
         RateLimitResponse weighted = envoy.shouldRateLimit(RateLimitRequest.newBuilder().setDomain("edge").setHitsAddend(2)
@@ -514,6 +518,10 @@ class RateLimitServiceTest {
             assertThat(answer.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
             assertThat(answer.getStatuses(0).getCode()).isEqualTo(Code.OVER_LIMIT);
             assertThat(answer.getStatuses(0).getLimitRemaining()).isZero();
+            // and so do the headers, with no Retry-After, as no wait makes it fit (a review found the headers
+            // telling the whole limit remaining beside the status's 0)
+            assertThat(headers(answer)).containsEntry("X-RateLimit-Remaining", "0").doesNotContainKey("Retry-After");
+            assertThat(headers(answer).get("RateLimit")).contains(";r=0;t=");
         }
         // nothing taken: the whole limit is still there
         assertThat(ask("edge", descriptor("remote_address", "10.0.0.8")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
@@ -676,6 +684,18 @@ class RateLimitServiceTest {
             assertThat(status.getCurrentLimit().getName()).isEqualTo("bulk");
             assertThat(status.getLimitRemaining()).isEqualTo(99);
         });
+        // the quota is told once, not once a descriptor (a review found it repeated 10,000 times)
+        assertThat(headers(answer)).containsEntry("RateLimit-Policy", "\"bulk\";q=100;w=3600");
+    }
+
+    /** A policy that decides several descriptors of a call is one item of RateLimit-Policy, among the others. */
+    @Test
+    void aPolicyDecidingTwoDescriptorsIsListedOnce() {
+        RateLimitResponse answer = ask("edge", descriptor("bulk", "one"), descriptor("remote_address", "10.0.0.9"),
+                descriptor("bulk", "two"), descriptor("remote_address", "10.0.0.10"));
+        assertThat(answer.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(headers(answer)).containsEntry("RateLimit-Policy",
+                "\"bulk\";q=100;w=3600, \"per-address\";q=3;w=60");
     }
 
     @Test
