@@ -55,7 +55,7 @@ public final class RedisCluster implements AutoCloseable {
                 List<String> arguments = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-config-file",
                         "nodes.conf", "--cluster-node-timeout", "2000"));
                 if (certificate != null) {
-                    arguments.addAll(List.of("--tls-port", Integer.toString(RedisServer.freePort()), "--tls-cert-file",
+                    arguments.addAll(List.of("--tls-port", RedisServer.FREE_TLS_PORT, "--tls-cert-file",
                             certificate.certificate().toString(), "--tls-key-file", certificate.key().toString(),
                             "--tls-ca-cert-file", certificate.certificate().toString(), "--tls-auth-clients", "no",
                             "--tls-cluster", "yes"));

@@ -61,7 +61,14 @@ public final class RedisServer implements AutoCloseable {
     public static RedisServer start(String... extraArguments) throws IOException {
         boolean cluster = List.of(extraArguments).contains("--cluster-enabled");
         for (int attempt = 1; ; attempt++) {
-            RedisServer server = new RedisServer(freePort(cluster), List.of(extraArguments));
+            List<String> arguments = new ArrayList<>(List.of(extraArguments));
+            int tls = arguments.indexOf("--tls-port");
+            if (tls >= 0 && arguments.get(tls + 1).equals(FREE_TLS_PORT)) {
+                // picked again at each attempt, as the plain port is, and for a Cluster node with its bus (10,000
+                // above the TLS port then) free too: a TLS port picked once had both taken by chance for good
+                arguments.set(tls + 1, Integer.toString(freePort(cluster)));
+            }
+            RedisServer server = new RedisServer(freePort(cluster), List.copyOf(arguments));
             try {
                 server.launch();
                 return server;
@@ -79,9 +86,12 @@ public final class RedisServer implements AutoCloseable {
      * plain port, which the test itself uses to look at it. Clients show no certificate.
      */
     public static RedisServer startTls(SelfSignedCertificate certificate) throws IOException {
-        return start("--tls-port", Integer.toString(freePort()), "--tls-cert-file", certificate.certificate().toString(),
+        return start("--tls-port", FREE_TLS_PORT, "--tls-cert-file", certificate.certificate().toString(),
                 "--tls-key-file", certificate.key().toString(), "--tls-auth-clients", "no");
     }
+
+    /** The value of {@code --tls-port} given to {@link #start} for a free port of its choosing, one per attempt. */
+    static final String FREE_TLS_PORT = "free";
 
     public int port() {
         return port;
