@@ -60,8 +60,11 @@ public final class LiveConfig implements AutoCloseable {
     private String unreadable;
     /** A text that checked out but whose store could not be reached: tried again at every look until it is. */
     private String unreached;
-    /** What the files of {@code envoy_configs} held at the last look, as {@link #text} is for the file itself. */
-    private Map<Path, String> envoyFiles = Map.of();
+    /**
+     * What the files the configuration reads besides itself held as they were last read, as {@link #text} is for the
+     * file itself: those of {@code envoy_configs}, and that of {@code store_trust} ({@link #otherFiles}).
+     */
+    private Map<Path, String> otherFiles = Map.of();
     private ScheduledExecutorService watcher;
     /**
      * How often an in-memory store the server opened drops its expired keys. The store drops them only when it is
@@ -75,8 +78,8 @@ public final class LiveConfig implements AutoCloseable {
     /** What the watcher saw at its last look, to apply an edit only once it has stayed the same for a period. */
     private Look lastLook;
 
-    /** What one look saw: the file's text ({@code null} when it could not be read) and the Envoy files'. */
-    private record Look(String text, Map<Path, String> envoyFiles) {
+    /** What one look saw: the file's text ({@code null} when it could not be read) and the other files'. */
+    private record Look(String text, Map<Path, String> otherFiles) {
     }
 
     /** What a reload did. */
@@ -93,10 +96,11 @@ public final class LiveConfig implements AutoCloseable {
         LiveConfig live = new LiveConfig(file, metrics);
         String text = live.read();
         ServerConfig config = ConfigLoader.parse(file.toString(), text);
+        Map<Path, String> others = otherFiles(config);
         live.apply(config);
         live.text = text;
         live.applied = text;
-        live.envoyFiles = config.envoy().files();
+        live.otherFiles = others;
         return live;
     }
 
@@ -174,13 +178,13 @@ public final class LiveConfig implements AutoCloseable {
     Reload look() {
         Look look;
         synchronized (this) {
-            look = new Look(readOrNull(), ConfigLoader.snapshot(envoyFiles.keySet()));
+            look = new Look(readOrNull(), ConfigLoader.snapshot(otherFiles.keySet()));
         }
         // compared field by field: a record's own equals is made at its first call by the JDK's ObjectMethods, whose
         // cache then held the record's class, and with it a web application's class loader after undeploy (JDK 17;
         // found by trying the servlet filter in Tomcat)
         boolean settled = lastLook != null && java.util.Objects.equals(look.text(), lastLook.text())
-                && look.envoyFiles().equals(lastLook.envoyFiles());
+                && look.otherFiles().equals(lastLook.otherFiles());
         lastLook = look;
         return settled ? reload(look) : Reload.UNCHANGED;
     }
@@ -216,7 +220,7 @@ public final class LiveConfig implements AutoCloseable {
         if (!again) {
             unreached = null; // another edit since: that one is tried, and reported, on its own
         }
-        if (!again && now.equals(text) && !ConfigLoader.changed(envoyFiles)) {
+        if (!again && now.equals(text) && !ConfigLoader.changed(otherFiles)) {
             if (now.equals(applied)) { // the file in force is on disk again (it was gone, or unreadable): in force
                 metrics.inForce();
             }
@@ -226,13 +230,14 @@ public final class LiveConfig implements AutoCloseable {
         try {
             config = ConfigLoader.parse(file.toString(), now);
         } catch (ConfigException e) {
-            envoyFiles = e.read();
+            otherFiles = e.read();
             return refused(e.getMessage(), now);
         }
+        Map<Path, String> others = otherFiles(config); // before the store reads its trust: a later change is seen
         try {
             apply(config);
         } catch (ConfigException e) { // the store could not be reached
-            envoyFiles = config.envoy().files();
+            otherFiles = others;
             if (again) {
                 return Reload.UNCHANGED; // still not: reported at the first try
             }
@@ -242,7 +247,7 @@ public final class LiveConfig implements AutoCloseable {
         unreached = null;
         text = now;
         applied = now;
-        envoyFiles = config.envoy().files();
+        otherFiles = others;
         metrics.reloaded(true);
         int count = policies.config().policies().size();
         LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} polic{2} in force", file, count, count == 1 ? "y" : "ies");
@@ -361,8 +366,22 @@ public final class LiveConfig implements AutoCloseable {
     }
 
     /**
+     * What the files {@code config} reads besides itself hold now: those of {@code envoy_configs}, and the certificates
+     * of {@code store_trust}, watched as the file is, so that a CA rotated in place opens a new store without an edit of
+     * the configuration (a review found it taken only at the next edit).
+     */
+    private static Map<Path, String> otherFiles(ServerConfig config) {
+        if (config.storeTrust() == null) {
+            return config.envoy().files();
+        }
+        Map<Path, String> files = new java.util.HashMap<>(config.envoy().files());
+        files.putAll(ConfigLoader.snapshot(java.util.Set.of(config.storeTrust())));
+        return files;
+    }
+
+    /**
      * The certificates a TLS store trusts, as the file holds them now: a CA rotated in the same file opens a new store
-     * at the next edit of the configuration (a review found only a new path did).
+     * (a review found only a new path did).
      */
     private static String trustSeen(Path trust) {
         if (trust == null) {

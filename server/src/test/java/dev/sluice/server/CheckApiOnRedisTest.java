@@ -67,14 +67,18 @@ class CheckApiOnRedisTest {
                 String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.9\"}";
                 assertThat(post(api.port(), request)).isEqualTo(200);
                 assertThat(post(api.port(), request)).isEqualTo(429);
-                // the certificates rotated in the same file (here: the same one twice) open a new store at the next
-                // edit; a review found only a new path did
+                // the certificates rotated in the same file (here: the same one twice) open a new store once the
+                // watcher has seen them stay so for a period, with no edit of sluice.yaml; reviews found only a new
+                // path did, then only at the next edit of the file
                 dev.sluice.store.Store first = live.store();
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
                 java.nio.file.Files.writeString(dir.resolve("server.crt"), java.nio.file.Files.readString(
                         certificate.certificate()) + java.nio.file.Files.readString(certificate.certificate()));
-                java.nio.file.Files.writeString(file, java.nio.file.Files.readString(file) + "# rotated\n");
-                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.look()).as("the first look at the change").isEqualTo(LiveConfig.Reload.UNCHANGED);
+                assertThat(live.store()).isSameAs(first);
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.APPLIED);
                 assertThat(live.store()).isNotSameAs(first);
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
                 assertThat(post(api.port(), request)).as("the count Redis kept").isEqualTo(429);
             }
             java.nio.file.Path untrusting = java.nio.file.Files.writeString(dir.resolve("untrusting.yaml"),
