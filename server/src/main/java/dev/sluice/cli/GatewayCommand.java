@@ -49,6 +49,7 @@ final class GatewayCommand implements Callable<Integer> {
         URI target = upstream();
         long timeoutMs = upstreamTimeoutMs();
         long idleMs = options.idleTimeoutMs();
+        long drainNanos = options.drainTimeoutNanos();
         if (adminPort != null) {
             ServiceOptions.checkPort("--admin-port", adminPort);
         }
@@ -62,10 +63,12 @@ final class GatewayCommand implements Callable<Integer> {
             live.close();
             throw options.cannotListen("--port", options.port, e);
         }
-        running.add(gateway);
+        running.add(gateway); // drained first: the admin port's /metrics tells how the drain goes
+        ApiServer admin = null;
         if (adminPort != null) {
             try {
-                running.add(0, ApiServer.start(live, options.host, adminPort, idleMs));
+                admin = ApiServer.start(live, options.host, adminPort, idleMs);
+                running.add(admin);
             } catch (Exception e) {
                 gateway.close();
                 live.close();
@@ -79,10 +82,10 @@ final class GatewayCommand implements Callable<Integer> {
                 settings.policies().size(), settings.policies().size() == 1 ? "policy" : "policies", options.file(),
                 settings.storeShown());
         if (adminPort != null) {
-            out.printf("        API, dashboard and metrics on http://%s:%d/%n", host, ((ApiServer) running.get(0)).port());
+            out.printf("        API, dashboard and metrics on http://%s:%d/%n", host, admin.port());
         }
         out.flush();
-        ServiceOptions.runUntilStopped(running);
+        ServiceOptions.runUntilStopped(running, drainNanos);
         return 0;
     }
 

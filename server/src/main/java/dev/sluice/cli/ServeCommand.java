@@ -42,6 +42,7 @@ final class ServeCommand implements Callable<Integer> {
             ServiceOptions.checkPort("--grpc-port", grpcPort);
         }
         long idleMs = options.idleTimeoutMs();
+        long drainNanos = options.drainTimeoutNanos();
         LiveConfig live = options.load();
         ApiServer server;
         try {
@@ -74,7 +75,7 @@ final class ServeCommand implements Callable<Integer> {
                     envoy.port());
         }
         out.flush();
-        ServiceOptions.runUntilStopped(envoy == null ? List.of(server, live) : List.of(envoy, server, live));
+        ServiceOptions.runUntilStopped(envoy == null ? List.of(server, live) : List.of(envoy, server, live), drainNanos);
         return 0;
     }
 }

@@ -1,5 +1,6 @@
 package dev.sluice.cli;
 
+import dev.sluice.server.Drains;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.http.EventLoops;
@@ -10,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 /** What {@code sluice serve} and {@code sluice gateway} share: the configuration, where to listen, how to stop. */
 final class ServiceOptions {
@@ -30,6 +32,11 @@ final class ServiceOptions {
             + "carry no request before it is closed, as nginx's keepalive_timeout, and, on the API, how long a "
             + "request's body may take (default 60s, at least 1s; with serve --grpc-port, the gRPC port keeps its own 5m)")
     String idleTimeout = "60s";
+
+    @Option(names = "--drain-timeout", paramLabel = "DURATION", description = "when asked to stop (SIGTERM), how long"
+            + " the requests being handled may take to finish, no new connection taken meanwhile, as nginx's"
+            + " worker_shutdown_timeout; requests held for their turn past it are answered 503 (default 20s; 0s stops at once)")
+    String drainTimeout = "20s";
 
     @Option(names = "--max-connections", paramLabel = "N", description = "the most client connections open at once,"
             + " over every port; one more is closed as it is accepted, as nginx's worker_connections (default: half the"
@@ -131,10 +138,30 @@ final class ServiceOptions {
         return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + root.getMessage());
     }
 
-    /** Blocks until the process is asked to stop, then closes {@code running} in order. */
-    static void runUntilStopped(List<AutoCloseable> running) throws InterruptedException {
+    /** {@code --drain-timeout} in nanoseconds. */
+    long drainTimeoutNanos() throws BadInput {
+        return TimeUnit.MILLISECONDS.toNanos(durationMs("--drain-timeout", drainTimeout, 0));
+    }
+
+    /**
+     * Blocks until the process is asked to stop, then lets each of {@code running} that {@link Drains} finish what it
+     * is handling, in order, all within {@code drainNanos}, and closes them all in order.
+     */
+    static void runUntilStopped(List<AutoCloseable> running, long drainNanos) throws InterruptedException {
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            long deadline = System.nanoTime() + drainNanos;
+            for (AutoCloseable one : running) {
+                if (one instanceof Drains draining) {
+                    try {
+                        draining.drain(deadline);
+                    } catch (InterruptedException e) {
+                        break; // closed at once, below
+                    } catch (RuntimeException e) {
+                        // closed below all the same
+                    }
+                }
+            }
             for (AutoCloseable one : running) {
                 try {
                     one.close();

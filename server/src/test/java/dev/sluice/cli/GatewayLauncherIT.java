@@ -81,6 +81,51 @@ class GatewayLauncherIT {
         }
     }
 
+    /**
+     * Asked to stop ({@code SIGTERM}), the gateway lets the request with the upstream finish and answers it before the
+     * process ends. A past bug: it was cut with no answer, though the upstream did its work.
+     */
+    @Test
+    void aStoppedGatewayAnswersTheRequestUnderWayFirst() throws Exception {
+        java.util.concurrent.CountDownLatch reached = new java.util.concurrent.CountDownLatch(1);
+        HttpServer upstream = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        upstream.setExecutor(java.util.concurrent.Executors.newFixedThreadPool(2));
+        upstream.createContext("/", exchange -> {
+            reached.countDown();
+            try {
+                Thread.sleep(1_500);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            byte[] body = "done".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        upstream.start();
+        Path config = Files.writeString(dir.resolve("sluice.yaml"),
+                "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/1s]\n");
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", "--upstream",
+                "http://127.0.0.1:" + upstream.getAddress().getPort(), "--config", config.toString(), "--port", "0",
+                "--host", "127.0.0.1", "--drain-timeout", "10s").redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            Matcher gateway = Pattern.compile("sluice: gateway on http://127.0.0.1:(\\d+) .*").matcher(out.readLine());
+            assertThat(gateway.matches()).isTrue();
+            var answer = CLIENT.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.group(1)
+                    + "/work")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(reached.await(10, TimeUnit.SECONDS)).isTrue();
+            process.destroy(); // SIGTERM
+            HttpResponse<String> finished = answer.get(10, TimeUnit.SECONDS);
+            assertThat(finished.statusCode()).isEqualTo(200);
+            assertThat(finished.body()).isEqualTo("done");
+            assertThat(process.waitFor(10, TimeUnit.SECONDS)).as("ends once the request is over").isTrue();
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+            upstream.stop(0);
+        }
+    }
+
     /** {@code --idle-timeout} holds for the gateway's clients and for its admin port alike. */
     @Test
     void closesConnectionsThatCarryNoRequestAfterTheIdleTimeoutGiven() throws Exception {

@@ -29,7 +29,7 @@ import java.util.logging.Logger;
  * close (and every server on one Redis would be taken out at once). {@code /healthz} and the metrics tell of the
  * store.
  */
-public final class EnvoyRateLimitServer implements AutoCloseable {
+public final class EnvoyRateLimitServer implements AutoCloseable, dev.sluice.server.Drains {
     /**
      * gRPC's log of connections that fail, at WARNING and above only: every connection that does not speak gRPC
      * (an HTTP health check sent to this port, a port scanner, a TLS hello) logged 25 lines of stack trace at INFO,
@@ -179,11 +179,25 @@ public final class EnvoyRateLimitServer implements AutoCloseable {
         return server.getPort();
     }
 
+    /**
+     * Stops as the process is asked to: gRPC's graceful shutdown (a GOAWAY: Envoy opens its next calls elsewhere), the
+     * calls under way answered until {@code deadlineNanos}.
+     */
     @Override
-    public void close() throws InterruptedException {
+    public void drain(long deadlineNanos) throws InterruptedException {
+        stopTakingCalls();
+        server.awaitTermination(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
+    private void stopTakingCalls() {
         health.enterTerminalState(); // watchers hear NOT_SERVING before the calls stop
         server.shutdown();
         watches.endAll(); // streams only their clients end: left open, each held the wait below (HealthWatches)
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stopTakingCalls();
         try {
             if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
                 server.shutdownNow();

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.Limit;
 import dev.sluice.server.Checked;
 import dev.sluice.server.ClientConnections;
+import dev.sluice.server.Drains;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
@@ -36,7 +37,7 @@ import java.util.function.BiConsumer;
  * and the Redis store answers when Redis does (or its timeout passes) without holding the event loop. Each
  * request is decided under the configuration in force when it arrived.
  */
-public final class ApiServer implements AutoCloseable {
+public final class ApiServer implements AutoCloseable, Drains {
     private static final long MAX_BODY = 64 * 1024;
     private static final Set<String> CHECK_FIELDS = Set.of("policy", "key", "cost");
     private static final Set<String> RELEASE_FIELDS = Set.of("permit");
@@ -46,6 +47,7 @@ public final class ApiServer implements AutoCloseable {
     private final LiveConfig live;
     private final Dashboard dashboard;
     private final HeldPlaces held = new HeldPlaces();
+    private final Draining draining = new Draining();
     private final JsonCalls envoy;
     /** How long a connection may carry no request, and a request's body take to come whole. */
     private final long idleTimeoutMs;
@@ -84,7 +86,7 @@ public final class ApiServer implements AutoCloseable {
             // the gateway's rules: a client pipelining without bound, say, holds a loop here too
             api.port = EventLoops.listen(vertx, EventLoops.count(), host, port,
                     () -> ClientRules.server(vertx, idleTimeoutMs, live.connections(),
-                            ClientConnections.Port.SERVICE, api::answer)).actualPort();
+                            ClientConnections.Port.SERVICE, api.draining, api::answer)).actualPort();
             return api;
         } catch (Exception e) {
             vertx.close();
@@ -512,6 +514,15 @@ public final class ApiServer implements AutoCloseable {
         String why = cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage();
         request.response().putHeader("Connection", "close");
         error(request.response(), status, "malformed request" + why);
+    }
+
+    /**
+     * Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over, and
+     * the requests being decided go on until {@code deadlineNanos} (each is bounded by its store's timeout).
+     */
+    @Override
+    public void drain(long deadlineNanos) throws InterruptedException {
+        draining.drain(deadlineNanos);
     }
 
     @Override

@@ -23,17 +23,19 @@ final class ClientRules {
     /**
      * A server on the current event loop that hands {@code handler} each request its clients may send.
      *
-     * @param idleMs how long a connection may carry no request
-     * @param port    the port the server listens on, for the places its clients may take
+     * @param idleMs   how long a connection may carry no request
+     * @param port     the port the server listens on, for the places its clients may take
+     * @param draining how the servers of the port stop, this one among them
      */
     static HttpServer server(Vertx vertx, long idleMs, ClientConnections connections, ClientConnections.Port port,
-                             Handler<HttpServerRequest> handler) {
+                             Draining draining, Handler<HttpServerRequest> handler) {
         // HTTP/1.1: a client's h2c upgrade request (java.net.http asks for one by default) is answered in HTTP/1.1
         HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(false);
         IdleClients idle = new IdleClients(idleMs);
+        draining.add(idle);
         return vertx.createHttpServer(options)
                 .connectionHandler(connection -> {
-                    if (!connections.take(port)) {
+                    if (draining.started() || !connections.take(port)) {
                         Forwarder.cutOff(connection);
                         return;
                     }

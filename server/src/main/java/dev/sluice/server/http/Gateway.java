@@ -2,6 +2,7 @@ package dev.sluice.server.http;
 
 import dev.sluice.DurationFormat;
 import dev.sluice.server.ClientConnections;
+import dev.sluice.server.Drains;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
@@ -18,8 +19,11 @@ import io.vertx.core.impl.ContextInternal;
 import io.vertx.core.impl.VertxInternal;
 
 import java.net.URI;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -49,7 +53,7 @@ import java.util.concurrent.TimeUnit;
  *       {@code X-Forwarded-For} on the way to the upstream.</li>
  * </ul>
  */
-public final class Gateway implements AutoCloseable {
+public final class Gateway implements AutoCloseable, Drains {
     static final int CONNECT_TIMEOUT_MS = 5_000;
     /** How long the upstream may stay silent before the gateway answers 504, by default. */
     public static final long DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
@@ -61,10 +65,15 @@ public final class Gateway implements AutoCloseable {
 
     private final Vertx vertx;
     private final HttpServer server;
+    private final Draining draining;
+    /** The servers' own, one per event loop. */
+    private final List<Limiting> loops;
 
-    private Gateway(Vertx vertx, HttpServer server) {
+    private Gateway(Vertx vertx, HttpServer server, Draining draining, List<Limiting> loops) {
         this.vertx = vertx;
         this.server = server;
+        this.draining = draining;
+        this.loops = loops;
     }
 
     /** Starts a gateway to {@code upstream} ({@code http://host:port} or {@code https://...}) on {@code host:port}. */
@@ -107,16 +116,20 @@ public final class Gateway implements AutoCloseable {
         String hostHeader = address.hostHeader();
         try {
             SslContext checked = !tls ? null : trusted != null ? trusted : SslContextBuilder.forClient().build();
-            return new Gateway(vertx, EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
+            Draining draining = new Draining();
+            List<Limiting> loops = new CopyOnWriteArrayList<>();
+            HttpServer first = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
                 // connections of this loop's own: each stays on the loop of the requests it carries
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
-                        live.metrics()::gatewayFailed));
+                        live.metrics()::gatewayFailed), Vertx.currentContext(), new HashMap<>());
+                loops.add(limiting);
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
                 return ClientRules.server(vertx, idleClientMs, live.connections(), ClientConnections.Port.GATEWAY,
-                        limiting::handle);
-            }));
+                        draining, limiting::handle);
+            });
+            return new Gateway(vertx, first, draining, loops);
         } catch (Exception e) {
             vertx.close();
             throw e;
@@ -127,8 +140,47 @@ public final class Gateway implements AutoCloseable {
         return server.actualPort();
     }
 
-    /** Decides each request on its way in, then forwards it, holds it for its turn, or answers it here. */
-    private record Limiting(LiveConfig live, Forwarder forwarder) {
+    /** How it stops; for tests. */
+    Draining draining() {
+        return draining;
+    }
+
+    /**
+     * Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over,
+     * and the requests being handled go on until {@code deadlineNanos}. A request still held for its turn then is
+     * answered {@code 503} ({@code {"error":"the gateway is stopping"}}), charged, as the servlet filter answers one
+     * held while its application stops; one still with the upstream is cut when the gateway closes, as nginx's
+     * {@code worker_shutdown_timeout} does.
+     */
+    @Override
+    public void drain(long deadlineNanos) throws InterruptedException {
+        if (draining.drain(deadlineNanos)) {
+            return;
+        }
+        loops.forEach(Limiting::stopHolding);
+        // the 503s go out, and their connections close
+        draining.drain(System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
+    }
+
+    /**
+     * Decides each request on its way in, then forwards it, holds it for its turn ({@code held}: each held request's
+     * timer, touched on {@code loop} only), or answers it here.
+     */
+    private record Limiting(LiveConfig live, Forwarder forwarder, Context loop, HashMap<HttpServerRequest, Long> held) {
+        /** Answers {@code 503} every request still held for its turn, and forwards none of them. */
+        void stopHolding() {
+            loop.runOnContext(stopping -> {
+                for (Map.Entry<HttpServerRequest, Long> one : List.copyOf(held.entrySet())) {
+                    held.remove(one.getKey());
+                    if (loop.owner().cancelTimer(one.getValue()) && !one.getKey().response().closed()) {
+                        live.metrics().gatewayFailed("stopped_while_held");
+                        local(one.getKey(), 503, Map.of("Connection", "close"), VerdictAnswer.JSON.createObjectNode()
+                                .put("error", "the gateway is stopping").toString());
+                    }
+                }
+            });
+        }
+
         void handle(HttpServerRequest incoming) {
             incoming.pause(); // the body waits for the decision (and the delay) in the socket, not in memory
             Policies policies = live.policies();
@@ -163,9 +215,14 @@ public final class Gateway implements AutoCloseable {
                 }
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());
                 if (delayMs > 0) {
-                    long timer = eventLoop.owner().setTimer(delayMs, fired -> forward(incoming, answer.headersAfterHold()));
+                    long timer = eventLoop.owner().setTimer(delayMs, fired -> {
+                        held.remove(incoming);
+                        forward(incoming, answer.headersAfterHold());
+                    });
+                    held.put(incoming, timer);
                     // a client that leaves while held is not forwarded at all
                     incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> {
+                        held.remove(incoming);
                         if (eventLoop.owner().cancelTimer(timer)) { // still held: charged, and never forwarded
                             live.metrics().gatewayFailed("left_while_held");
                         }

@@ -1,5 +1,6 @@
 package dev.sluice.server.http;
 
+import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpConnection;
@@ -38,6 +39,12 @@ final class IdleClients {
     private final long timeoutNanos;
     private final long periodNanos;
     private final HashMap<HttpConnection, Client> clients = new HashMap<>();
+    /** The loop these connections are on. */
+    private final Context loop;
+    /** How many connections {@link #clients} holds, for {@link Draining} to read from another thread. */
+    private volatile int open;
+    /** Set on the loop once the server drains ({@link #drain}). */
+    private boolean draining;
 
     /**
      * One connection: its last request, how many scans in a row have seen it idle (answered, or no head whole yet),
@@ -54,13 +61,18 @@ final class IdleClients {
         long periodMs = Math.max(1, timeoutMs / SCANS);
         this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         this.periodNanos = TimeUnit.MILLISECONDS.toNanos(periodMs);
-        Vertx.currentContext().owner().setPeriodic(periodMs, scan -> scan());
+        this.loop = Vertx.currentContext();
+        loop.owner().setPeriodic(periodMs, scan -> scan());
     }
 
     /** The server's connection handler: a connection is idle from the moment it is made. */
     void connected(HttpConnection connection) {
         clients.put(connection, new Client());
-        ((ConnectionBase) connection).closeFuture().onComplete(closed -> clients.remove(connection));
+        open = clients.size();
+        ((ConnectionBase) connection).closeFuture().onComplete(closed -> {
+            clients.remove(connection);
+            open = clients.size();
+        });
     }
 
     /** {@code handler}, each request marking its connection busy until it is answered. */
@@ -71,8 +83,47 @@ final class IdleClients {
                 client.request = request;
                 client.idleScans = 0;
             }
+            if (draining) { // its answer is the connection's last: the client opens its next elsewhere
+                request.response().putHeader("Connection", "close");
+            }
             handler.handle(request);
         };
+    }
+
+    /** How many connections are open on this loop; read from any thread. */
+    int open() {
+        return open;
+    }
+
+    /**
+     * Starts draining ({@link Draining}): from now on each connection is closed as soon as it carries no request,
+     * looked for every {@link Draining#SCAN_MS} ms. Called from any thread; runs on the loop.
+     */
+    void drain() {
+        loop.runOnContext(started -> {
+            draining = true;
+            closeAnswered();
+            loop.owner().setPeriodic(Draining.SCAN_MS, scan -> closeAnswered());
+        });
+    }
+
+    /** Closes each connection whose last request is answered, or that never had one. */
+    private void closeAnswered() {
+        ArrayList<HttpConnection> done = new ArrayList<>();
+        clients.forEach((connection, client) -> {
+            if (!busy(client)) {
+                done.add(connection);
+            }
+        });
+        for (HttpConnection connection : done) { // closed out of the loop: a close may tell closeFuture at once
+            connection.close(); // its answer's last bytes go first
+        }
+    }
+
+    /** Whether {@code client}'s request is being handled: decided, held, forwarded, its answer not over. */
+    private static boolean busy(Client client) {
+        HttpServerResponse answer = client.request == null ? null : client.request.response();
+        return answer != null && !answer.ended() && !answer.closed();
     }
 
     /**
@@ -86,8 +137,7 @@ final class IdleClients {
         long now = System.nanoTime();
         ArrayList<HttpConnection> idle = new ArrayList<>();
         clients.forEach((connection, client) -> {
-            HttpServerResponse answer = client.request == null ? null : client.request.response();
-            if (answer != null && !answer.ended() && !answer.closed()) {
+            if (busy(client)) {
                 client.idleScans = 0; // being handled: its own bounds apply
             } else if (client.idleScans++ == 0) {
                 client.idleSince = now;

@@ -296,14 +296,15 @@ public final class ServerMetrics implements AutoCloseable {
 
     /** What the gateway answered in place of the upstream, or did, for an admitted request: a label of {@link #gatewayFailed}. */
     private static final java.util.List<String> GATEWAY_FAILURES = java.util.List.of("502", "504", "408", "400", "cut_off",
-            "left_while_held");
+            "left_while_held", "stopped_while_held");
 
     /**
      * Counts an admitted request the gateway could not carry through (a review found none counted): {@code 502}
      * (the upstream unreachable or failed), {@code 504} (silent past its timeout), {@code 408} (the client's body
      * stopped coming), {@code 400} (a header the upstream's connection cannot carry), {@code cut_off} (the answer had
      * begun, and the client's connection was closed), {@code left_while_held} (the client left while held by delay
-     * mode, or waiting for a connection to the upstream: charged, never forwarded).
+     * mode, or waiting for a connection to the upstream: charged, never forwarded), {@code stopped_while_held} (still
+     * held when the gateway's time to stop ran out: answered 503, charged, never forwarded).
      */
     public void gatewayFailed(String what) {
         registry.counter("sluice.gateway.failures", "what", what).increment();
