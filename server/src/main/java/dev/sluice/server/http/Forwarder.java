@@ -589,8 +589,8 @@ final class Forwarder {
             return;
         }
         failed.accept("502");
-        answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed"
-                + (cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage()), added);
+        UpstreamFailures.failed(cause); // why goes to the log: it names the upstream's address (see there)
+        answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed", added);
     }
 
     /**

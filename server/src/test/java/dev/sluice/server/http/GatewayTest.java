@@ -1275,10 +1275,15 @@ class GatewayTest {
             }
         })) {
             reopen(weird.uri(), Gateway.DEFAULT_UPSTREAM_TIMEOUT_MS);
-            HttpResponse<String> answer = send(request("/elsewhere"));
+            HttpResponse<String> answer;
+            try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice")) {
+                answer = send(request("/elsewhere"));
+                // why is the operator's to read, not the client's: a reason may name the upstream's address (a review)
+                assertThat(log.messages()).contains("gateway: the upstream failed, answered 502: the upstream answered"
+                        + " status 2000, which HTTP does not have");
+            }
             assertThat(answer.statusCode()).isEqualTo(502);
-            assertThat(JSON.readTree(answer.body()).get("error").asText())
-                    .isEqualTo("bad gateway: the upstream failed: the upstream answered status 2000, which HTTP does not have");
+            assertThat(JSON.readTree(answer.body()).get("error").asText()).isEqualTo("bad gateway: the upstream failed");
         }
     }
 
