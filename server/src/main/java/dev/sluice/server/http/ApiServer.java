@@ -509,6 +509,10 @@ public final class ApiServer implements AutoCloseable, Drains {
      */
     static void malformed(HttpServerRequest request) {
         Throwable cause = request.decoderResult().cause();
+        if (cause instanceof StrictFraming.Http2Preface) {
+            StrictFraming.refuseHttp2(request.connection());
+            return;
+        }
         int status = cause instanceof io.netty.handler.codec.http.TooLongHttpLineException ? 414
                 : cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException ? 431 : 400;
         String why = cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage();

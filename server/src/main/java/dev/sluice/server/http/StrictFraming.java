@@ -431,6 +431,13 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     protected boolean isContentAlwaysEmpty(HttpMessage message) {
         HttpVersion version = message.protocolVersion();
         if (version != HttpVersion.HTTP_1_1 && version != HttpVersion.HTTP_1_0) {
+            // the answer is in this server's version, not the one the client wrote (RFC 9110 §6.2; a review found
+            // "HTTP/2.0 400" sent back)
+            message.setProtocolVersion(HttpVersion.HTTP_1_1);
+            if (version.majorVersion() == 2 && message instanceof HttpRequest request
+                    && request.method().name().equals("PRI") && request.uri().equals("*")) {
+                throw new Http2Preface(); // HTTP/2 spoken at once (h2c with prior knowledge)
+            }
             // Netty reads http/1.1, HTTP/1.00 or HTTP/01.0 as versions of their own, which Vert.x then calls none at
             // all (null), and the rules below would let Transfer-Encoding pass in a request that is 1.0 (a review
             // found it): the version is written as RFC 9112 writes it, or the request is refused
@@ -459,4 +466,66 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         }
         return super.isContentAlwaysEmpty(message);
     }
+
+    /**
+     * The preface of a client that speaks HTTP/2 from its first byte ({@code PRI * HTTP/2.0}, h2c with prior
+     * knowledge). This server speaks HTTP/1.1 (an upgrade to h2c is answered in HTTP/1.1), and an HTTP/1.1 answer
+     * means nothing to such a client: it said "Empty reply from server" (a review). It is answered in its own
+     * protocol instead ({@link #refuseHttp2}).
+     */
+    static final class Http2Preface extends IllegalArgumentException {
+        Http2Preface() {
+            super("HTTP/2 without an upgrade: this server speaks HTTP/1.1");
+        }
+    }
+
+    /**
+     * Answers an HTTP/2 preface as RFC 9113 lets a server that will not speak HTTP/2 do: its empty {@code SETTINGS}
+     * (the preface a server owes), then {@code GOAWAY} with {@code HTTP_1_1_REQUIRED} and why, and the connection
+     * closed. Written below the HTTP/1.1 encoder, which has no such frames. What the client sends meanwhile (its own
+     * {@code SETTINGS} follow its preface at once) is read and dropped, and the server's side shut first: a close with
+     * its bytes unread is a reset, and the client may lose the {@code GOAWAY} with it (a test saw it).
+     */
+    static void refuseHttp2(HttpConnection connection) {
+        io.netty.channel.Channel channel = ((ConnectionBase) connection).channel();
+        ChannelPipeline pipeline = channel.pipeline();
+        if (pipeline.get("sluiceReads") != null) {
+            pipeline.remove("sluiceReads"); // reads are no longer held for answers: there are none to come
+        }
+        pipeline.addFirst("sluiceHttp2Refused", new io.netty.channel.ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(io.netty.channel.ChannelHandlerContext context, Object message) {
+                ReferenceCountUtil.release(message);
+            }
+
+            @Override
+            public void userEventTriggered(io.netty.channel.ChannelHandlerContext context, Object event) {
+                if (event instanceof io.netty.channel.socket.ChannelInputShutdownEvent) {
+                    context.close(); // the client has closed its side too
+                }
+            }
+        });
+        channel.config().setAutoRead(true);
+        byte[] why = "this server speaks HTTP/1.1; send HTTP/1.1, or ask to upgrade".getBytes(
+                java.nio.charset.StandardCharsets.US_ASCII);
+        io.netty.buffer.ByteBuf frames = io.netty.buffer.Unpooled.buffer(9 + 9 + 8 + why.length);
+        frames.writeMedium(0).writeByte(0x4).writeByte(0).writeInt(0); // SETTINGS, none
+        frames.writeMedium(8 + why.length).writeByte(0x7).writeByte(0).writeInt(0) // GOAWAY
+                .writeInt(0) // no stream was taken
+                .writeInt(HTTP_1_1_REQUIRED).writeBytes(why);
+        io.netty.channel.ChannelHandlerContext encoder = pipeline.context(ENCODER);
+        (encoder != null ? encoder : pipeline.firstContext()).writeAndFlush(frames).addListener(written -> {
+            if (written.isSuccess() && channel instanceof io.netty.channel.socket.DuplexChannel duplex) {
+                duplex.shutdownOutput();
+                channel.eventLoop().schedule(() -> channel.close(), 1, java.util.concurrent.TimeUnit.SECONDS);
+            } else {
+                channel.close();
+            }
+        });
+    }
+
+    /** HTTP/2's error code for "use HTTP/1.1" (RFC 9113 §7). */
+    static final int HTTP_1_1_REQUIRED = 0xd;
+    /** The name Vert.x gives the HTTP/1.1 encoder in a connection's pipeline. */
+    private static final String ENCODER = "httpEncoder";
 }

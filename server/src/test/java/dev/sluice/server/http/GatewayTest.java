@@ -559,6 +559,47 @@ class GatewayTest {
         assertThat(upstream.requests.get()).isZero();
     }
 
+    /**
+     * A version the server does not speak is answered in its own, HTTP/1.1 (a review found {@code HTTP/1.2 400} and
+     * {@code HTTP/2.0 400} sent back); a client speaking HTTP/2 from its first byte (h2c with prior knowledge) is
+     * answered in HTTP/2, {@code SETTINGS} then {@code GOAWAY} with {@code HTTP_1_1_REQUIRED}, where an HTTP/1.1 text
+     * was read as an empty reply (the same review). The API shares these rules.
+     */
+    @Test
+    void aVersionNotSpokenIsAnsweredInHttp11AndHttp2IsToldToUseIt() throws Exception {
+        for (String version : List.of("HTTP/1.2", "HTTP/2.0", "HTTP/9.9")) {
+            String answer = raw("GET /api/items " + version + "\r\nHost: a");
+            assertThat(answer).as(version).startsWith("HTTP/1.1 400 ");
+            assertThat(JSON.readTree(answer.substring(answer.indexOf("\r\n\r\n") + 4)).get("error").asText())
+                    .isEqualTo("malformed request: request line: HTTP version written otherwise than HTTP/1.1 or"
+                            + " HTTP/1.0 (read as " + version + ")");
+        }
+        byte[] frames;
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gateway.port())) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            // the client's SETTINGS follow its preface: nothing the server reads
+            socket.getOutputStream().write(new byte[] {0, 0, 0, 4, 0, 0, 0, 0, 0});
+            frames = socket.getInputStream().readAllBytes();
+        }
+        java.nio.ByteBuffer read = java.nio.ByteBuffer.wrap(frames);
+        assertThat(frames.length).isGreaterThan(9 + 9 + 8);
+        assertThat(read.getInt()).as("an empty SETTINGS frame").isEqualTo(4); // length 0, type 4
+        assertThat(read.get()).isZero(); // flags
+        assertThat(read.getInt()).isZero(); // stream 0
+        int length = read.getInt() >>> 8;
+        read.position(read.position() - 1);
+        assertThat(read.get()).as("a GOAWAY frame").isEqualTo((byte) 7);
+        assertThat(read.get()).isZero();
+        assertThat(read.getInt()).isZero();
+        assertThat(read.getInt()).as("last stream").isZero();
+        assertThat(read.getInt()).as("HTTP_1_1_REQUIRED").isEqualTo(0xd);
+        assertThat(new String(frames, read.position(), length - 8, StandardCharsets.US_ASCII))
+                .isEqualTo("this server speaks HTTP/1.1; send HTTP/1.1, or ask to upgrade");
+        assertThat(read.position() + length - 8).as("nothing after it").isEqualTo(frames.length);
+        assertThat(upstream.requests.get()).isZero();
+    }
+
     /** What a server could read otherwise than the policies would is refused before it is decided, as nginx does. */
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
