@@ -340,10 +340,18 @@ final class SimulateCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * Where {@link #heldDecisions} are made: the temporary directory, unless a test names its own (other simulations
+     * running on the machine hold theirs in the temporary directory too).
+     */
+    static volatile Path heldIn;
+
     /** The file the decisions are held in until the trace's last line: in the temporary directory, made anew. */
     private static Path heldDecisions() throws BadInput {
         try {
-            return Files.createTempFile("sluice-simulate-", ".csv");
+            Path directory = heldIn;
+            return directory == null ? Files.createTempFile("sluice-simulate-", ".csv")
+                    : Files.createTempFile(directory, "sluice-simulate-", ".csv");
         } catch (IOException | UnsupportedOperationException e) {
             throw new BadInput("cannot make a file in " + System.getProperty("java.io.tmpdir") + " to hold the"
                     + " decisions until the trace's end: " + (e instanceof IOException io ? TextFile.reason(io) : e)
