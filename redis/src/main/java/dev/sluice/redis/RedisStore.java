@@ -769,9 +769,18 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         counted(failure, breaker);
         if (raiseFailures) {
-            throw new StoreUnavailableException("Redis did not answer: " + failure.getMessage(), failure);
+            throw unavailable(failure);
         }
         return fallback(rule, cost, nowNanos, breaker);
+    }
+
+    /**
+     * A call that failed, raised: Redis answered it with an error ({@code READONLY}, {@code OOM}, {@code MOVED}: a
+     * review found those told as "did not answer"), or did not answer it (a timeout, a connection lost).
+     */
+    private static StoreUnavailableException unavailable(Throwable failure) {
+        return new StoreUnavailableException((failure instanceof io.lettuce.core.RedisCommandExecutionException
+                ? "Redis refused the call: " : "Redis did not answer: ") + failure.getMessage(), failure);
     }
 
     /** Counts a call Redis did not answer, as a failure, a timeout if it was one, and in the breaker. */
@@ -908,10 +917,10 @@ public final class RedisStore implements Store, AutoCloseable {
         } catch (CompletionException e) { // on the store's own connections: what Redis did, as Lettuce throws it
             RuntimeException cause = e.getCause() instanceof RuntimeException failure ? failure : e;
             counted(cause, breakerOf(redisKey));
-            throw new StoreUnavailableException("Redis did not answer: " + cause.getMessage(), cause);
+            throw unavailable(cause);
         } catch (RuntimeException e) { // a timeout, a connection lost: counted as any call Redis did not answer
             counted(e, breakerOf(redisKey));
-            throw new StoreUnavailableException("Redis did not answer: " + e.getMessage(), e);
+            throw unavailable(e);
         } finally {
             rejections.resetting(key); // what a call answered between the two counts remembered
         }

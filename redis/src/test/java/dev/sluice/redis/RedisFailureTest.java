@@ -497,6 +497,26 @@ class RedisFailureTest {
         }
     }
 
+    /**
+     * A call Redis answered with an error is raised as refused, not as unanswered: a review found {@code simulate} say
+     * "Redis did not answer: ... OOM ..." of a Redis that had answered at once.
+     */
+    @Test
+    void aCallRedisRefusesIsRaisedAsRefused() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).raiseFailures(true).build()) {
+            RateLimiter limiter = oneAnHour(store);
+            assertThat(limiter.tryAcquire("k").allowed()).isTrue();
+            try (dev.sluice.testkit.redis.Resp resp = redis.connect()) {
+                resp.call("CONFIG", "SET", "maxmemory-policy", "noeviction");
+                resp.call("CONFIG", "SET", "maxmemory", "1");
+            }
+            assertThatThrownBy(() -> limiter.tryAcquire("another"))
+                    .isInstanceOf(dev.sluice.store.StoreUnavailableException.class)
+                    .hasMessageStartingWith("Redis refused the call: ").hasMessageContaining("OOM");
+        }
+    }
+
     @Test
     void aToolCanAskForFailuresInsteadOfDecisions() throws Exception {
         try (RedisServer redis = RedisServer.start();
