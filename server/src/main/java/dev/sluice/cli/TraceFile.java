@@ -48,6 +48,11 @@ final class TraceFile {
         return trace;
     }
 
+    /** The number of the line read last (1 is the header). */
+    int lineNumber() {
+        return lines.number();
+    }
+
     /** The next request of the trace, blank lines passed over; null at its end. */
     TraceRequest next() throws BadInput {
         for (String line = line(); line != null; line = line()) {

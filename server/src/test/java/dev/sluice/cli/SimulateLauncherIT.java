@@ -30,7 +30,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the {@link ReferenceModel} gives it.
  */
 class SimulateLauncherIT {
-    private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
+    static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
 
     @TempDir
     Path dir;
