@@ -230,7 +230,11 @@ public final class LiveConfig implements AutoCloseable {
         try {
             config = ConfigLoader.parse(file.toString(), now);
         } catch (ConfigException e) {
-            otherFiles = e.read();
+            // the files read before the refusal, and those watched before it: a store_trust file refused at its
+            // line is among the latter only, and its fix must be seen (a review found it watched no more)
+            Map<Path, String> watched = new java.util.HashMap<>(ConfigLoader.snapshot(otherFiles.keySet()));
+            watched.putAll(e.read());
+            otherFiles = watched;
             return refused(e.getMessage(), now);
         }
         Map<Path, String> others = otherFiles(config); // before the store reads its trust: a later change is seen

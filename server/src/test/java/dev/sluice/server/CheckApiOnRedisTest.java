@@ -79,6 +79,16 @@ class CheckApiOnRedisTest {
                 assertThat(live.look()).isEqualTo(LiveConfig.Reload.APPLIED);
                 assertThat(live.store()).isNotSameAs(first);
                 assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+                // a trust file broken is refused, and its fix is seen still (a review found it watched no more)
+                dev.sluice.store.Store second = live.store();
+                String good = java.nio.file.Files.readString(dir.resolve("server.crt"));
+                java.nio.file.Files.writeString(dir.resolve("server.crt"), "not a certificate\n");
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.REFUSED);
+                java.nio.file.Files.writeString(dir.resolve("server.crt"), good);
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+                assertThat(live.look()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).as("the same certificates as in force: the same store").isSameAs(second);
                 assertThat(post(api.port(), request)).as("the count Redis kept").isEqualTo(429);
             }
             java.nio.file.Path untrusting = java.nio.file.Files.writeString(dir.resolve("untrusting.yaml"),
