@@ -63,7 +63,7 @@ final class GatewayCommand implements Callable<Integer> {
             live.close();
             throw options.cannotListen("--port", options.port, e);
         }
-        running.add(gateway); // drained first: the admin port's /metrics tells how the drain goes
+        running.add(gateway);
         ApiServer admin = null;
         if (adminPort != null) {
             try {

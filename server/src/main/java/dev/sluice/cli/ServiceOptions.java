@@ -35,7 +35,8 @@ final class ServiceOptions {
 
     @Option(names = "--drain-timeout", paramLabel = "DURATION", description = "when asked to stop (SIGTERM), how long"
             + " the requests being handled may take to finish, no new connection taken meanwhile, as nginx's"
-            + " worker_shutdown_timeout; requests held for their turn past it are answered 503 (default 20s; 0s stops at once)")
+            + " worker_shutdown_timeout; requests still held for their turn then are answered 503, given a second more"
+            + " (default 20s)")
     String drainTimeout = "20s";
 
     @Option(names = "--max-connections", paramLabel = "N", description = "the most client connections open at once,"
@@ -144,8 +145,8 @@ final class ServiceOptions {
     }
 
     /**
-     * Blocks until the process is asked to stop, then lets each of {@code running} that {@link Drains} finish what it
-     * is handling, in order, all within {@code drainNanos}, and closes them all in order.
+     * Blocks until the process is asked to stop, then stops every one of {@code running} that {@link Drains} at once,
+     * lets them finish what they are handling, all within {@code drainNanos}, and closes them all in order.
      */
     static void runUntilStopped(List<AutoCloseable> running, long drainNanos) throws InterruptedException {
         CountDownLatch stopped = new CountDownLatch(1);
@@ -153,8 +154,13 @@ final class ServiceOptions {
             long deadline = System.nanoTime() + drainNanos;
             for (AutoCloseable one : running) {
                 if (one instanceof Drains draining) {
+                    draining.startDraining();
+                }
+            }
+            for (AutoCloseable one : running) {
+                if (one instanceof Drains draining) {
                     try {
-                        draining.drain(deadline);
+                        draining.awaitDrained(deadline);
                     } catch (InterruptedException e) {
                         break; // closed at once, below
                     } catch (RuntimeException e) {

@@ -126,28 +126,10 @@ final class SimulateCommand implements Callable<Integer> {
 
     private Integer run(Rule rule, TraceFile requests, ManualClock clock) throws BadInput {
         Path held = heldDecisions();
-        java.util.concurrent.atomic.AtomicBoolean stopAsked = new java.util.concurrent.atomic.AtomicBoolean();
-        java.util.concurrent.CountDownLatch cleaned = new java.util.concurrent.CountDownLatch(1);
-        Thread onStop = new Thread(() -> {
-            stopAsked.set(true); // the run ends at its next line, and cleans up after itself
-            try {
-                cleaned.await(STOP_GRACE_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            deleteQuietly(held); // a run stuck on Redis past the grace: this much, at least
-        }, "sluice-simulate-stop");
-        Runtime.getRuntime().addShutdownHook(onStop);
-        try {
-            return run(rule, requests, clock, held, stopAsked);
+        try (StopSignal stop = StopSignal.watch(STOP_GRACE_MS, () -> deleteQuietly(held))) {
+            return run(rule, requests, clock, held, stop);
         } finally {
             deleteQuietly(held);
-            cleaned.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(onStop);
-            } catch (IllegalStateException stopping) {
-                // the hook runs: it has been told
-            }
         }
     }
 
@@ -166,8 +148,8 @@ final class SimulateCommand implements Callable<Integer> {
         }
     }
 
-    private Integer run(Rule rule, TraceFile requests, ManualClock clock, Path held,
-                        java.util.concurrent.atomic.AtomicBoolean stopAsked) throws BadInput {
+    private Integer run(Rule rule, TraceFile requests, ManualClock clock, Path held, StopSignal stop)
+            throws BadInput {
         Store chosen = store();
         // on a shared Redis, this run's keys are its own, and are removed at the end
         String namespace = chosen instanceof RedisStore ? "simulate-" + UUID.randomUUID() + ":" : "";
@@ -178,7 +160,7 @@ final class SimulateCommand implements Callable<Integer> {
             decisions.write("t_ms,key,cost,allowed,remaining,retry_after_ms,reset_after_ms,delay_ms\n");
             StringBuilder line = new StringBuilder(128);
             for (TraceRequest request = requests.next(); request != null; request = requests.next()) {
-                if (stopAsked.get()) {
+                if (stop.asked()) {
                     return stopped("at line " + requests.lineNumber() + " of the trace");
                 }
                 clock.set(request.millis() * 1_000_000L);
@@ -194,7 +176,7 @@ final class SimulateCommand implements Callable<Integer> {
                 // a peek (cost 0) apart, as the server counts it: it admits nothing (a review found it counted admitted)
                 tally.computeIfAbsent(request.key(), k -> new long[3])[request.cost() == 0 ? 2 : decision.allowed() ? 0 : 1]++;
             }
-            if (stopAsked.get()) { // a trace piped from a program stopped with it (Ctrl-C) ends early: not its end
+            if (stop.asked()) { // a trace piped from a program stopped with it (Ctrl-C) ends early: not its end
                 return stopped("at the trace's end");
             }
         } catch (StoreUnavailableException e) {

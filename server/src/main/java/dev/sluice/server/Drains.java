@@ -2,12 +2,17 @@ package dev.sluice.server;
 
 /**
  * A server that stops gracefully when the process is asked to ({@code SIGTERM}): it takes nothing new, and lets what
- * it is handling finish, until a deadline. Closing it afterwards cuts what is left.
+ * it is handling finish, until a deadline. Closing it afterwards cuts what is left. A process stops every server it
+ * runs at once ({@link #startDraining} on each), then waits for them all on one deadline: one after the other, a port
+ * went on taking clients while another drained (a review found it).
  */
 public interface Drains {
+    /** Takes no new client from now on; returns at once. */
+    void startDraining();
+
     /**
-     * Takes no new client, and waits for the requests being handled until they are over or {@code deadlineNanos} (on
-     * {@link System#nanoTime()}) has come.
+     * Waits for the requests being handled until they are over or {@code deadlineNanos} (on {@link System#nanoTime()})
+     * has come, and ends what is left that can be answered then.
      */
-    void drain(long deadlineNanos) throws InterruptedException;
+    void awaitDrained(long deadlineNanos) throws InterruptedException;
 }

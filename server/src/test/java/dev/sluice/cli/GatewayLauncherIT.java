@@ -107,7 +107,7 @@ class GatewayLauncherIT {
                 "policies:\n  - name: p\n    key: [ip]\n    algorithm: gcra\n    limits: [10/1s]\n");
         Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "gateway", "--upstream",
                 "http://127.0.0.1:" + upstream.getAddress().getPort(), "--config", config.toString(), "--port", "0",
-                "--host", "127.0.0.1", "--drain-timeout", "10s").redirectErrorStream(true).start();
+                "--host", "127.0.0.1", "--drain-timeout", "60s").redirectErrorStream(true).start();
         try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             Matcher gateway = Pattern.compile("sluice: gateway on http://127.0.0.1:(\\d+) .*").matcher(out.readLine());
             assertThat(gateway.matches()).isTrue();
@@ -118,7 +118,8 @@ class GatewayLauncherIT {
             HttpResponse<String> finished = answer.get(10, TimeUnit.SECONDS);
             assertThat(finished.statusCode()).isEqualTo(200);
             assertThat(finished.body()).isEqualTo("done");
-            assertThat(process.waitFor(10, TimeUnit.SECONDS)).as("ends once the request is over").isTrue();
+            // long before the 60 s the drain may take
+            assertThat(process.waitFor(5, TimeUnit.SECONDS)).as("ends once the request is over").isTrue();
         } finally {
             process.destroy();
             assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();

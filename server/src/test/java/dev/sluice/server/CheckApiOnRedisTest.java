@@ -27,6 +27,55 @@ class CheckApiOnRedisTest {
                 + "    algorithm: " + algorithm + "\n    limits: [" + limit + "]\n";
     }
 
+    /**
+     * Stopped as the process is asked to ({@code SIGTERM}): a check under way (here waiting on a Redis busy for a
+     * second) is answered, a connection made meanwhile is closed unanswered, and the wait ends with the last answer.
+     */
+    @Test
+    void aStoppedServerAnswersTheCheckUnderWayAndTakesNoNewConnection() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             LiveConfig live = LiveConfig.of(ConfigLoader.parse("a.yaml", shared(redis, "gcra", "5/1h")),
+                     new ServerMetrics());
+             ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
+            String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.5\"}";
+            assertThat(post(api.port(), request)).isEqualTo(200);
+            Thread busy = new Thread(() -> {
+                try (Resp resp = redis.connect()) {
+                    resp.call("DEBUG", "SLEEP", "1");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            busy.start();
+            Thread.sleep(100);
+            var underWay = HttpClient.newHttpClient().sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                    + api.port() + "/v1/check")).POST(HttpRequest.BodyPublishers.ofString(request)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            Thread.sleep(200); // the check waits on Redis
+            long started = System.nanoTime();
+            api.startDraining();
+            try (java.net.Socket late = new java.net.Socket("127.0.0.1", api.port())) {
+                late.setSoTimeout(5_000);
+                late.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(
+                        java.nio.charset.StandardCharsets.US_ASCII));
+                byte[] read;
+                try {
+                    read = late.getInputStream().readAllBytes();
+                } catch (java.net.SocketException reset) {
+                    read = new byte[0];
+                }
+                assertThat(read).as("a connection made while draining is closed unanswered").isEmpty();
+            }
+            api.awaitDrained(System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20));
+            HttpResponse<String> answered = underWay.get(1, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(answered.statusCode()).isEqualTo(200);
+            assertThat(answered.body()).contains("\"remaining\":3");
+            assertThat(System.nanoTime() - started).as("over with the answer, not at the deadline")
+                    .isLessThan(java.util.concurrent.TimeUnit.SECONDS.toNanos(5));
+            busy.join();
+        }
+    }
+
     @Test
     void twoServersOnOneRedisShareTheLimit() throws Exception {
         try (RedisServer redis = RedisServer.start()) {

@@ -127,6 +127,8 @@ public final class EnvoyRateLimitServer implements AutoCloseable, dev.sluice.ser
     private final HealthWatches watches;
     private final GrpcTransport transport;
     private final RateLimitService service;
+    /** Whether it has stopped taking calls (drained, or closing); guarded by this. */
+    private boolean stopping;
 
     private EnvoyRateLimitServer(Server server, HealthStatusManager health, HealthWatches watches,
                                  GrpcTransport transport, RateLimitService service) {
@@ -180,16 +182,25 @@ public final class EnvoyRateLimitServer implements AutoCloseable, dev.sluice.ser
     }
 
     /**
-     * Stops as the process is asked to: gRPC's graceful shutdown (a GOAWAY: Envoy opens its next calls elsewhere), the
-     * calls under way answered until {@code deadlineNanos}.
+     * Stops as the process is asked to: gRPC's graceful shutdown (a GOAWAY: Envoy opens its next calls elsewhere),
+     * the calls under way answered.
      */
     @Override
-    public void drain(long deadlineNanos) throws InterruptedException {
+    public void startDraining() {
         stopTakingCalls();
+    }
+
+    /** Waits for the calls under way until {@code deadlineNanos}; {@link #close} cuts what is left at once. */
+    @Override
+    public void awaitDrained(long deadlineNanos) throws InterruptedException {
         server.awaitTermination(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
     }
 
-    private void stopTakingCalls() {
+    private synchronized void stopTakingCalls() {
+        if (stopping) {
+            return;
+        }
+        stopping = true;
         health.enterTerminalState(); // watchers hear NOT_SERVING before the calls stop
         server.shutdown();
         watches.endAll(); // streams only their clients end: left open, each held the wait below (HealthWatches)
@@ -197,9 +208,13 @@ public final class EnvoyRateLimitServer implements AutoCloseable, dev.sluice.ser
 
     @Override
     public void close() throws InterruptedException {
+        boolean drained;
+        synchronized (this) {
+            drained = stopping; // its calls have had their time: what is left is cut at once
+        }
         stopTakingCalls();
         try {
-            if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+            if (!server.awaitTermination(drained ? 0 : 5, TimeUnit.SECONDS)) {
                 server.shutdownNow();
                 server.awaitTermination(5, TimeUnit.SECONDS);
             }

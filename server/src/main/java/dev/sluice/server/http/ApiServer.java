@@ -509,8 +509,8 @@ public final class ApiServer implements AutoCloseable, Drains {
      */
     static void malformed(HttpServerRequest request) {
         Throwable cause = request.decoderResult().cause();
-        if (cause instanceof StrictFraming.Http2Preface) {
-            StrictFraming.refuseHttp2(request.connection());
+        if (cause instanceof Http2Refusal.Preface) {
+            Http2Refusal.answer(request.connection());
             return;
         }
         int status = cause instanceof io.netty.handler.codec.http.TooLongHttpLineException ? 414
@@ -520,13 +520,21 @@ public final class ApiServer implements AutoCloseable, Drains {
         error(request.response(), status, "malformed request" + why);
     }
 
-    /**
-     * Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over, and
-     * the requests being decided go on until {@code deadlineNanos} (each is bounded by its store's timeout).
-     */
+    /** Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over. */
     @Override
-    public void drain(long deadlineNanos) throws InterruptedException {
-        draining.drain(deadlineNanos);
+    public void startDraining() {
+        draining.start();
+    }
+
+    /** Waits for the requests being decided (each bounded by its store's timeout) until {@code deadlineNanos}. */
+    @Override
+    public void awaitDrained(long deadlineNanos) throws InterruptedException {
+        draining.await(deadlineNanos);
+    }
+
+    /** How it stops; for tests. */
+    Draining draining() {
+        return draining;
     }
 
     @Override

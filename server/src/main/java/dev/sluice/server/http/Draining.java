@@ -3,6 +3,7 @@ package dev.sluice.server.http;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * How the servers of one port (one per event loop) stop when the process is asked to ({@code SIGTERM}): as nginx's
@@ -24,7 +25,7 @@ final class Draining {
     static final long SCAN_MS = 20;
 
     private final List<IdleClients> loops = new CopyOnWriteArrayList<>();
-    private volatile boolean started;
+    private final AtomicBoolean started = new AtomicBoolean();
 
     /** The connections of one more server's loop. */
     void add(IdleClients loop) {
@@ -33,18 +34,22 @@ final class Draining {
 
     /** Whether the servers drain: no new connection is kept. */
     boolean started() {
-        return started;
+        return started.get();
+    }
+
+    /** Starts draining on every loop, once. */
+    void start() {
+        if (started.compareAndSet(false, true)) {
+            loops.forEach(IdleClients::drain);
+        }
     }
 
     /**
-     * Starts draining on every loop, and waits until no connection is open or {@code deadlineNanos} (on
-     * {@link System#nanoTime()}) has come.
+     * Waits until no connection is open or {@code deadlineNanos} (on {@link System#nanoTime()}) has come.
      *
      * @return whether every connection is closed
      */
-    boolean drain(long deadlineNanos) throws InterruptedException {
-        started = true;
-        loops.forEach(IdleClients::drain);
+    boolean await(long deadlineNanos) throws InterruptedException {
         while (open() > 0) {
             long left = deadlineNanos - System.nanoTime();
             if (left <= 0) {

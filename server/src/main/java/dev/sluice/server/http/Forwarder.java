@@ -73,20 +73,21 @@ final class Forwarder {
     private final String upstreamHost;
     /** Told of each admitted request the gateway could not carry through: what it answered in its place. */
     private final java.util.function.Consumer<String> failed;
-
-    Forwarder(UpstreamConnections connections, String upstreamHost) {
-        this(connections, upstreamHost, answered -> { });
-    }
+    /** Where the reasons of 502s go: the gateway's log, its one for every loop. */
+    private final UpstreamFailures reasons;
 
     /**
-     * @param failed told, for each admitted request that got no answer of the upstream's, what the gateway did
-     *               instead: {@code "502"}, {@code "504"}, {@code "408"}, {@code "400"}, or {@code "cut_off"} (its
-     *               answer had begun, and its connection was closed)
+     * @param failed  told, for each admitted request that got no answer of the upstream's, what the gateway did
+     *                instead: {@code "502"}, {@code "504"}, {@code "408"}, {@code "400"}, or {@code "cut_off"} (its
+     *                answer had begun, and its connection was closed)
+     * @param reasons told why of each 502
      */
-    Forwarder(UpstreamConnections connections, String upstreamHost, java.util.function.Consumer<String> failed) {
+    Forwarder(UpstreamConnections connections, String upstreamHost, java.util.function.Consumer<String> failed,
+              UpstreamFailures reasons) {
         this.connections = connections;
         this.upstreamHost = upstreamHost;
         this.failed = failed;
+        this.reasons = reasons;
     }
 
     /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
@@ -258,7 +259,7 @@ final class Forwarder {
         public void failed(Throwable cause) {
             if (!over) {
                 over = true;
-                badGateway(incoming, cause, added, failed);
+                badGateway(incoming, cause, added, failed, reasons);
             }
         }
 
@@ -451,7 +452,7 @@ final class Forwarder {
             }
             over = true;
             detach(false);
-            badGateway(incoming, cause, added, failed);
+            badGateway(incoming, cause, added, failed, reasons);
         }
 
         /** The client is gone: the connection, in the middle of an exchange nobody will read, is closed. */
@@ -569,7 +570,7 @@ final class Forwarder {
      * the rate limit's {@code added} kept; {@code failed} is told what it did.
      */
     private static void badGateway(HttpServerRequest incoming, Throwable cause, Map<String, String> added,
-                                   java.util.function.Consumer<String> failed) {
+                                   java.util.function.Consumer<String> failed, UpstreamFailures reasons) {
         HttpServerResponse response = incoming.response();
         // each counted before it is answered: a client that has its 502 sees it counted (a test found it racing)
         if (response.ended()) {
@@ -589,7 +590,7 @@ final class Forwarder {
             return;
         }
         failed.accept("502");
-        UpstreamFailures.failed(cause); // why goes to the log: it names the upstream's address (see there)
+        reasons.failed(cause); // why goes to the log: it names the upstream's address (see there)
         answer(incoming, 502, "Bad Gateway", "bad gateway: the upstream failed", added);
     }
 

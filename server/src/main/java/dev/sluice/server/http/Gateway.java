@@ -117,13 +117,14 @@ public final class Gateway implements AutoCloseable, Drains {
         try {
             SslContext checked = !tls ? null : trusted != null ? trusted : SslContextBuilder.forClient().build();
             Draining draining = new Draining();
+            UpstreamFailures reasons = new UpstreamFailures();
             List<Limiting> loops = new CopyOnWriteArrayList<>();
             HttpServer first = EventLoops.listen(vertx, EventLoops.count(), host, port, () -> {
                 // connections of this loop's own: each stays on the loop of the requests it carries
                 EventLoop loop = ((ContextInternal) Vertx.currentContext()).nettyEventLoop();
                 Limiting limiting = new Limiting(live, new Forwarder(new UpstreamConnections((VertxInternal) vertx, loop,
                         upstreamHost, upstreamPort, checked, upstreamTimeoutMs, CONNECT_TIMEOUT_MS), hostHeader,
-                        live.metrics()::gatewayFailed), Vertx.currentContext(), new HashMap<>());
+                        live.metrics()::gatewayFailed, reasons), Vertx.currentContext());
                 loops.add(limiting);
                 // Expect: 100-continue is answered here, once the request is admitted (Limiting.forward), never forwarded
                 return ClientRules.server(vertx, idleClientMs, live.connections(), ClientConnections.Port.GATEWAY,
@@ -147,26 +148,42 @@ public final class Gateway implements AutoCloseable, Drains {
 
     /**
      * Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over,
-     * and the requests being handled go on until {@code deadlineNanos}. A request still held for its turn then is
-     * answered {@code 503} ({@code {"error":"the gateway is stopping"}}), charged, as the servlet filter answers one
-     * held while its application stops; one still with the upstream is cut when the gateway closes, as nginx's
-     * {@code worker_shutdown_timeout} does.
+     * and the requests being handled go on.
      */
     @Override
-    public void drain(long deadlineNanos) throws InterruptedException {
-        if (draining.drain(deadlineNanos)) {
-            return;
-        }
-        loops.forEach(Limiting::stopHolding);
-        // the 503s go out, and their connections close
-        draining.drain(System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
+    public void startDraining() {
+        draining.start();
     }
 
     /**
-     * Decides each request on its way in, then forwards it, holds it for its turn ({@code held}: each held request's
-     * timer, touched on {@code loop} only), or answers it here.
+     * Waits for the requests being handled until {@code deadlineNanos}. A request still held for its turn then is
+     * answered {@code 503} ({@code {"error":"the gateway is stopping"}}), charged, as the servlet filter answers one
+     * held while its application stops, and given a second more to go; one still with the upstream is cut when the
+     * gateway closes, as nginx's {@code worker_shutdown_timeout} does.
      */
-    private record Limiting(LiveConfig live, Forwarder forwarder, Context loop, HashMap<HttpServerRequest, Long> held) {
+    @Override
+    public void awaitDrained(long deadlineNanos) throws InterruptedException {
+        if (draining.await(deadlineNanos)) {
+            return;
+        }
+        loops.forEach(Limiting::stopHolding);
+        draining.await(System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
+    }
+
+    /** Decides each request on its way in, then forwards it, holds it for its turn, or answers it here; one a loop. */
+    private static final class Limiting {
+        private final LiveConfig live;
+        private final Forwarder forwarder;
+        private final Context loop;
+        /** Each request held for its turn, and its timer; touched on {@link #loop} only. */
+        private final HashMap<HttpServerRequest, Long> held = new HashMap<>();
+
+        Limiting(LiveConfig live, Forwarder forwarder, Context loop) {
+            this.live = live;
+            this.forwarder = forwarder;
+            this.loop = loop;
+        }
+
         /** Answers {@code 503} every request still held for its turn, and forwards none of them. */
         void stopHolding() {
             loop.runOnContext(stopping -> {

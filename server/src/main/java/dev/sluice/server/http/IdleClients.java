@@ -107,12 +107,18 @@ final class IdleClients {
         });
     }
 
-    /** Closes each connection whose last request is answered, or that never had one. */
+    /**
+     * Closes each connection whose last request is answered and has come whole, or that never had one. What is left
+     * of an answered request (a body still coming, or the end of one the gateway paused and never needed) is read
+     * and dropped meanwhile, as nginx's lingering close does, so that the close is a FIN and not a reset.
+     */
     private void closeAnswered() {
         ArrayList<HttpConnection> done = new ArrayList<>();
         clients.forEach((connection, client) -> {
-            if (!busy(client)) {
+            if (!busy(client, true)) {
                 done.add(connection);
+            } else if (client.request.response().ended()) {
+                Forwarder.dropRest(client.request);
             }
         });
         for (HttpConnection connection : done) { // closed out of the loop: a close may tell closeFuture at once
@@ -120,10 +126,18 @@ final class IdleClients {
         }
     }
 
-    /** Whether {@code client}'s request is being handled: decided, held, forwarded, its answer not over. */
-    private static boolean busy(Client client) {
-        HttpServerResponse answer = client.request == null ? null : client.request.response();
-        return answer != null && !answer.ended() && !answer.closed();
+    /**
+     * Whether {@code client}'s request is being handled: decided, held, forwarded, its answer not over. Its scan for
+     * being idle takes a request answered while its body still comes (a 429 reading the rest to drop it) as over;
+     * a drain does not ({@code whole}): closed then, the client's writes would meet a reset that could lose its answer
+     * (a review saw a broken pipe mid-upload).
+     */
+    private static boolean busy(Client client, boolean whole) {
+        HttpServerRequest request = client.request;
+        if (request == null || request.response().closed()) {
+            return false;
+        }
+        return !request.response().ended() || whole && !request.isEnded();
     }
 
     /**
@@ -137,7 +151,7 @@ final class IdleClients {
         long now = System.nanoTime();
         ArrayList<HttpConnection> idle = new ArrayList<>();
         clients.forEach((connection, client) -> {
-            if (busy(client)) {
+            if (busy(client, false)) {
                 client.idleScans = 0; // being handled: its own bounds apply
             } else if (client.idleScans++ == 0) {
                 client.idleSince = now;

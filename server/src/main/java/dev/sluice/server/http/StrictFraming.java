@@ -100,6 +100,8 @@ final class StrictFraming extends VertxHttpRequestDecoder {
     /** The names Vert.x gives the decoder and its own handler in a connection's pipeline. */
     private static final String DECODER = "httpDecoder";
     private static final String VERTX = "handler";
+    /** The name of the handler that holds reads ({@link Reads}). */
+    static final String READS = "sluiceReads";
     /**
      * The most requests of one connection read and not yet answered to the socket. Fifteen answers the gateway makes
      * whole (up to 64 KiB each) and the 64 KB a writable socket holds stay under 1 MiB a connection; the API's answers
@@ -142,7 +144,7 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         ((ConnectionBase) connection).channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
         pipeline.replace(DECODER, DECODER, strict);
         pipeline.addBefore(VERTX, "sluiceAnswers", strict.new Answers(clients));
-        pipeline.addFirst("sluiceReads", strict.new Reads());
+        pipeline.addFirst(READS, strict.new Reads());
     }
 
     /** Every read asked of the channel passes here, first in the pipeline, and waits while the connection is held. */
@@ -436,7 +438,7 @@ final class StrictFraming extends VertxHttpRequestDecoder {
             message.setProtocolVersion(HttpVersion.HTTP_1_1);
             if (version.majorVersion() == 2 && message instanceof HttpRequest request
                     && request.method().name().equals("PRI") && request.uri().equals("*")) {
-                throw new Http2Preface(); // HTTP/2 spoken at once (h2c with prior knowledge)
+                throw new Http2Refusal.Preface(); // HTTP/2 spoken at once (h2c with prior knowledge)
             }
             // Netty reads http/1.1, HTTP/1.00 or HTTP/01.0 as versions of their own, which Vert.x then calls none at
             // all (null), and the rules below would let Transfer-Encoding pass in a request that is 1.0 (a review
@@ -466,66 +468,4 @@ final class StrictFraming extends VertxHttpRequestDecoder {
         }
         return super.isContentAlwaysEmpty(message);
     }
-
-    /**
-     * The preface of a client that speaks HTTP/2 from its first byte ({@code PRI * HTTP/2.0}, h2c with prior
-     * knowledge). This server speaks HTTP/1.1 (an upgrade to h2c is answered in HTTP/1.1), and an HTTP/1.1 answer
-     * means nothing to such a client: it said "Empty reply from server" (a review). It is answered in its own
-     * protocol instead ({@link #refuseHttp2}).
-     */
-    static final class Http2Preface extends IllegalArgumentException {
-        Http2Preface() {
-            super("HTTP/2 without an upgrade: this server speaks HTTP/1.1");
-        }
-    }
-
-    /**
-     * Answers an HTTP/2 preface as RFC 9113 lets a server that will not speak HTTP/2 do: its empty {@code SETTINGS}
-     * (the preface a server owes), then {@code GOAWAY} with {@code HTTP_1_1_REQUIRED} and why, and the connection
-     * closed. Written below the HTTP/1.1 encoder, which has no such frames. What the client sends meanwhile (its own
-     * {@code SETTINGS} follow its preface at once) is read and dropped, and the server's side shut first: a close with
-     * its bytes unread is a reset, and the client may lose the {@code GOAWAY} with it (a test saw it).
-     */
-    static void refuseHttp2(HttpConnection connection) {
-        io.netty.channel.Channel channel = ((ConnectionBase) connection).channel();
-        ChannelPipeline pipeline = channel.pipeline();
-        if (pipeline.get("sluiceReads") != null) {
-            pipeline.remove("sluiceReads"); // reads are no longer held for answers: there are none to come
-        }
-        pipeline.addFirst("sluiceHttp2Refused", new io.netty.channel.ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(io.netty.channel.ChannelHandlerContext context, Object message) {
-                ReferenceCountUtil.release(message);
-            }
-
-            @Override
-            public void userEventTriggered(io.netty.channel.ChannelHandlerContext context, Object event) {
-                if (event instanceof io.netty.channel.socket.ChannelInputShutdownEvent) {
-                    context.close(); // the client has closed its side too
-                }
-            }
-        });
-        channel.config().setAutoRead(true);
-        byte[] why = "this server speaks HTTP/1.1; send HTTP/1.1, or ask to upgrade".getBytes(
-                java.nio.charset.StandardCharsets.US_ASCII);
-        io.netty.buffer.ByteBuf frames = io.netty.buffer.Unpooled.buffer(9 + 9 + 8 + why.length);
-        frames.writeMedium(0).writeByte(0x4).writeByte(0).writeInt(0); // SETTINGS, none
-        frames.writeMedium(8 + why.length).writeByte(0x7).writeByte(0).writeInt(0) // GOAWAY
-                .writeInt(0) // no stream was taken
-                .writeInt(HTTP_1_1_REQUIRED).writeBytes(why);
-        io.netty.channel.ChannelHandlerContext encoder = pipeline.context(ENCODER);
-        (encoder != null ? encoder : pipeline.firstContext()).writeAndFlush(frames).addListener(written -> {
-            if (written.isSuccess() && channel instanceof io.netty.channel.socket.DuplexChannel duplex) {
-                duplex.shutdownOutput();
-                channel.eventLoop().schedule(() -> channel.close(), 1, java.util.concurrent.TimeUnit.SECONDS);
-            } else {
-                channel.close();
-            }
-        });
-    }
-
-    /** HTTP/2's error code for "use HTTP/1.1" (RFC 9113 §7). */
-    static final int HTTP_1_1_REQUIRED = 0xd;
-    /** The name Vert.x gives the HTTP/1.1 encoder in a connection's pipeline. */
-    private static final String ENCODER = "httpEncoder";
 }

@@ -20,22 +20,22 @@ final class UpstreamFailures {
     private record Logged(String reason, long at) {
     }
 
-    private static final AtomicReference<Logged> last = new AtomicReference<>(new Logged("", 0));
-    private static final AtomicLong unlogged = new AtomicLong();
-
-    private UpstreamFailures() {
-    }
+    private final AtomicReference<Logged> last = new AtomicReference<>(new Logged("", System.nanoTime() - QUIET));
+    private final AtomicLong unlogged = new AtomicLong();
 
     /** Logs {@code cause} as the reason of a 502, unless the same reason was logged within the last {@link #QUIET}. */
-    static void failed(Throwable cause) {
+    void failed(Throwable cause) {
         String reason = cause == null ? "no reason given" : cause.getMessage() != null ? cause.getMessage()
                 : cause.getClass().getName();
         long now = System.nanoTime();
-        Logged before = last.get();
-        if (before.reason().equals(reason) && now - before.at() < QUIET
-                || !last.compareAndSet(before, new Logged(reason, now))) {
-            unlogged.incrementAndGet();
-            return;
+        for (Logged before = last.get(); ; before = last.get()) {
+            if (before.reason().equals(reason) && now - before.at() < QUIET) {
+                unlogged.incrementAndGet();
+                return;
+            }
+            if (last.compareAndSet(before, new Logged(reason, now))) {
+                break; // another reason, or the same after a while: said
+            }
         }
         long more = unlogged.getAndSet(0);
         LOG.log(System.Logger.Level.WARNING, "gateway: the upstream failed, answered 502: " + reason

@@ -827,6 +827,46 @@ class RateLimitServiceTest {
         closing.get(30, TimeUnit.SECONDS);
     }
 
+    /**
+     * Stopped as the process is asked to ({@code SIGTERM}): a call under way (here waiting on a Redis busy for a
+     * second) is answered; a new one is refused, as gRPC's graceful shutdown refuses it, so that Envoy sends it
+     * elsewhere; the wait ends with the last call, not at its deadline.
+     */
+    @Test
+    void aStoppedServiceAnswersTheCallUnderWayAndTakesNoNewOne() throws Exception {
+        try (RedisServer redis = RedisServer.start();
+             LiveConfig onRedis = LiveConfig.of(ConfigLoader.parse("r.yaml", "store: " + redis.uri()
+                     + "\nstore_timeout: 5s\n" + CONFIG), new ServerMetrics());
+             ServiceUnderTest stopping = ServiceUnderTest.start(onRedis)) {
+            RateLimitRequest request = RateLimitRequest.newBuilder().setDomain("edge")
+                    .addDescriptors(descriptor("user", "erin", "path", "/a")).build();
+            assertThat(stopping.envoy().shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OK);
+            Thread busy = new Thread(() -> {
+                try (Resp resp = redis.connect()) {
+                    resp.call("DEBUG", "SLEEP", "1");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            busy.start();
+            Thread.sleep(100);
+            var underWay = RateLimitServiceGrpc.newFutureStub(stopping.channel()).withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .shouldRateLimit(request);
+            Thread.sleep(200); // the call waits on Redis
+            long started = System.nanoTime();
+            stopping.server().startDraining();
+            assertThatThrownBy(() -> stopping.envoy().shouldRateLimit(request))
+                    .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+                            assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE));
+            stopping.server().awaitDrained(System.nanoTime() + TimeUnit.SECONDS.toNanos(20));
+            assertThat(underWay.get(1, TimeUnit.SECONDS).getOverallCode()).as("answered").isEqualTo(Code.OK);
+            assertThat(underWay.get().getStatuses(0).getLimitRemaining()).isZero();
+            assertThat(System.nanoTime() - started).as("over with the call, not at the deadline")
+                    .isLessThan(TimeUnit.SECONDS.toNanos(5));
+            busy.join();
+        }
+    }
+
     @org.junit.jupiter.params.ParameterizedTest(name = "on_store_failure: {0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"open", "closed"})
     void aStoreThatIsDownIsDecidedByTheFailurePolicyAndDecisionsResumeWhenItIsBack(String policy) throws Exception {

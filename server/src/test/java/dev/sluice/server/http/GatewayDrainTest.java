@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The gateway stopped as the process is asked to ({@code SIGTERM}: {@link Gateway#drain}), in front of a real
+ * The gateway stopped as the process is asked to ({@code SIGTERM}: {@link Gateway#startDraining}), in front of a real
  * upstream. A past bug: every request held for its turn or waiting on the upstream was dropped with no answer, though
  * charged, and the upstream did the work of one.
  */
@@ -112,7 +112,8 @@ class GatewayDrainTest {
     /** Drains the gateway, {@code time} given; whether every connection closed within it (or the second after). */
     private boolean drain(Duration time) {
         try {
-            gateway.drain(System.nanoTime() + time.toNanos());
+            gateway.startDraining();
+            gateway.awaitDrained(System.nanoTime() + time.toNanos());
             return gateway.draining().open() == 0;
         } catch (InterruptedException e) {
             throw new IllegalStateException(e);

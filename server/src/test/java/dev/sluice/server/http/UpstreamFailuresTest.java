@@ -13,11 +13,12 @@ class UpstreamFailuresTest {
     void aReasonRepeatedIsLoggedOnceAndAnotherAtOnce() {
         String down = "connection refused " + System.nanoTime();
         String other = "reset " + System.nanoTime();
+        UpstreamFailures reasons = new UpstreamFailures();
         try (LogCapture log = LogCapture.of("sluice")) {
             for (int i = 0; i < 3; i++) {
-                UpstreamFailures.failed(new IOException(down));
+                reasons.failed(new IOException(down));
             }
-            UpstreamFailures.failed(new IOException(other));
+            reasons.failed(new IOException(other));
             assertThat(log.messages()).containsExactly("gateway: the upstream failed, answered 502: " + down,
                     "gateway: the upstream failed, answered 502: " + other + " (2 more 502s since the last line, not"
                             + " logged)");
