@@ -95,7 +95,7 @@ final class RedisAddress {
     /**
      * A primary found through Redis Sentinel, {@code redis-sentinel://[credentials@]h1:p1,h2:p2[/db]#name}: the
      * sentinels (port 26379 unless given), each checked as a node is, and the name of the primary they watch; the
-     * credentials and database are the primary's (sentinels are asked without).
+     * credentials and database are the primary's (sentinels are sent the credentials too: {@link Sentinels}).
      */
     private static RedisURI sentinels(String uri, Duration timeout) {
         int hash = uri.lastIndexOf('#');

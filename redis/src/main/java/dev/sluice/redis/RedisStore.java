@@ -447,7 +447,8 @@ public final class RedisStore implements Store, AutoCloseable {
     private static RedisStore standalone(Builder settings, RedisURI seed, TlsTrust trust, Timer timer) {
         Sentinels sentinels = !RedisAddress.isSentinel(seed) ? null : new Sentinels(seed.getSentinels().stream()
                 .map(node -> java.net.InetSocketAddress.createUnresolved(node.getHost(), node.getPort())).toList(),
-                seed.getSentinelMasterId());
+                seed.getSentinelMasterId(), seed.getUsername(),
+                seed.getPassword() == null ? null : new String(seed.getPassword()));
         ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
                 seed.getDatabase(), seed.getClientName(), trust == null ? null : trust.sockets(), sentinels);

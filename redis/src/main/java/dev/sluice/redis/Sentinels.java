@@ -17,12 +17,24 @@ import java.util.List;
 final class Sentinels {
     private final List<InetSocketAddress> nodes;
     private final String primary;
+    /** The credentials of the address, the primary's, or nulls. */
+    private final String user;
+    private final String password;
     /** The sentinel that answered last, asked first. */
     private volatile int answered;
 
-    Sentinels(List<InetSocketAddress> nodes, String primary) {
+    /**
+     * @param user     the user of the address's credentials, or null
+     * @param password the password of the address's credentials, or null; sentinels are sent it too ({@code AUTH},
+     *                 with the question in one write): a sentinel with {@code requirepass} answered every question
+     *                 {@code NOAUTH}, and the common deployments give the sentinels the primary's password. A sentinel
+     *                 without one refuses the {@code AUTH}, and answers the question all the same.
+     */
+    Sentinels(List<InetSocketAddress> nodes, String primary, String user, String password) {
         this.nodes = List.copyOf(nodes);
         this.primary = primary;
+        this.user = user;
+        this.password = password;
     }
 
     /**
@@ -61,10 +73,26 @@ final class Sentinels {
             try {
                 socket.connect(new InetSocketAddress(sentinel.getHostString(), sentinel.getPort()), timeoutMs);
                 socket.setSoTimeout(timeoutMs);
+                java.io.ByteArrayOutputStream both = new java.io.ByteArrayOutputStream();
                 RespWriter ask = new RespWriter();
+                if (password != null) {
+                    ask.command(user == null ? new String[] {"AUTH", password} : new String[] {"AUTH", user, password},
+                            null, null);
+                    ask.writeTo(both);
+                }
                 ask.command(new String[] {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", primary}, null, null);
-                ask.writeTo(socket.getOutputStream());
-                return new RespReader(socket.getInputStream()).read();
+                ask.writeTo(both);
+                socket.getOutputStream().write(both.toByteArray());
+                RespReader reader = new RespReader(socket.getInputStream());
+                Object authenticated = password == null ? null : reader.read();
+                Object answer = reader.read();
+                if (answer instanceof RespReader.Error refused && authenticated instanceof RespReader.Error why
+                        && refused.message().startsWith("NOAUTH")) {
+                    // the question refused for want of a password: the password's own refusal says why
+                    return new RespReader.Error(refused.message() + " (AUTH with the address's credentials answered: "
+                            + why.message() + ")");
+                }
+                return answer;
             } catch (IOException e) {
                 throw deadline.explain(e, "no answer within " + timeoutMs + " ms");
             }

@@ -89,6 +89,30 @@ class RedisSentinelTest {
                         + " to 65535");
     }
 
+    /**
+     * Sentinels with a password ({@code requirepass}), the primary's, as the common deployments set them: the
+     * address's credentials are given to them too. A past weakness: they were asked without, and answered
+     * {@code NOAUTH}, and no store could be made. A wrong password is told with the sentinel's own refusal.
+     */
+    @Test
+    void sentinelsWithThePrimarysPasswordAreGivenIt() throws Exception {
+        try (RedisServer primary = RedisServer.start()) {
+            try (Resp resp = primary.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", "s3cret"); // the fixture waits for an open PING first
+            }
+            try (RedisServer sentinel = RedisServer.startSentinel("sluice-primary", primary, 1, "requirepass s3cret",
+                    "sentinel auth-pass sluice-primary s3cret")) {
+                try (RedisStore store = RedisStore.builder("redis-sentinel://:s3cret@127.0.0.1:" + sentinel.port()
+                        + "#sluice-primary").raiseFailures(true).build()) {
+                    assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
+                }
+                assertThatThrownBy(() -> RedisStore.connect("redis-sentinel://:wrong@127.0.0.1:" + sentinel.port()
+                        + "#sluice-primary")).hasMessageContaining("127.0.0.1:" + sentinel.port() + " answered NOAUTH")
+                        .hasMessageContaining("(AUTH with the address's credentials answered: WRONGPASS");
+            }
+        }
+    }
+
     /** The sentinel has found the replica (through the primary's INFO): only then can it fail over to it. */
     private static void awaitReplicaKnown(RedisServer sentinel, RedisServer replica) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

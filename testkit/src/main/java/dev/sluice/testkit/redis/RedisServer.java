@@ -126,12 +126,17 @@ public final class RedisServer implements AutoCloseable {
 
     /**
      * Starts a Redis Sentinel on a free port that watches {@code primary} under {@code name}, with a quorum of
-     * {@code quorum}: the primary is taken for down after a second without an answer, and a replica promoted.
+     * {@code quorum}: the primary is taken for down after a second without an answer, and a replica promoted; with
+     * {@code lines} of sentinel.conf more ({@code requirepass ...}, {@code sentinel auth-pass ...}).
      */
-    public static RedisServer startSentinel(String name, RedisServer primary, int quorum) throws IOException {
-        return start(SENTINEL, "sentinel monitor " + name + " 127.0.0.1 " + primary.port() + " " + quorum,
+    public static RedisServer startSentinel(String name, RedisServer primary, int quorum, String... lines)
+            throws IOException {
+        List<String> configuration = new ArrayList<>(List.of(SENTINEL,
+                "sentinel monitor " + name + " 127.0.0.1 " + primary.port() + " " + quorum,
                 "sentinel down-after-milliseconds " + name + " 1000", "sentinel failover-timeout " + name + " 3000",
-                "sentinel parallel-syncs " + name + " 1");
+                "sentinel parallel-syncs " + name + " 1"));
+        configuration.addAll(List.of(lines));
+        return start(configuration.toArray(String[]::new));
     }
 
     private void launch() throws IOException {
@@ -163,6 +168,9 @@ public final class RedisServer implements AutoCloseable {
                     return;
                 }
             } catch (IOException notYet) {
+                if (notYet instanceof Resp.RespError error && error.getMessage().startsWith("NOAUTH")) {
+                    return; // up, with a password (a Sentinel's requirepass, given in its lines)
+                }
                 if (!process.isAlive()) {
                     throw new IOException("redis-server exited with status " + process.exitValue() + ": "
                             + Files.readString(dir.resolve("redis.log")));
