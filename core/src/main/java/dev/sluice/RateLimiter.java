@@ -125,6 +125,12 @@ public final class RateLimiter {
     /**
      * {@link #tryAcquire(String, long)} through a stage: for stores that do I/O, the thread is not held.
      *
+     * <p>The stage may complete on the store's own thread, the one that reads its answers (the Redis store's):
+     * work that blocks or takes long (a call to another service, a sleep, a {@code join()}) goes on an executor of
+     * its own, {@code thenApplyAsync(work, executor)}, not {@code thenApply}. Done on that thread, it holds up every
+     * other decision waiting for an answer there, and those pass their timeout and fall to the store's failure
+     * policy (a review held other threads' decisions 5.7 s with a {@code thenApply} that slept).
+     *
      * @throws IllegalArgumentException at once, for an empty key or a negative cost (what this limiter checks
      *                                  itself); what the store refuses or fails at (a key the Redis store cannot
      *                                  hold, a closed store) fails the stage instead

@@ -584,7 +584,8 @@ public final class RedisStore implements Store, AutoCloseable {
     /**
      * Waits for Redis's answer and decides with it on the calling thread: the connection's event loop only
      * hands the answer over, so its time goes to Redis's replies, not to parsing them. Every call is bounded
-     * by the timeout, so this never hangs.
+     * by the timeout, so this never hangs, unless the thread that reads the answers is itself held: by an
+     * asynchronous decision's continuation that blocks there (see {@code RateLimiter#tryAcquireAsync}).
      */
     @Override
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
