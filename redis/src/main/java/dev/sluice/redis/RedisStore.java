@@ -236,7 +236,7 @@ public final class RedisStore implements Store, AutoCloseable {
             try {
                 for (int i = settings.connections + 1; i > 0; i--) { // the last: the waiting lane
                     made.add(new ScriptConnection(own, (int) RedisAddress.HANDSHAKE.toMillis(), timeoutNanos, timer,
-                            scriptReloads::increment));
+                            scriptReloads::increment, settings.connectInBackground));
                 }
             } catch (RuntimeException e) {
                 made.forEach(ScriptConnection::close);
@@ -1010,6 +1010,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private int connections = Math.max(2, Runtime.getRuntime().availableProcessors());
         private String namespace;
         private Path trust;
+        private boolean connectInBackground;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -1137,12 +1138,31 @@ public final class RedisStore implements Store, AutoCloseable {
         }
 
         /**
+         * Whether {@link #build} may make the store while Redis cannot be reached (default off: it throws). On, the
+         * store's connections are made in the background, again and again as a connection lost is, and until one is
+         * made each decision is its failure policy's, at once, and counted as any failure, so that an application
+         * starts while Redis is down, as it goes on when Redis goes down later (a review found a Spring application
+         * on fail-open Redis that could not start during an outage, and so restarted over and over). For a single
+         * Redis and for Sentinel; a Cluster store must reach one of its nodes to learn its slots.
+         */
+        public Builder connectInBackground(boolean inBackground) {
+            this.connectInBackground = inBackground;
+            return this;
+        }
+
+        /**
          * Connects.
          *
-         * @throws IllegalArgumentException for an address that is not redis:// or redis-cluster://, naming it
-         * @throws io.lettuce.core.RedisConnectionException when Redis cannot be reached at all
+         * @throws IllegalArgumentException for an address that is not redis:// or redis-cluster://, naming it, or a
+         *                                  Cluster's with {@link #connectInBackground}
+         * @throws io.lettuce.core.RedisConnectionException when Redis cannot be reached at all (and the connections
+         *                                  are not made in the background)
          */
         public RedisStore build() {
+            if (connectInBackground && RedisAddress.isCluster(uri)) {
+                throw new IllegalArgumentException("connecting in the background is for a single Redis or Sentinel:"
+                        + " a Cluster store learns its slots from a node as it is made, got " + RedisAddress.shown(uri));
+            }
             return open(this);
         }
     }

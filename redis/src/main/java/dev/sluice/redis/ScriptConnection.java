@@ -182,6 +182,15 @@ final class ScriptConnection implements AutoCloseable, Executor {
      * @param onReload run each time a call is sent again with the script's text ({@code NOSCRIPT})
      */
     ScriptConnection(Address address, int connectTimeoutMs, long writeTimeoutNanos, Timer timer, Runnable onReload) {
+        this(address, connectTimeoutMs, writeTimeoutNanos, timer, onReload, false);
+    }
+
+    /**
+     * As above; {@code inBackground}, a first connection that fails is not thrown but made again by the reading
+     * thread, as a connection lost is: meanwhile every call fails at once, saying why the last attempt failed.
+     */
+    ScriptConnection(Address address, int connectTimeoutMs, long writeTimeoutNanos, Timer timer, Runnable onReload,
+                     boolean inBackground) {
         this.address = address;
         this.connectTimeoutMs = connectTimeoutMs;
         this.writeTimeoutNanos = writeTimeoutNanos;
@@ -189,11 +198,17 @@ final class ScriptConnection implements AutoCloseable, Executor {
                 Math.max(SILENT_LIMIT_LEAST_MS, SILENT_LIMIT_TIMEOUTS * TimeUnit.NANOSECONDS.toMillis(writeTimeoutNanos)));
         this.timer = timer;
         this.onReload = onReload;
+        Link first = null;
         try {
-            this.link = open();
-        } catch (IOException e) {
-            throw new RedisConnectionException("Unable to connect to " + address + ": " + e.getMessage(), e);
+            first = open();
+        } catch (IOException | RuntimeException e) {
+            if (!inBackground) {
+                throw e instanceof RuntimeException unforeseen ? unforeseen
+                        : new RedisConnectionException("Unable to connect to " + address + ": " + e.getMessage(), e);
+            }
+            unreachable = String.valueOf(e.getMessage());
         }
+        this.link = first;
         this.reader = new ReadingThread(this::read, "sluice-redis-" + address);
         reader.setDaemon(true);
         reader.start();

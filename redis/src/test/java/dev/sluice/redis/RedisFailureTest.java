@@ -498,6 +498,44 @@ class RedisFailureTest {
     }
 
     /**
+     * A store made while Redis is down, connecting in the background: made at once, its decisions its failure
+     * policy's meanwhile (counted), and Redis's once Redis comes. Without the option it is refused, as before; and a
+     * Cluster's is refused with it, saying why. A past weakness: an application could not start during an outage.
+     */
+    @Test
+    void aStoreMadeWhileRedisIsDownDecidesByItsPolicyUntilRedisComes() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            redis.kill();
+            assertThatThrownBy(() -> RedisStore.builder(redis.uri()).timeout(TIMEOUT).build())
+                    .isInstanceOf(io.lettuce.core.RedisConnectionException.class);
+            long started = System.nanoTime();
+            try (RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).onFailure(FailurePolicy.CLOSED)
+                    .breaker(3, Duration.ofMillis(300)).connectInBackground(true).build()) {
+                assertThat(System.nanoTime() - started).as("made at once").isLessThan(TimeUnit.SECONDS.toNanos(3));
+                RateLimiter limiter = oneAnHour(store, Algorithm.GCRA);
+                Decision down = quickly(limiter, "k");
+                assertThat(down.allowed()).as("failing closed").isFalse();
+                assertThat(store.counts().failedClosed()).isPositive();
+                redis.restart();
+                // the first admission can only be Redis's: failing closed refuses; the next, its count
+                long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (!limiter.tryAcquire("k").allowed()) {
+                    assertThat(System.nanoTime()).as("connected within 30 s").isLessThan(giveUp);
+                    Thread.sleep(50);
+                }
+                Decision counted = limiter.tryAcquire("k");
+                assertThat(counted.allowed()).isFalse();
+                assertThat(counted.retryAfterNanos()).as("Redis's window, not the failure policy's")
+                        .isGreaterThan(TimeUnit.MINUTES.toNanos(50));
+            }
+        }
+        assertThatThrownBy(() -> RedisStore.builder("redis-cluster://127.0.0.1:1").connectInBackground(true).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("connecting in the background is for a single"
+                        + " Redis or Sentinel: a Cluster store learns its slots from a node as it is made, got"
+                        + " redis-cluster://127.0.0.1:1");
+    }
+
+    /**
      * A call Redis answered with an error is raised as refused, not as unanswered: a review found {@code simulate} say
      * "Redis did not answer: ... OOM ..." of a Redis that had answered at once.
      */

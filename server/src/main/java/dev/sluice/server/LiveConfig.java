@@ -325,7 +325,8 @@ public final class LiveConfig implements AutoCloseable {
             // a store that cannot be opened is told in the server's one line, which Lettuce's own would only repeat
             store = LettuceLog.silentWhile(() -> {
                 RedisStore.Builder builder = RedisStore.builder(config.store())
-                        .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure());
+                        .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure())
+                        .connectInBackground(config.storeInBackground());
                 return (config.storeTrust() == null ? builder : builder.trust(config.storeTrust())).build();
             });
         } catch (RuntimeException e) {
@@ -339,10 +340,29 @@ public final class LiveConfig implements AutoCloseable {
                 return null;
             });
         } catch (RuntimeException e) {
+            if (config.storeInBackground() && !refusedByRedis(e)) {
+                // not reached yet: in force all the same, as asked (store_connect: background); what Redis refuses
+                // (a user without EVALSHA, a replica) is refused still, once it is reached, at the next edit
+                LOG.log(System.Logger.Level.WARNING, where + ": not reachable now (" + rootMessage(e).replace(
+                        config.store(), config.storeShown()) + "); connecting in the background, each decision"
+                        + " meanwhile on_store_failure's (" + config.onStoreFailure().name().toLowerCase(
+                        java.util.Locale.ROOT) + ")");
+                return store;
+            }
             close(store);
             throw new ConfigException(where + ": cannot decide: " + rootMessage(e).replace(config.store(), config.storeShown()));
         }
         return store;
+    }
+
+    /** Whether {@code e} is Redis's own refusal (an error reply), not a Redis that could not be reached. */
+    private static boolean refusedByRedis(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            if (cause instanceof io.lettuce.core.RedisCommandExecutionException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

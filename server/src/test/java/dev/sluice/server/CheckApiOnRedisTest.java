@@ -76,6 +76,47 @@ class CheckApiOnRedisTest {
         }
     }
 
+    /**
+     * {@code store_connect: background}: a server (or an application with the servlet filter) starts while its Redis
+     * is down, deciding by {@code on_store_failure} meanwhile, and on Redis once it comes; without it, the start is
+     * refused, as before. A review found a Spring application crash-looping through a Redis outage so.
+     */
+    @Test
+    void aStoreConnectedInTheBackgroundServesWhileRedisIsDown(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            redis.kill();
+            String policy = "on_store_failure: closed\nstore_timeout: 2s\npolicies:\n  - name: shared\n    key: [ip]\n"
+                    + "    algorithm: gcra\n    limits: [1/1h]\n";
+            java.nio.file.Path now = java.nio.file.Files.writeString(dir.resolve("now.yaml"),
+                    "store: " + redis.uri() + "\n" + policy);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> LiveConfig.load(now, new ServerMetrics()))
+                    .hasMessageContaining(": cannot connect: ");
+            java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("sluice.yaml"),
+                    "store: " + redis.uri() + "\nstore_connect: background\n" + policy);
+            try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice");
+                 LiveConfig live = LiveConfig.load(file, new ServerMetrics());
+                 ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
+                assertThat(log.messages()).anySatisfy(line -> assertThat(line).startsWith(file + ":1: store "
+                        + redis.uri() + ": not reachable now (").endsWith("); connecting in the background, each"
+                        + " decision meanwhile on_store_failure's (closed)"));
+                String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.6\"}";
+                assertThat(post(api.port(), request)).as("failing closed").isEqualTo(429);
+                redis.restart();
+                // the first 200 can only be Redis's; the next, its count
+                long giveUp = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+                while (post(api.port(), request) != 200) {
+                    assertThat(System.nanoTime()).as("on Redis within 30 s").isLessThan(giveUp);
+                    Thread.sleep(50);
+                }
+                assertThat(post(api.port(), request)).isEqualTo(429);
+                try (Resp resp = redis.connect()) {
+                    assertThat((Long) resp.call("DBSIZE")).isPositive();
+                }
+            }
+        }
+    }
+
     @Test
     void twoServersOnOneRedisShareTheLimit() throws Exception {
         try (RedisServer redis = RedisServer.start()) {

@@ -50,7 +50,8 @@ import java.util.regex.Pattern;
  * Jackson's YAML module), not bound to classes: binding would lose the lines.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("store", "store_trust", "on_store_failure", "store_timeout", "max_keys",
+    private static final Set<String> TOP = Set.of("store", "store_trust", "store_connect", "on_store_failure",
+            "store_timeout", "max_keys",
             "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
@@ -179,6 +180,20 @@ public final class ConfigLoader {
                 throw error(node, "store_trust", e.getMessage());
             }
         }
+        boolean inBackground = false;
+        if (top.containsKey("store_connect")) {
+            Node node = top.get("store_connect");
+            String value = scalar(node, "store_connect");
+            if (!value.equals("now") && !value.equals("background")) {
+                throw error(node, "store_connect", "expected now or background, got \"" + value + "\"");
+            }
+            inBackground = value.equals("background");
+            if (inBackground && (store.equals("memory") || store.contains("-cluster://"))) {
+                throw error(node, "store_connect", store.equals("memory") ? "the in-memory store has nothing to connect to"
+                        : "background is for a single Redis or Sentinel: a Cluster store learns its slots from a node"
+                        + " as it is made, got " + RedisStore.shown(store));
+            }
+        }
         long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
         if (top.containsKey("max_keys")) {
             Node node = top.get("max_keys");
@@ -277,7 +292,8 @@ public final class ConfigLoader {
             envoy = read.envoy();
         }
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
-                List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust);
+                List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust,
+                inBackground);
     }
 
     /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */

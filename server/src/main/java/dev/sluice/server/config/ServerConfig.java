@@ -20,10 +20,13 @@ import java.util.Set;
  * @param envoy          what Envoy's configuration files ({@code envoy_configs}) add besides their policies
  * @param storeLine      the line of {@code store:} in the file, for a store that cannot be reached; 0 without one
  * @param storeTrust     the certificates (PEM) a TLS store's server must be signed by; null: the JVM's trust store
+ * @param storeInBackground {@code store_connect: background}: a Redis that cannot be reached as the store is opened
+ *                       is connected to in the background, each decision meanwhile {@code on_store_failure}'s
  */
 public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
                            List<String> trustedProxies, Set<HeaderSet> headers, Set<HeaderSet> envoyHeaders,
-                           List<PolicyConfig> policies, Envoy envoy, int storeLine, java.nio.file.Path storeTrust) {
+                           List<PolicyConfig> policies, Envoy envoy, int storeLine, java.nio.file.Path storeTrust,
+                           boolean storeInBackground) {
     /** The sets of rate limit response headers. */
     public enum HeaderSet {
         /** {@code RateLimit-Policy} and {@code RateLimit} (draft-ietf-httpapi-ratelimit-headers-10). */
