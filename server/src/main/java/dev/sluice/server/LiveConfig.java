@@ -341,8 +341,9 @@ public final class LiveConfig implements AutoCloseable {
             });
         } catch (RuntimeException e) {
             if (config.storeInBackground() && !refusedByRedis(e)) {
-                // not reached yet: in force all the same, as asked (store_connect: background); what Redis refuses
-                // (a user without EVALSHA, a replica) is refused still, once it is reached, at the next edit
+                // not reached yet: in force all the same, as asked (store_connect: background). A Redis that turns
+                // out to refuse the decisions once reached (a user without EVALSHA, a replica) is not probed then:
+                // they fail by on_store_failure, and the store logs why, once for each kind of failure
                 LOG.log(System.Logger.Level.WARNING, where + ": not reachable now (" + rootMessage(e).replace(
                         config.store(), config.storeShown()) + "); connecting in the background, each decision"
                         + " meanwhile on_store_failure's (" + config.onStoreFailure().name().toLowerCase(
