@@ -6,6 +6,7 @@ import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
 import dev.sluice.server.config.ConfigException;
+import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.http.VerdictAnswer;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.server.request.BadRequest;
@@ -115,12 +116,41 @@ public final class SluiceFilter implements Filter {
                     + ": init parameter config: missing; it names the sluice.yaml whose policies the filter enforces");
         }
         try {
-            live = LiveConfig.load(Path.of(file), new ServerMetrics());
+            if (file.startsWith(CLASSPATH)) {
+                live = LiveConfig.of(ConfigLoader.parse(file, resource(config, file.substring(CLASSPATH.length()))),
+                        new ServerMetrics());
+            } else {
+                live = LiveConfig.load(Path.of(file), new ServerMetrics());
+                live.watch(Duration.ofSeconds(1));
+            }
         } catch (ConfigException e) {
             throw new ServletException(e.getMessage());
         }
-        live.watch(Duration.ofSeconds(1));
         owned = true;
+    }
+
+    /**
+     * How the init parameter {@code config} names a file inside the application ({@code classpath:sluice.yaml}): a
+     * Spring Boot application ships as one jar, and a path cannot name a file in it (a review found no way to). Read
+     * once; a file of the file system is read again when it changes.
+     */
+    static final String CLASSPATH = "classpath:";
+
+    /** The text of {@code name}, a resource of the application's class loader. */
+    private static String resource(FilterConfig config, String name) throws ServletException {
+        ClassLoader loader = config.getServletContext().getClassLoader();
+        String path = name.startsWith("/") ? name.substring(1) : name;
+        try (java.io.InputStream in = (loader != null ? loader : SluiceFilter.class.getClassLoader())
+                .getResourceAsStream(path)) {
+            if (in == null) {
+                throw new ServletException("filter " + config.getFilterName() + ": init parameter config: " + CLASSPATH
+                        + name + ": no such resource in the application");
+            }
+            return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ServletException("filter " + config.getFilterName() + ": init parameter config: " + CLASSPATH
+                    + name + ": cannot read: " + e.getMessage(), e);
+        }
     }
 
     /** The configuration in force, its metrics ({@code live().metrics().scrape()}: Prometheus text) included. */
