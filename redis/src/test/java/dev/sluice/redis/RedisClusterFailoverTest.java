@@ -124,13 +124,7 @@ class RedisClusterFailoverTest {
                 limiter.tryAcquire(elsewhere);
                 assertThat(System.nanoTime()).as("Redis decides within 20 s").isLessThan(deadline);
             }
-            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
-                try (Resp resp = hanging.connect()) {
-                    return resp.call("DEBUG", "SLEEP", "1.9"); // under the Cluster's node timeout of 2 s: no failover
-                } catch (Exception e) {
-                    return e;
-                }
-            });
+            CompletableFuture<Object> sleeping = hanging.sleep("1.9"); // under the Cluster's node timeout of 2 s: no failover
             RedisFailureTest.awaitHanging(hanging);
             for (int i = 0; i < 3; i++) {
                 long start = System.nanoTime();

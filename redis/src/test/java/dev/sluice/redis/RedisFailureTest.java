@@ -51,17 +51,6 @@ class RedisFailureTest {
         return decision;
     }
 
-    /** Makes the server stop answering anyone for {@code seconds} (DEBUG SLEEP), from another thread. */
-    private static CompletableFuture<Object> sleep(RedisServer redis, int seconds) {
-        return CompletableFuture.supplyAsync(() -> {
-            try (Resp resp = redis.connect()) {
-                return resp.call("DEBUG", "SLEEP", Integer.toString(seconds));
-            } catch (Exception e) {
-                return e;
-            }
-        });
-    }
-
     /**
      * Waits until the server is hanging: a PING on a fresh connection goes unanswered for 100 ms. (A fixed sleep
      * after sending DEBUG SLEEP was a guess a slow machine could lose: the decision then reached Redis first.)
@@ -147,7 +136,7 @@ class RedisFailureTest {
             awaitRedisDeciding(limiter);
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
             // the server stops answering anyone for five seconds
-            CompletableFuture<Object> sleeping = sleep(redis, 5);
+            CompletableFuture<Object> sleeping = redis.sleep("5");
             awaitHanging(redis);
             long start = System.nanoTime();
             Decision decision = limiter.tryAcquire("k");
@@ -173,7 +162,7 @@ class RedisFailureTest {
                      .breaker(3, Duration.ofSeconds(3)).build()) {
             RateLimiter limiter = oneAnHour(store);
             awaitRedisDeciding(limiter);
-            CompletableFuture<Object> sleeping = sleep(redis, 4);
+            CompletableFuture<Object> sleeping = redis.sleep("4");
             awaitHanging(redis);
             for (int i = 0; i < 3; i++) {
                 long start = System.nanoTime();
@@ -384,7 +373,7 @@ class RedisFailureTest {
                      .breaker(10, Duration.ofSeconds(1)).build()) {
             RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").store(store).build();
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
-            CompletableFuture<Object> sleeping = sleep(redis, 8);
+            CompletableFuture<Object> sleeping = redis.sleep("8");
             awaitHanging(redis);
             long start = System.nanoTime();
             CompletableFuture<Long> first = limiter.tryAcquireAsync("a").toCompletableFuture()
@@ -431,7 +420,7 @@ class RedisFailureTest {
             RateLimiter limiter = oneAnHour(store);
             awaitRedisDeciding(limiter);
             long before = store.counts().timeouts();
-            CompletableFuture<Object> sleeping = sleep(redis, 3);
+            CompletableFuture<Object> sleeping = redis.sleep("3");
             awaitHanging(redis);
             long[] took = new long[7];
             for (int i = 0; i < took.length; i++) {
@@ -460,7 +449,7 @@ class RedisFailureTest {
                      .build()) {
             RateLimiter limiter = oneAnHour(store);
             awaitRedisDeciding(limiter);
-            CompletableFuture<Object> sleeping = sleep(redis, 3);
+            CompletableFuture<Object> sleeping = redis.sleep("3");
             awaitHanging(redis);
             CountDownLatch blocking = new CountDownLatch(1);
             limiter.tryAcquireAsync("first").whenComplete((decision, failure) -> {

@@ -306,19 +306,12 @@ class RedisStoreTest {
     @Test
     void connectingIsNotBoundByTheCallTimeout() throws Exception {
         try (RedisServer slow = RedisServer.start()) {
-            Thread sleeper = new Thread(() -> {
-                try (Resp resp = slow.connect()) {
-                    resp.call("DEBUG", "SLEEP", "0.3"); // Redis answers nothing, handshakes included, for 300 ms
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            sleeper.start();
+            var sleeping = slow.sleep("0.3"); // Redis answers nothing, handshakes included, for 300 ms
             Thread.sleep(50);
             try (RedisStore store = RedisStore.builder(slow.uri()).timeout(Duration.ofMillis(50)).build()) {
                 assertThat(store.healthy()).isTrue();
             }
-            sleeper.join();
+            sleeping.get(10, TimeUnit.SECONDS);
         }
     }
 

@@ -249,13 +249,7 @@ class ScriptConnectionTest {
              ScriptConnection connection = new ScriptConnection(address(own, null), 2_000,
                      TimeUnit.MILLISECONDS.toNanos(200), timer, () -> { })) {
             assertThat(echo(connection, "k", "warm")).isEqualTo("warm:k");
-            CompletableFuture<Object> sleeping = CompletableFuture.supplyAsync(() -> {
-                try (Resp resp = own.connect()) {
-                    return resp.call("DEBUG", "SLEEP", "4");
-                } catch (Exception e) {
-                    return e;
-                }
-            });
+            CompletableFuture<Object> sleeping = own.sleep("4");
             RedisFailureTest.awaitHanging(own);
             String megabyte = "x".repeat(1 << 20);
             List<CompletableFuture<String>> calls = new ArrayList<>();

@@ -39,14 +39,7 @@ class CheckApiOnRedisTest {
              ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
             String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.5\"}";
             assertThat(post(api.port(), request)).isEqualTo(200);
-            Thread busy = new Thread(() -> {
-                try (Resp resp = redis.connect()) {
-                    resp.call("DEBUG", "SLEEP", "1");
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            busy.start();
+            var busy = redis.sleep("1");
             Thread.sleep(100);
             var underWay = HttpClient.newHttpClient().sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
                     + api.port() + "/v1/check")).POST(HttpRequest.BodyPublishers.ofString(request)).build(),
@@ -72,7 +65,7 @@ class CheckApiOnRedisTest {
             assertThat(answered.body()).contains("\"remaining\":3");
             assertThat(System.nanoTime() - started).as("over with the answer, not at the deadline")
                     .isLessThan(java.util.concurrent.TimeUnit.SECONDS.toNanos(5));
-            busy.join();
+            busy.get(10, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 

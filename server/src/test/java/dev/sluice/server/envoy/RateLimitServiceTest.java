@@ -841,14 +841,7 @@ class RateLimitServiceTest {
             RateLimitRequest request = RateLimitRequest.newBuilder().setDomain("edge")
                     .addDescriptors(descriptor("user", "erin", "path", "/a")).build();
             assertThat(stopping.envoy().shouldRateLimit(request).getOverallCode()).isEqualTo(Code.OK);
-            Thread busy = new Thread(() -> {
-                try (Resp resp = redis.connect()) {
-                    resp.call("DEBUG", "SLEEP", "1");
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            busy.start();
+            var busy = redis.sleep("1");
             Thread.sleep(100);
             var underWay = RateLimitServiceGrpc.newFutureStub(stopping.channel()).withDeadlineAfter(10, TimeUnit.SECONDS)
                     .shouldRateLimit(request);
@@ -870,7 +863,7 @@ class RateLimitServiceTest {
             assertThat(underWay.get().getStatuses(0).getLimitRemaining()).isZero();
             assertThat(System.nanoTime() - started).as("over with the call, not at the deadline")
                     .isLessThan(TimeUnit.SECONDS.toNanos(5));
-            busy.join();
+            busy.get(10, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 

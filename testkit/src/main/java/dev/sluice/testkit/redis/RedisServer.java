@@ -11,6 +11,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -182,6 +183,25 @@ public final class RedisServer implements AutoCloseable {
                 sleep(20);
             }
         }
+    }
+
+    /**
+     * Makes this server answer no one for {@code seconds} ({@code DEBUG SLEEP}, fractions allowed), from a thread of
+     * its own: the stage completes with Redis's answer once it answers again, or with the exception that ended the
+     * call (as its value: a test looks at it, or not).
+     */
+    public CompletableFuture<Object> sleep(String seconds) {
+        CompletableFuture<Object> answered = new CompletableFuture<>();
+        Thread sleeper = new Thread(() -> {
+            try (Resp resp = connect()) {
+                answered.complete(resp.call("DEBUG", "SLEEP", seconds));
+            } catch (Exception e) {
+                answered.complete(e);
+            }
+        }, "redis-sleep-" + port);
+        sleeper.setDaemon(true);
+        sleeper.start();
+        return answered;
     }
 
     /** Kills the process at once (SIGKILL), as a crash would. */
