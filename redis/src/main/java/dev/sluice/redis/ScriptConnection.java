@@ -151,6 +151,8 @@ final class ScriptConnection implements AutoCloseable, Executor {
     private long overdue = Long.MIN_VALUE;
     /** Why the last attempt to connect again failed, while it does; null once connected. */
     private volatile String unreachable;
+    /** Set once a connection is made ({@link #everConnected}). */
+    private volatile boolean everConnected;
     /** Why the watch ended the connection, for the failure of the calls in line; null if it did not. */
     private volatile String endedFor;
 
@@ -182,15 +184,25 @@ final class ScriptConnection implements AutoCloseable, Executor {
      * @param onReload run each time a call is sent again with the script's text ({@code NOSCRIPT})
      */
     ScriptConnection(Address address, int connectTimeoutMs, long writeTimeoutNanos, Timer timer, Runnable onReload) {
-        this(address, connectTimeoutMs, writeTimeoutNanos, timer, onReload, false);
+        this(address, connectTimeoutMs, writeTimeoutNanos, timer, onReload, Start.NOW);
     }
 
-    /**
-     * As above; {@code inBackground}, a first connection that fails is not thrown but made again by the reading
-     * thread, as a connection lost is: meanwhile every call fails at once, saying why the last attempt failed.
-     */
+    /** How a connection is first made. */
+    enum Start {
+        /** At once, or the constructor throws. */
+        NOW,
+        /**
+         * At once; if Redis cannot be reached ({@link Unreachable}), by the reading thread, as a connection lost is,
+         * every call failing at once meanwhile, saying why the last attempt failed. Any other failure throws.
+         */
+        TRY_NOW,
+        /** By the reading thread alone: another connection to the same address has just found Redis unreachable. */
+        BACKGROUND
+    }
+
+    /** As above, first connected as {@code start} says. */
     ScriptConnection(Address address, int connectTimeoutMs, long writeTimeoutNanos, Timer timer, Runnable onReload,
-                     boolean inBackground) {
+                     Start start) {
         this.address = address;
         this.connectTimeoutMs = connectTimeoutMs;
         this.writeTimeoutNanos = writeTimeoutNanos;
@@ -199,16 +211,18 @@ final class ScriptConnection implements AutoCloseable, Executor {
         this.timer = timer;
         this.onReload = onReload;
         Link first = null;
-        try {
-            first = open();
-        } catch (IOException | RuntimeException e) {
-            if (!inBackground) {
-                throw e instanceof RuntimeException unforeseen ? unforeseen
-                        : new RedisConnectionException("Unable to connect to " + address + ": " + e.getMessage(), e);
+        if (start != Start.BACKGROUND) {
+            try {
+                first = open();
+            } catch (IOException e) {
+                if (start == Start.NOW || !(e instanceof Unreachable)) {
+                    throw new RedisConnectionException("Unable to connect to " + address + ": " + e.getMessage(), e);
+                }
+                unreachable = String.valueOf(e.getMessage());
             }
-            unreachable = String.valueOf(e.getMessage());
         }
         this.link = first;
+        this.everConnected = first != null;
         this.reader = new ReadingThread(this::read, "sluice-redis-" + address);
         reader.setDaemon(true);
         reader.start();
@@ -225,7 +239,9 @@ final class ScriptConnection implements AutoCloseable, Executor {
             try {
                 socket.connect(new InetSocketAddress(host, port), connectTimeoutMs);
             } catch (java.net.UnknownHostException e) { // whose message is the host alone
-                throw new java.net.UnknownHostException("unknown host " + host);
+                throw new Unreachable("unknown host " + host, null);
+            } catch (IOException e) { // refused, no route, no answer in time
+                throw new Unreachable(e.getMessage(), e);
             }
             socket.setSoTimeout(connectTimeoutMs); // for the introduction only
             // and the whole of it within that too, or the store's start waits as long as a slow server likes
@@ -235,8 +251,13 @@ final class ScriptConnection implements AutoCloseable, Executor {
                     deadline.met();
                     return opened;
                 } catch (IOException e) {
-                    throw deadline.explain(e, "no introduction within " + connectTimeoutMs + " ms"
+                    IOException explained = deadline.explain(e, "no introduction within " + connectTimeoutMs + " ms"
                             + (address.tls() != null ? " (TLS handshake, then " : " (") + "AUTH, SELECT, PING)");
+                    if (e instanceof Refused && explained == e) {
+                        throw e; // Redis answered: not a matter of reaching it
+                    }
+                    // silent past the deadline, or gone halfway (a Redis stopping, starting): not reached
+                    throw new Unreachable(explained.getMessage(), explained == e ? e : null);
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -277,7 +298,9 @@ final class ScriptConnection implements AutoCloseable, Executor {
         try {
             tls.startHandshake();
         } catch (javax.net.ssl.SSLException e) {
-            throw new IOException(TlsTrust.refusal(e)); // no cause: its root would be shown instead (TlsTrust says)
+            // no cause: its root would be shown instead (TlsTrust says); refused, as the certificate is a matter of
+            // the address and its trust, not of reaching Redis
+            throw new Refused(TlsTrust.refusal(e));
         }
         return tls;
     }
@@ -288,8 +311,40 @@ final class ScriptConnection implements AutoCloseable, Executor {
         encoding.writeTo(opened.out);
         Object answer = opened.in.read();
         if (answer instanceof RespReader.Error error) {
-            throw new IOException(command[0] + " refused: " + error.message());
+            throw new Refused(command[0] + " refused: " + error.message());
         }
+    }
+
+    /**
+     * A connection that could not be made because Redis could not be reached: refused, no route, an unknown host, no
+     * answer in time, closed halfway through the introduction (for Sentinel: no sentinel reached). Only such a failure
+     * is left to the reading thread to retry when the store connects in the background; a Redis that answered
+     * (a password refused, a database out of range, a certificate not trusted, a primary no sentinel knows) is a
+     * mistake of the address, told at once (a review found a wrong password taken for "not reachable now").
+     */
+    static final class Unreachable extends IOException {
+        Unreachable(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** An introduction Redis answered with an error ({@code AUTH}, {@code SELECT}, {@code PING} refused). */
+    private static final class Refused extends IOException {
+        Refused(String message) {
+            super(message);
+        }
+    }
+
+    /** Whether the connection is made now (not lost, not yet made). */
+    boolean connected() {
+        synchronized (lock) {
+            return link != null;
+        }
+    }
+
+    /** Whether the connection has been made at least once: Redis has been reached. */
+    boolean everConnected() {
+        return everConnected;
     }
 
     /**
@@ -443,6 +498,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
                             closeQuietly(opened.socket);
                         } else {
                             link = opened;
+                            everConnected = true;
                             retryNanos = FIRST_RETRY_NANOS;
                             unreachable = null;
                         }

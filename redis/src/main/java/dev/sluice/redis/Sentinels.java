@@ -45,6 +45,7 @@ final class Sentinels {
      */
     InetSocketAddress locate(int timeoutMs, Timer timer) throws IOException {
         StringBuilder reasons = new StringBuilder();
+        boolean anyReached = false;
         int first = answered;
         for (int i = 0; i < nodes.size(); i++) {
             int at = (first + i) % nodes.size();
@@ -60,18 +61,27 @@ final class Sentinels {
             } catch (IOException | NumberFormatException e) {
                 answer = e;
             }
+            anyReached |= !(answer instanceof ScriptConnection.Unreachable);
             reasons.append(reasons.isEmpty() ? "" : "; ").append(sentinel.getHostString()).append(':')
                     .append(sentinel.getPort()).append(answer == null ? " knows no primary of that name"
                             : answer instanceof RespReader.Error error ? " answered " + error.message()
                             : answer instanceof Exception e ? ": " + e.getMessage() : " answered " + answer);
         }
-        throw new IOException("no sentinel gave the address of primary " + primary + " (" + reasons + ")");
+        String why = "no sentinel gave the address of primary " + primary + " (" + reasons + ")";
+        // none reached: Redis down, for a store that connects in the background to retry; one that answered, a
+        // mistake of the address (a primary no sentinel knows, a password refused)
+        throw anyReached ? new IOException(why) : new ScriptConnection.Unreachable(why, null);
     }
 
     private Object ask(InetSocketAddress sentinel, int timeoutMs, Timer timer) throws IOException {
         try (Socket socket = new Socket(); SocketDeadline deadline = new SocketDeadline(socket, timeoutMs, timer)) {
             try {
                 socket.connect(new InetSocketAddress(sentinel.getHostString(), sentinel.getPort()), timeoutMs);
+            } catch (IOException e) {
+                throw new ScriptConnection.Unreachable(deadline.explain(e, "no answer within " + timeoutMs + " ms")
+                        .getMessage(), e);
+            }
+            try {
                 socket.setSoTimeout(timeoutMs);
                 java.io.ByteArrayOutputStream both = new java.io.ByteArrayOutputStream();
                 RespWriter ask = new RespWriter();
@@ -85,7 +95,15 @@ final class Sentinels {
                 socket.getOutputStream().write(both.toByteArray());
                 RespReader reader = new RespReader(socket.getInputStream());
                 Object authenticated = password == null ? null : reader.read();
-                Object answer = reader.read();
+                Object answer;
+                try {
+                    answer = reader.read();
+                } catch (IOException e) {
+                    if (authenticated instanceof RespReader.Error refused) {
+                        return refused; // the sentinel refused and closed (protected mode: DENIED): say why
+                    }
+                    throw e;
+                }
                 if (answer instanceof RespReader.Error refused && authenticated instanceof RespReader.Error why
                         && refused.message().startsWith("NOAUTH")) {
                     // the question refused for want of a password: the password's own refusal says why
@@ -93,8 +111,9 @@ final class Sentinels {
                             + why.message() + ")");
                 }
                 return answer;
-            } catch (IOException e) {
-                throw deadline.explain(e, "no answer within " + timeoutMs + " ms");
+            } catch (IOException e) { // silent, or gone before it answered: not reached
+                IOException explained = deadline.explain(e, "no answer within " + timeoutMs + " ms");
+                throw new ScriptConnection.Unreachable(explained.getMessage(), explained == e ? e : null);
             }
         }
     }

@@ -501,6 +501,7 @@ class RedisFailureTest {
             try (RedisStore store = RedisStore.builder(redis.uri()).timeout(TIMEOUT).onFailure(FailurePolicy.CLOSED)
                     .breaker(3, Duration.ofMillis(300)).connectInBackground(true).build()) {
                 assertThat(System.nanoTime() - started).as("made at once").isLessThan(TimeUnit.SECONDS.toNanos(3));
+                assertThat(store.healthy()).as("never connected: not healthy, from the first look").isFalse();
                 RateLimiter limiter = oneAnHour(store, Algorithm.GCRA);
                 Decision down = quickly(limiter, "k");
                 assertThat(down.allowed()).as("failing closed").isFalse();
@@ -516,6 +517,25 @@ class RedisFailureTest {
                 assertThat(counted.allowed()).isFalse();
                 assertThat(counted.retryAfterNanos()).as("Redis's window, not the failure policy's")
                         .isGreaterThan(TimeUnit.MINUTES.toNanos(50));
+            }
+        }
+        // a Redis that answers, and refuses the address's password, is a mistake told at once, not "not reachable"
+        try (RedisServer guarded = RedisServer.start()) {
+            try (Resp resp = guarded.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", "s3cret"); // the fixture waits for an open PING first
+            }
+            assertThatThrownBy(() -> RedisStore.builder("redis://:wrong@127.0.0.1:" + guarded.port())
+                    .connectInBackground(true).build()).isInstanceOf(io.lettuce.core.RedisConnectionException.class)
+                    .hasMessageContaining("AUTH refused: WRONGPASS");
+        }
+        // an address that takes connections and never answers costs the build one handshake's timeout (2 s), not
+        // one for each of its connections (a review timed 18 s for eight)
+        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            long building = System.nanoTime();
+            try (RedisStore store = RedisStore.builder("redis://127.0.0.1:" + silent.getLocalPort()).connections(8)
+                    .connectInBackground(true).build()) {
+                assertThat(System.nanoTime() - building).isLessThan(TimeUnit.SECONDS.toNanos(5));
+                assertThat(store.healthy()).isFalse();
             }
         }
         assertThatThrownBy(() -> RedisStore.builder("redis-cluster://127.0.0.1:1").connectInBackground(true).build())

@@ -43,6 +43,8 @@ public final class LiveConfig implements AutoCloseable {
     private static final Duration OLD_STORE_GRACE = Duration.ofSeconds(5);
 
     private final Path file;
+    /** What a configuration not read from a file is called in messages. */
+    private String name = "the configuration";
     private final ServerMetrics metrics;
     /** The client connections of every server this configuration is given to. */
     private final ClientConnections connections = new ClientConnections();
@@ -106,7 +108,16 @@ public final class LiveConfig implements AutoCloseable {
 
     /** A configuration that does not come from a file, and so is never reloaded. */
     public static LiveConfig of(ServerConfig config, ServerMetrics metrics) throws ConfigException {
+        return of("the configuration", config, metrics);
+    }
+
+    /**
+     * A configuration read once from where {@code name} says ({@code classpath:sluice.yaml}), never reloaded; a store
+     * that cannot be reached is told with that name and the line of {@code store:}, as a file's.
+     */
+    public static LiveConfig of(String name, ServerConfig config, ServerMetrics metrics) throws ConfigException {
         LiveConfig live = new LiveConfig(null, metrics);
+        live.name = name;
         live.apply(config);
         return live;
     }
@@ -284,7 +295,8 @@ public final class LiveConfig implements AutoCloseable {
         // (a change of max_keys opens a new one, as a change of store does)
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
         String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys()
-                : config.storeTimeoutNanos() + " " + trustSeen(config.storeTrust()));
+                : config.storeTimeoutNanos() + " " + trustSeen(config.storeTrust()) + " "
+                + (config.storeInBackground() ? "background" : "now"));
         Store old = store;
         long oldTimeout = store instanceof RedisStore ? storeTimeoutNanos : 0; // memory's decisions never wait
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
@@ -318,8 +330,9 @@ public final class LiveConfig implements AutoCloseable {
         }
         LettuceLog.sayOnce();
         // at the line of store:, as every other error of the file (a review found the file named alone)
-        String where = (file == null ? "the configuration" : file + (config.storeLine() > 0 ? ":" + config.storeLine()
-                : "")) + ": store " + config.storeShown();
+        String where = (file == null && name.equals("the configuration") ? name
+                : (file == null ? name : file.toString()) + (config.storeLine() > 0 ? ":" + config.storeLine() : ""))
+                + ": store " + config.storeShown();
         RedisStore store;
         try {
             // a store that cannot be opened is told in the server's one line, which Lettuce's own would only repeat

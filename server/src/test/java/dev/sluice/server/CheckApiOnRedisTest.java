@@ -106,6 +106,11 @@ class CheckApiOnRedisTest {
                 try (Resp resp = redis.connect()) {
                     assertThat((Long) resp.call("DBSIZE")).isPositive();
                 }
+                // store_connect changed alone opens a new store, as the edit asks (a review found it taken silently)
+                dev.sluice.store.Store background = live.store();
+                java.nio.file.Files.writeString(file, "store: " + redis.uri() + "\nstore_connect: now\n" + policy);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).isNotSameAs(background);
             }
         }
     }

@@ -117,7 +117,7 @@ public final class SluiceFilter implements Filter {
         }
         try {
             if (file.startsWith(CLASSPATH)) {
-                live = LiveConfig.of(ConfigLoader.parse(file, resource(config, file.substring(CLASSPATH.length()))),
+                live = LiveConfig.of(file, ConfigLoader.parse(file, resource(config, file.substring(CLASSPATH.length()))),
                         new ServerMetrics());
             } else {
                 live = LiveConfig.load(Path.of(file), new ServerMetrics());

@@ -708,6 +708,12 @@ class SluiceFilterTest {
         missing.setInitParameter("config", "classpath:sluice-nowhere.yaml");
         assertThatThrownBy(() -> start(missing)).hasStackTraceContaining("filter limits: init parameter config:"
                 + " classpath:sluice-nowhere.yaml: no such resource in the application");
+        jetty.stop();
+        // a store that cannot be reached is told with the resource's name and the line of store:, as a file's
+        FilterHolder unreachable = new FilterHolder(SluiceFilter.class);
+        unreachable.setInitParameter("config", "classpath:dev/sluice/servlet/unreachable-sluice.yaml");
+        assertThatThrownBy(() -> start(unreachable)).hasStackTraceContaining(
+                "classpath:dev/sluice/servlet/unreachable-sluice.yaml:2: store redis://127.0.0.1:1: cannot connect: ");
     }
 
     @Test

@@ -335,6 +335,9 @@ public final class ConfigLoader {
 
     /** Where the paths of {@code envoy_configs} start from: this file's directory. */
     private Path base() {
+        if (file.startsWith("classpath:")) { // a file inside an application: its paths are from the working directory
+            return Path.of("").toAbsolutePath();
+        }
         Path parent = Path.of(file).toAbsolutePath().getParent();
         return parent == null ? Path.of("").toAbsolutePath() : parent;
     }
