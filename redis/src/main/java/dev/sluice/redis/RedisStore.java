@@ -501,6 +501,19 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
+     * Checks that a store of {@code uri} can connect in the background ({@link Builder#connectInBackground}): a single
+     * Redis or Sentinel can; a Cluster store learns its slots from a node as it is made.
+     *
+     * @throws IllegalArgumentException for a Cluster's address, saying why
+     */
+    public static void checkConnectInBackground(String uri) {
+        if (RedisAddress.isCluster(uri)) {
+            throw new IllegalArgumentException("background is for a single Redis or Sentinel: a Cluster store learns"
+                    + " its slots from a node as it is made, got " + RedisAddress.shown(uri));
+        }
+    }
+
+    /**
      * {@code uri} as it may be shown to anyone (messages, health checks, dashboards): a password in it
      * ({@code redis://:secret@host}, {@code redis://user:secret@host}, Lettuce's {@code redis://secret@host}) is
      * written {@code ****}. Everything before the last {@code @} is credentials: a host, port or database has none.
@@ -1169,9 +1182,8 @@ public final class RedisStore implements Store, AutoCloseable {
          *                                  are not made in the background)
          */
         public RedisStore build() {
-            if (connectInBackground && RedisAddress.isCluster(uri)) {
-                throw new IllegalArgumentException("connecting in the background is for a single Redis or Sentinel:"
-                        + " a Cluster store learns its slots from a node as it is made, got " + RedisAddress.shown(uri));
+            if (connectInBackground) {
+                checkConnectInBackground(uri);
             }
             return open(this);
         }

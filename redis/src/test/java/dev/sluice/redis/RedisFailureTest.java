@@ -539,9 +539,8 @@ class RedisFailureTest {
             }
         }
         assertThatThrownBy(() -> RedisStore.builder("redis-cluster://127.0.0.1:1").connectInBackground(true).build())
-                .isInstanceOf(IllegalArgumentException.class).hasMessage("connecting in the background is for a single"
-                        + " Redis or Sentinel: a Cluster store learns its slots from a node as it is made, got"
-                        + " redis-cluster://127.0.0.1:1");
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("background is for a single Redis or Sentinel:"
+                        + " a Cluster store learns its slots from a node as it is made, got redis-cluster://127.0.0.1:1");
     }
 
     /**

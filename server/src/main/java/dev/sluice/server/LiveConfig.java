@@ -43,8 +43,8 @@ public final class LiveConfig implements AutoCloseable {
     private static final Duration OLD_STORE_GRACE = Duration.ofSeconds(5);
 
     private final Path file;
-    /** What a configuration not read from a file is called in messages. */
-    private String name = "the configuration";
+    /** What messages call the configuration with the line of a field after it: its file, its resource; else null. */
+    private String name;
     private final ServerMetrics metrics;
     /** The client connections of every server this configuration is given to. */
     private final ClientConnections connections = new ClientConnections();
@@ -89,6 +89,7 @@ public final class LiveConfig implements AutoCloseable {
 
     private LiveConfig(Path file, ServerMetrics metrics) {
         this.file = file;
+        this.name = file == null ? null : file.toString();
         this.metrics = metrics;
         metrics.watch(connections);
     }
@@ -108,12 +109,13 @@ public final class LiveConfig implements AutoCloseable {
 
     /** A configuration that does not come from a file, and so is never reloaded. */
     public static LiveConfig of(ServerConfig config, ServerMetrics metrics) throws ConfigException {
-        return of("the configuration", config, metrics);
+        return of(null, config, metrics);
     }
 
     /**
      * A configuration read once from where {@code name} says ({@code classpath:sluice.yaml}), never reloaded; a store
-     * that cannot be reached is told with that name and the line of {@code store:}, as a file's.
+     * that cannot be reached is told with that name and the line of {@code store:}, as a file's ({@code null}: "the
+     * configuration", with no line).
      */
     public static LiveConfig of(String name, ServerConfig config, ServerMetrics metrics) throws ConfigException {
         LiveConfig live = new LiveConfig(null, metrics);
@@ -330,9 +332,8 @@ public final class LiveConfig implements AutoCloseable {
         }
         LettuceLog.sayOnce();
         // at the line of store:, as every other error of the file (a review found the file named alone)
-        String where = (file == null && name.equals("the configuration") ? name
-                : (file == null ? name : file.toString()) + (config.storeLine() > 0 ? ":" + config.storeLine() : ""))
-                + ": store " + config.storeShown();
+        String where = (name == null ? "the configuration" : name + (config.storeLine() > 0 ? ":" + config.storeLine()
+                : "")) + ": store " + config.storeShown();
         RedisStore store;
         try {
             // a store that cannot be opened is told in the server's one line, which Lettuce's own would only repeat

@@ -188,10 +188,15 @@ public final class ConfigLoader {
                 throw error(node, "store_connect", "expected now or background, got \"" + value + "\"");
             }
             inBackground = value.equals("background");
-            if (inBackground && (store.equals("memory") || store.contains("-cluster://"))) {
-                throw error(node, "store_connect", store.equals("memory") ? "the in-memory store has nothing to connect to"
-                        : "background is for a single Redis or Sentinel: a Cluster store learns its slots from a node"
-                        + " as it is made, got " + RedisStore.shown(store));
+            if (inBackground && store.equals("memory")) {
+                throw error(node, "store_connect", "the in-memory store has nothing to connect to");
+            }
+            try {
+                if (inBackground) {
+                    RedisStore.checkConnectInBackground(store);
+                }
+            } catch (IllegalArgumentException e) {
+                throw error(node, "store_connect", e.getMessage());
             }
         }
         long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
