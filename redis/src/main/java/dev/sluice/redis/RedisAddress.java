@@ -11,8 +11,9 @@ import java.util.regex.Pattern;
 
 /**
  * The addresses a {@link RedisStore} connects to, {@code redis://host:port[/db]} or
- * {@code redis-cluster://h1:p1,h2:p2} ({@code rediss://} and {@code rediss-cluster://} over TLS), read and checked before anything is started, and shown with their
- * passwords hidden.
+ * {@code redis-cluster://h1:p1,h2:p2}, or {@code redis-sentinel://h1:p1,h2:p2[/db]#primary} ({@code rediss://},
+ * {@code rediss-cluster://} and {@code rediss-sentinel://} over TLS), read and checked before anything is started, and
+ * shown with their passwords hidden.
  *
  * <p>Lettuce reads much that is not an address as one ({@code host:0} and {@code host:} as port 6379,
  * {@code host:abc} as a host of that name), and its words for the rest are a JDK parser's ("Expected authority at
@@ -25,8 +26,10 @@ final class RedisAddress {
     private static final String CLUSTER = "redis-cluster://";
     private static final String TLS_CLUSTER = "rediss-cluster://";
     private static final String SENTINEL = "redis-sentinel://";
+    private static final String TLS_SENTINEL = "rediss-sentinel://";
     private static final String EXPECTED = "expected redis://host:port[/db] or redis-cluster://host:port,host:port"
-            + " (rediss:// and rediss-cluster:// for TLS), or redis-sentinel://host:port,host:port[/db]#primary";
+            + " or redis-sentinel://host:port,host:port[/db]#primary (rediss://, rediss-cluster://, rediss-sentinel://"
+            + " for TLS)";
 
     /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
     private static final Pattern NODE = Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/]+)(?::[^/@]*)?(?:/.*)?$");
@@ -77,7 +80,7 @@ final class RedisAddress {
                 }
                 seeds.add(seed);
             }
-        } else if (uri.startsWith(SENTINEL)) {
+        } else if (uri.startsWith(SENTINEL) || uri.startsWith(TLS_SENTINEL)) {
             seeds.add(sentinels(uri, timeout));
         } else if (uri.startsWith("redis://") || uri.startsWith("rediss://")) {
             if (authorityOf(uri).contains(",")) { // was read as one host named "h1:p1,h2", found by no lookup
@@ -95,9 +98,11 @@ final class RedisAddress {
     /**
      * A primary found through Redis Sentinel, {@code redis-sentinel://[credentials@]h1:p1,h2:p2[/db]#name}: the
      * sentinels (port 26379 unless given), each checked as a node is, and the name of the primary they watch; the
-     * credentials and database are the primary's (sentinels are sent the credentials too: {@link Sentinels}).
+     * credentials and database are the primary's (sentinels are sent the credentials too: {@link Sentinels}). Through
+     * {@code rediss-sentinel://} both the sentinels and the primary are reached over TLS.
      */
     private static RedisURI sentinels(String uri, Duration timeout) {
+        String scheme = uri.startsWith(TLS_SENTINEL) ? "rediss://" : "redis://";
         int hash = uri.lastIndexOf('#');
         if (hash < 0 || hash == uri.length() - 1) {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Sentinel address names"
@@ -111,7 +116,7 @@ final class RedisAddress {
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a sentinel is missing"
                         + " between commas; expected redis-sentinel://host:port,host:port#name");
             }
-            RedisURI sentinel = address("redis://" + node.trim(), uri, timeout); // its host and port, as any node's
+            RedisURI sentinel = address(scheme + node.trim(), uri, timeout); // its host and port, as any node's
             each.add(RedisURI.create(sentinel.getHost(), portOf("redis://" + node.trim()) == null ? 26379
                     : sentinel.getPort()));
         }
@@ -119,7 +124,7 @@ final class RedisAddress {
         // its port or of IPv6 was refused, a review found)
         String afterScheme = afterScheme(sentinels);
         int at = afterScheme.lastIndexOf('@');
-        RedisURI primary = address("redis://" + afterScheme.substring(0, at + 1) + "primary"
+        RedisURI primary = address(scheme + afterScheme.substring(0, at + 1) + "primary"
                 + afterScheme.substring(at + 1 + nodes.length()), uri, timeout);
         primary.setSentinelMasterId(uri.substring(hash + 1));
         primary.getSentinels().addAll(each);

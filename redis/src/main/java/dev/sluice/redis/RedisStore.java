@@ -403,7 +403,7 @@ public final class RedisStore implements Store, AutoCloseable {
         TlsTrust trust = seeds.get(0).isSsl() ? TlsTrust.of(settings.trust) : null;
         if (trust == null && settings.trust != null) {
             throw new IllegalArgumentException("certificates to trust (" + settings.trust + ") are for a TLS address,"
-                    + " rediss:// or rediss-cluster://, got " + RedisAddress.shown(uri));
+                    + " rediss://, rediss-cluster:// or rediss-sentinel://, got " + RedisAddress.shown(uri));
         }
         Timer timer = timer();
         if (!RedisAddress.isCluster(uri)) {
@@ -455,13 +455,14 @@ public final class RedisStore implements Store, AutoCloseable {
      * two, as a Cluster has Lettuce connections; no Lettuce client, event loops or connections at all.
      */
     private static RedisStore standalone(Builder settings, RedisURI seed, TlsTrust trust, Timer timer) {
+        javax.net.ssl.SSLSocketFactory sockets = trust == null ? null : trust.sockets();
         Sentinels sentinels = !RedisAddress.isSentinel(seed) ? null : new Sentinels(seed.getSentinels().stream()
                 .map(node -> java.net.InetSocketAddress.createUnresolved(node.getHost(), node.getPort())).toList(),
                 seed.getSentinelMasterId(), seed.getUsername(),
-                seed.getPassword() == null ? null : new String(seed.getPassword()));
+                seed.getPassword() == null ? null : new String(seed.getPassword()), sockets);
         ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
-                seed.getDatabase(), seed.getClientName(), trust == null ? null : trust.sockets(), sentinels);
+                seed.getDatabase(), seed.getClientName(), sockets, sentinels);
         try {
             return new RedisStore(settings, timer::stop, List.of(), address, null, () -> { }, timer);
         } catch (RuntimeException e) {
@@ -1147,9 +1148,9 @@ public final class RedisStore implements Store, AutoCloseable {
         }
 
         /**
-         * The certificates (a PEM file: a CA's, or a self-signed server's own) that a {@code rediss://} or
-         * {@code rediss-cluster://} server's certificate must be, or be signed by; its name (or IP address) must be
-         * the host of the address. Default: the JVM's trust store, which trusts the public CAs of managed Redis
+         * The certificates (a PEM file: a CA's, or a self-signed server's own) that a {@code rediss://},
+         * {@code rediss-cluster://} or {@code rediss-sentinel://} server's certificate (a sentinel's too) must be, or
+         * be signed by; its name (or IP address) must be the host of the address (or the one the sentinels name). Default: the JVM's trust store, which trusts the public CAs of managed Redis
          * services.
          */
         public Builder trust(Path certificates) {

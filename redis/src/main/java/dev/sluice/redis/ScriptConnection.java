@@ -268,7 +268,7 @@ final class ScriptConnection implements AutoCloseable, Executor {
 
     /** The connection made over {@code socket}, introduced as {@link #address} says. */
     private Link introduced(Socket socket, String host, int port) throws IOException {
-        Link opened = new Link(socket, address.tls() == null ? socket : secured(socket, host, port));
+        Link opened = new Link(socket, address.tls() == null ? socket : secured(address.tls(), socket, host, port));
         if (address.password() != null) {
             introduce(opened, address.user() == null ? new String[] {"AUTH", address.password()}
                     : new String[] {"AUTH", address.user(), address.password()});
@@ -286,12 +286,15 @@ final class ScriptConnection implements AutoCloseable, Executor {
     }
 
     /**
-     * TLS over {@code socket} ({@code rediss://}): the handshake done, and the certificate checked against the host
-     * as written in the address, as an HTTPS client checks it (a name, or an IP address in its subject alternative
-     * names).
+     * TLS over {@code socket} ({@code rediss://}, and a {@code rediss-sentinel://}'s sentinels): the handshake done,
+     * and the certificate checked against the host as written in the address (or named by the sentinels), as an
+     * HTTPS client checks it (a name, or an IP address in its subject alternative names).
+     *
+     * @throws IOException a {@link Refused} if the handshake fails: the certificate is a matter of the address and
+     *                     its trust, not of reaching Redis
      */
-    private Socket secured(Socket socket, String host, int port) throws IOException {
-        SSLSocket tls = (SSLSocket) address.tls().createSocket(socket, host, port, true);
+    static Socket secured(SSLSocketFactory sockets, Socket socket, String host, int port) throws IOException {
+        SSLSocket tls = (SSLSocket) sockets.createSocket(socket, host, port, true);
         SSLParameters parameters = tls.getSSLParameters();
         parameters.setEndpointIdentificationAlgorithm("HTTPS");
         tls.setSSLParameters(parameters);
@@ -328,8 +331,11 @@ final class ScriptConnection implements AutoCloseable, Executor {
         }
     }
 
-    /** An introduction Redis answered with an error ({@code AUTH}, {@code SELECT}, {@code PING} refused). */
-    private static final class Refused extends IOException {
+    /**
+     * An introduction Redis answered with an error ({@code AUTH}, {@code SELECT}, {@code PING} refused), or a TLS
+     * handshake that failed.
+     */
+    static final class Refused extends IOException {
         Refused(String message) {
             super(message);
         }

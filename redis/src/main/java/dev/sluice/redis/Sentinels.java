@@ -2,6 +2,7 @@ package dev.sluice.redis;
 
 import io.netty.util.Timer;
 
+import javax.net.ssl.SSLSocketFactory;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -12,7 +13,8 @@ import java.util.List;
  * ({@code SENTINEL GET-MASTER-ADDR-BY-NAME}) each time a connection is made, so that a connection lost in a failover,
  * or left because its node answered {@code READONLY} (demoted), is made again to the primary the sentinels promoted.
  * The one that answered last is asked first: a sentinel that does not answer costs its time once, not at every
- * connection of the store.
+ * connection of the store. Through {@code rediss-sentinel://} the sentinels are asked over TLS, as the primary is
+ * reached.
  */
 final class Sentinels {
     private final List<InetSocketAddress> nodes;
@@ -20,6 +22,8 @@ final class Sentinels {
     /** The credentials of the address, the primary's, or nulls. */
     private final String user;
     private final String password;
+    /** The sockets of a {@code rediss-sentinel://} store, whose sentinels speak TLS too; null for plain sockets. */
+    private final SSLSocketFactory tls;
     /** The sentinel that answered last, asked first. */
     private volatile int answered;
 
@@ -29,12 +33,16 @@ final class Sentinels {
      *                 with the question in one write): a sentinel with {@code requirepass} answered every question
      *                 {@code NOAUTH}, and the common deployments give the sentinels the primary's password. A sentinel
      *                 without one refuses the {@code AUTH}, and answers the question all the same.
+     * @param tls      the sockets the primary is reached with over TLS, whose trust the sentinels' certificates are
+     *                 checked against too (as Redis's own {@code tls-replication} deployments have them speak TLS
+     *                 only); null for plain sentinels
      */
-    Sentinels(List<InetSocketAddress> nodes, String primary, String user, String password) {
+    Sentinels(List<InetSocketAddress> nodes, String primary, String user, String password, SSLSocketFactory tls) {
         this.nodes = List.copyOf(nodes);
         this.primary = primary;
         this.user = user;
         this.password = password;
+        this.tls = tls;
     }
 
     /**
@@ -74,15 +82,18 @@ final class Sentinels {
     }
 
     private Object ask(InetSocketAddress sentinel, int timeoutMs, Timer timer) throws IOException {
-        try (Socket socket = new Socket(); SocketDeadline deadline = new SocketDeadline(socket, timeoutMs, timer)) {
+        try (Socket plain = new Socket(); SocketDeadline deadline = new SocketDeadline(plain, timeoutMs, timer)) {
             try {
-                socket.connect(new InetSocketAddress(sentinel.getHostString(), sentinel.getPort()), timeoutMs);
+                plain.connect(new InetSocketAddress(sentinel.getHostString(), sentinel.getPort()), timeoutMs);
             } catch (IOException e) {
                 throw new ScriptConnection.Unreachable(deadline.explain(e, "no answer within " + timeoutMs + " ms")
                         .getMessage(), e);
             }
             try {
-                socket.setSoTimeout(timeoutMs);
+                plain.setSoTimeout(timeoutMs);
+                // a handshake refused (a certificate not trusted, a sentinel that speaks no TLS) is told as it is
+                Socket socket = tls == null ? plain
+                        : ScriptConnection.secured(tls, plain, sentinel.getHostString(), sentinel.getPort());
                 java.io.ByteArrayOutputStream both = new java.io.ByteArrayOutputStream();
                 RespWriter ask = new RespWriter();
                 if (password != null) {
@@ -111,8 +122,12 @@ final class Sentinels {
                             + why.message() + ")");
                 }
                 return answer;
+            } catch (ScriptConnection.Refused e) {
+                throw e;
             } catch (IOException e) { // silent, or gone before it answered: not reached
-                IOException explained = deadline.explain(e, "no answer within " + timeoutMs + " ms");
+                // (a plain port asked over TLS is silent too: it waits for the end of a line the handshake never sends)
+                IOException explained = deadline.explain(e, "no answer within " + timeoutMs + " ms"
+                        + (tls == null ? "" : " (TLS handshake, then SENTINEL GET-MASTER-ADDR-BY-NAME)"));
                 throw new ScriptConnection.Unreachable(explained.getMessage(), explained == e ? e : null);
             }
         }

@@ -113,6 +113,36 @@ class RedisSentinelTest {
         }
     }
 
+    /**
+     * {@code rediss-sentinel://}: sentinels that speak TLS, as a deployment with {@code tls-replication} has them, are
+     * asked over TLS, and the primary they name is reached over TLS, each certificate checked against the trust given.
+     * A past weakness: only plain sentinels could be asked.
+     */
+    @Test
+    void sentinelsOverTlsAreAskedOverTlsAndNameAPrimaryReachedOverTls() throws Exception {
+        try (TemporaryCertificate certificate = TemporaryCertificate.make("ip:127.0.0.1");
+             RedisServer primary = RedisServer.startTls(certificate.certificate());
+             RedisServer sentinel = RedisServer.startTlsSentinel("sluice-primary", primary, 1,
+                     certificate.certificate())) {
+            String uri = "rediss-sentinel://127.0.0.1:" + sentinel.tlsPort() + "#sluice-primary";
+            try (RedisStore store = RedisStore.builder(uri).trust(certificate.trusted()).raiseFailures(true).build()) {
+                assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).remaining()).isEqualTo(999);
+                try (Resp resp = primary.connect()) {
+                    assertThat(resp.call("EXISTS", "sluice:{k}")).as("on the primary").isEqualTo(1L);
+                }
+            }
+            // the sentinel's certificate is checked: the JVM's own trust (public CAs) refuses it, naming the sentinel
+            assertThatThrownBy(() -> RedisStore.connect(uri)).hasMessageContaining("no sentinel gave the address of"
+                    + " primary sluice-primary (127.0.0.1:" + sentinel.tlsPort() + ": TLS handshake failed: its"
+                    + " certificate is signed by none of the certificates trusted");
+            // a sentinel's plain port asked over TLS is silent (it waits for the end of a line): said with the step
+            assertThatThrownBy(() -> RedisStore.builder("rediss-sentinel://127.0.0.1:" + sentinel.port()
+                    + "#sluice-primary").trust(certificate.trusted()).build())
+                    .hasMessageContaining("(127.0.0.1:" + sentinel.port() + ": no answer within 2000 ms (TLS handshake,"
+                            + " then SENTINEL GET-MASTER-ADDR-BY-NAME))");
+        }
+    }
+
     /** The sentinel has found the replica (through the primary's INFO): only then can it fail over to it. */
     private static void awaitReplicaKnown(RedisServer sentinel, RedisServer replica) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

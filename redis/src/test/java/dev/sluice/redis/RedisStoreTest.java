@@ -441,8 +441,8 @@ class RedisStoreTest {
                 .allowed()).isTrue();
         assertThatThrownBy(() -> RedisStore.connect("http://localhost:6379"))
                 .hasMessage("bad Redis address \"http://localhost:6379\": expected redis://host:port[/db] or "
-                        + "redis-cluster://host:port,host:port (rediss:// and rediss-cluster:// for TLS), or"
-                        + " redis-sentinel://host:port,host:port[/db]#primary");
+                        + "redis-cluster://host:port,host:port or redis-sentinel://host:port,host:port[/db]#primary"
+                        + " (rediss://, rediss-cluster://, rediss-sentinel:// for TLS)");
         // an address Lettuce cannot read is refused before anything starts, and its password is never quoted
         assertThatThrownBy(() -> RedisStore.connect("redis://admin:pa{ss@localhost:6379"))
                 .hasMessage("bad Redis address \"redis://admin:****@localhost:6379\": Illegal character in authority at"
@@ -663,8 +663,9 @@ class RedisStoreTest {
         assertThatThrownBy(() -> builder.breaker(1, null)).hasMessageStartingWith("the breaker needs");
         assertThatThrownBy(() -> builder.onFailure(null)).hasMessage("a failure policy is required: OPEN or CLOSED");
         assertThatThrownBy(() -> RedisStore.connect(null)).hasMessage("bad Redis address: null; expected"
-                + " redis://host:port[/db] or redis-cluster://host:port,host:port (rediss:// and rediss-cluster:// for TLS), or"
-                        + " redis-sentinel://host:port,host:port[/db]#primary");
+                + " redis://host:port[/db] or redis-cluster://host:port,host:port or"
+                + " redis-sentinel://host:port,host:port[/db]#primary (rediss://, rediss-cluster://, rediss-sentinel://"
+                + " for TLS)");
     }
 
     /** The counts of INFO commandstats, by command. */

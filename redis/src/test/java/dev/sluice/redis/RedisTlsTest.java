@@ -130,8 +130,8 @@ class RedisTlsTest {
     @Test
     void trustIsForATlsAddressAndMustBeCertificates() throws Exception {
         assertThatThrownBy(() -> RedisStore.builder(redis.uri()).trust(certificate.trusted()).build())
-                .hasMessage("certificates to trust (" + certificate.trusted() + ") are for a TLS address, rediss://"
-                        + " or rediss-cluster://, got " + redis.uri());
+                .hasMessage("certificates to trust (" + certificate.trusted() + ") are for a TLS address, rediss://,"
+                        + " rediss-cluster:// or rediss-sentinel://, got " + redis.uri());
         Path missing = certificate.dir().resolve("missing.pem");
         assertThatThrownBy(() -> RedisStore.builder(redis.tlsUri()).trust(missing).build())
                 .hasMessageStartingWith(missing + ": cannot read the certificates to trust");

@@ -155,7 +155,7 @@ class ConfigLoaderTest {
             "delay without max_delay|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: delay|t.yaml:6: policies[0].mode: mode: delay needs max_delay",
             "a bad mode|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    mode: wall|t.yaml:6: policies[0].mode: expected reject, delay or shadow (or shaping, leaky-bucket's delay), got \"wall\"",
             "shaping on a token bucket|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: token-bucket\\n    limits: [1/1s]\\n    mode: shaping|t.yaml:6: policies[0].mode: shaping is leaky-bucket's queue; token-bucket delays with mode: delay",
-            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and rediss-cluster:// over TLS), or redis-sentinel://h1:p1,h2:p2[/db]#primary, got \"mongo://x\"",
+            "a bad store|store: mongo://x\\npolicies: []|t.yaml:1: store: expected memory, redis://host:port[/db], redis-cluster://h1:p1,h2:p2 or redis-sentinel://h1:p1,h2:p2[/db]#primary (rediss://, rediss-cluster://, rediss-sentinel:// over TLS), got \"mongo://x\"",
             "a bad proxy|trusted_proxies: [10.0.0.300/8]\\npolicies: []|t.yaml:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.300/8\"",
             "a key part given twice|policies:\\n  - name: p\\n    key: [ip, route, ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[2]: key part \"ip\" is given twice (also at policies[0].key[0]): the same part twice keys as once",
             "a key header given twice in two spellings|policies:\\n  - name: p\\n    key: [header:X-A, header:x-a]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:3: policies[0].key[1]: key part \"header:x-a\" is given twice (also at policies[0].key[0]): the same part twice keys as once",
@@ -268,7 +268,7 @@ class ConfigLoaderTest {
         Path plain = java.nio.file.Files.writeString(dir.resolve("plain.yaml"),
                 "store: redis://127.0.0.1:6379\nstore_trust: ca.pem\n" + policies);
         assertThatThrownBy(() -> ConfigLoader.load(plain)).hasMessage(plain + ":2: store_trust: the certificates a TLS"
-                + " store trusts; the store is not one (rediss:// or rediss-cluster://), got redis://127.0.0.1:6379");
+                + " store trusts; the store is not one (rediss://, rediss-cluster:// or rediss-sentinel://), got redis://127.0.0.1:6379");
         Path missing = java.nio.file.Files.writeString(dir.resolve("missing.yaml"),
                 "store: rediss://127.0.0.1:6379\nstore_trust: ca.pem\n" + policies);
         assertThatThrownBy(() -> ConfigLoader.load(missing)).hasMessageStartingWith(missing + ":2: store_trust: "
@@ -279,6 +279,14 @@ class ConfigLoaderTest {
         // a TLS Cluster is a store too
         assertThat(ConfigLoader.parse("t.yaml", "store: rediss-cluster://127.0.0.1:7000,127.0.0.1:7001\n" + policies)
                 .store()).isEqualTo("rediss-cluster://127.0.0.1:7000,127.0.0.1:7001");
+        // and sentinels over TLS, their certificates checked with the primary's
+        java.nio.file.Files.copy(dev.sluice.testkit.redis.SelfSignedCertificate.make(dir, "ip:127.0.0.1").certificate(),
+                dir.resolve("ca.pem"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Path sentinels = java.nio.file.Files.writeString(dir.resolve("sentinels.yaml"),
+                "store: rediss-sentinel://127.0.0.1:26379,127.0.0.1:26380#main\nstore_trust: ca.pem\n" + policies);
+        assertThat(ConfigLoader.load(sentinels).storeTrust()).isEqualTo(dir.resolve("ca.pem"));
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "store: rediss-sentinel://127.0.0.1:26379\n" + GOOD))
+                .hasMessageContaining("a Sentinel address names the primary its sentinels watch, after #");
     }
 
     /** A primary found through Redis Sentinel: its sentinels, a database, the name they watch it under. */

@@ -166,9 +166,10 @@ public final class ConfigLoader {
         Path trust = null;
         if (top.containsKey("store_trust")) {
             Node node = top.get("store_trust");
-            if (!store.startsWith("rediss://") && !store.startsWith("rediss-cluster://")) {
-                throw error(node, "store_trust", "the certificates a TLS store trusts; the store is not one (rediss:// or"
-                        + " rediss-cluster://), got " + RedisStore.shown(store));
+            if (!store.startsWith("rediss://") && !store.startsWith("rediss-cluster://")
+                    && !store.startsWith("rediss-sentinel://")) {
+                throw error(node, "store_trust", "the certificates a TLS store trusts; the store is not one (rediss://,"
+                        + " rediss-cluster:// or rediss-sentinel://), got " + RedisStore.shown(store));
             }
             String path = scalar(node, "store_trust");
             try {
@@ -742,16 +743,17 @@ public final class ConfigLoader {
             return store;
         }
         String scheme = java.util.stream.Stream.of("redis://", "rediss://", "redis-cluster://", "rediss-cluster://",
-                "redis-sentinel://").filter(store::startsWith).findFirst().orElse(null);
+                "redis-sentinel://", "rediss-sentinel://").filter(store::startsWith).findFirst().orElse(null);
         String nodes = scheme == null ? null : store.substring(scheme.length());
-        if (nodes != null && scheme.equals("redis-sentinel://")) {
+        boolean sentinel = scheme != null && scheme.endsWith("-sentinel://");
+        if (sentinel) {
             // the sentinels' nodes before the database and the primary's #name: the store's own check reads them
             nodes = nodes.replaceFirst("#[^#]*$", "");
             nodes = nodes.substring(0, nodes.lastIndexOf('@') + 1) + nodes.substring(nodes.lastIndexOf('@') + 1)
                     .replaceFirst("/\\d*$", "");
         }
         if (nodes != null) {
-            boolean cluster = scheme.endsWith("-cluster://") || scheme.equals("redis-sentinel://");
+            boolean cluster = scheme.endsWith("-cluster://") || sentinel;
             for (String address : cluster ? nodes.split(",", -1) : new String[] {nodes}) {
                 // each node may carry credentials, everything up to its last @ (a review found a Cluster's refused,
                 // its first node named as the bad one); the port's range is the store's own check, below
@@ -773,8 +775,9 @@ public final class ConfigLoader {
             }
             return store;
         }
-        throw error(node, "store", "expected memory, redis://host:port[/db] or redis-cluster://h1:p1,h2:p2 (rediss:// and"
-                + " rediss-cluster:// over TLS), or redis-sentinel://h1:p1,h2:p2[/db]#primary, got \""
+        throw error(node, "store", "expected memory, redis://host:port[/db], redis-cluster://h1:p1,h2:p2 or"
+                + " redis-sentinel://h1:p1,h2:p2[/db]#primary (rediss://, rediss-cluster://, rediss-sentinel:// over"
+                + " TLS), got \""
                 + RedisStore.shown(store) + "\"");
     }
 

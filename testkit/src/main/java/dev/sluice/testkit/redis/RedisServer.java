@@ -69,6 +69,10 @@ public final class RedisServer implements AutoCloseable {
                 // above the TLS port then) free too: a TLS port picked once had both taken by chance for good
                 arguments.set(tls + 1, Integer.toString(freePort(cluster)));
             }
+            int sentinelTls = arguments.indexOf(TLS_PORT_LINE + FREE_TLS_PORT); // a Sentinel's, a line of its file
+            if (sentinelTls >= 0) {
+                arguments.set(sentinelTls, TLS_PORT_LINE + freePort(false));
+            }
             RedisServer server = new RedisServer(freePort(cluster), List.copyOf(arguments));
             try {
                 server.launch();
@@ -106,11 +110,16 @@ public final class RedisServer implements AutoCloseable {
     /** The port this server speaks TLS on (a Cluster node's bus is 10,000 above it then). */
     public int tlsPort() {
         int at = extra.indexOf("--tls-port");
-        if (at < 0) {
-            throw new IllegalStateException("this Redis speaks no TLS: start it with startTls");
+        if (at >= 0) {
+            return Integer.parseInt(extra.get(at + 1));
         }
-        return Integer.parseInt(extra.get(at + 1));
+        return extra.stream().filter(line -> line.startsWith(TLS_PORT_LINE)).findFirst()
+                .map(line -> Integer.parseInt(line.substring(TLS_PORT_LINE.length())))
+                .orElseThrow(() -> new IllegalStateException("this Redis speaks no TLS: start it with startTls"));
     }
+
+    /** A Sentinel's line of sentinel.conf for its TLS port. */
+    private static final String TLS_PORT_LINE = "tls-port ";
 
     /** {@code redis://127.0.0.1:PORT}. */
     public String uri() {
@@ -136,6 +145,24 @@ public final class RedisServer implements AutoCloseable {
                 "sentinel monitor " + name + " 127.0.0.1 " + primary.port() + " " + quorum,
                 "sentinel down-after-milliseconds " + name + " 1000", "sentinel failover-timeout " + name + " 3000",
                 "sentinel parallel-syncs " + name + " 1"));
+        configuration.addAll(List.of(lines));
+        return start(configuration.toArray(String[]::new));
+    }
+
+    /**
+     * Starts a Redis Sentinel as {@link #startSentinel} does, for a {@code primary} {@link #startTls started with TLS}:
+     * it watches the primary's TLS port, over TLS ({@code tls-replication yes}, so it names that port to those who
+     * ask), and speaks TLS itself on a port of its own ({@link #tlsPort()}) with {@code certificate}, beside its plain
+     * port, which the test uses to look at it. Clients show no certificate.
+     */
+    public static RedisServer startTlsSentinel(String name, RedisServer primary, int quorum,
+                                               SelfSignedCertificate certificate, String... lines) throws IOException {
+        List<String> configuration = new ArrayList<>(List.of(SENTINEL,
+                "sentinel monitor " + name + " 127.0.0.1 " + primary.tlsPort() + " " + quorum,
+                "sentinel down-after-milliseconds " + name + " 1000", "sentinel failover-timeout " + name + " 3000",
+                "sentinel parallel-syncs " + name + " 1", TLS_PORT_LINE + FREE_TLS_PORT, "tls-replication yes",
+                "tls-cert-file " + certificate.certificate(), "tls-key-file " + certificate.key(),
+                "tls-ca-cert-file " + certificate.certificate(), "tls-auth-clients no"));
         configuration.addAll(List.of(lines));
         return start(configuration.toArray(String[]::new));
     }
