@@ -81,6 +81,31 @@ class MetricsTest {
      * in-memory store, which then rejected every new key, and nothing showed it. Its room is now measured; a
      * store that rejects new keys when full counts them, one that evicts (the default) counts the keys evicted.
      */
+    /**
+     * In an application's registry (Spring Boot's), Sluice's meters keep their names beside the application's, the
+     * JVM's are not added twice, and closing takes Sluice's away and leaves the application's.
+     */
+    @Test
+    void theMetersCanLiveInTheApplicationsRegistry() {
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry application =
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        application.counter("orders.placed").increment();
+        ServerMetrics metrics = new ServerMetrics(application);
+        metrics.watchDecisions("p");
+        metrics.rejected("p");
+        assertThat(application.get("sluice.decisions").tags("policy", "p", "outcome", "rejected").counter().count())
+                .isEqualTo(1.0);
+        assertThat(application.get("sluice.decisions").tags("policy", "p", "outcome", "allowed").counter().count())
+                .isZero();
+        assertThat(application.get("sluice.requests").tags("outcome", "rejected").counter().count()).isEqualTo(1.0);
+        assertThat(application.getMeters()).noneMatch(meter -> meter.getId().getName().startsWith("jvm."));
+        org.assertj.core.api.Assertions.assertThatThrownBy(metrics::scrape).hasMessage("Sluice's metrics are in the"
+                + " application's registry, a SimpleMeterRegistry, which has no Prometheus text: the application serves"
+                + " them");
+        metrics.close();
+        assertThat(application.getMeters()).extracting(meter -> meter.getId().getName()).containsExactly("orders.placed");
+    }
+
     @Test
     void aFullInMemoryStoreShows() throws Exception {
         String config = "policies:\n  - name: p\n    key: [ip]\n    algorithm: fixed-window\n    limits: [5/1d]\n";

@@ -115,18 +115,41 @@ public final class SluiceFilter implements Filter {
             throw new ServletException("filter " + config.getFilterName()
                     + ": init parameter config: missing; it names the sluice.yaml whose policies the filter enforces");
         }
+        String packaged = file.startsWith(CLASSPATH) ? resource(config, file.substring(CLASSPATH.length())) : null;
+        ServerMetrics metrics = metrics(config);
         try {
-            if (file.startsWith(CLASSPATH)) {
-                live = LiveConfig.of(file, ConfigLoader.parse(file, resource(config, file.substring(CLASSPATH.length()))),
-                        new ServerMetrics());
+            if (packaged != null) {
+                live = LiveConfig.of(file, ConfigLoader.parse(file, packaged), metrics);
             } else {
-                live = LiveConfig.load(Path.of(file), new ServerMetrics());
+                live = LiveConfig.load(Path.of(file), metrics);
                 live.watch(Duration.ofSeconds(1));
             }
         } catch (ConfigException e) {
+            metrics.close(); // its listeners, or its meters in the application's registry, would outlive the failure
             throw new ServletException(e.getMessage());
+        } catch (RuntimeException e) {
+            metrics.close();
+            throw e;
         }
         owned = true;
+    }
+
+    /**
+     * The metrics the init parameter {@code metrics} asks for: {@code own} (the default), a registry of their own,
+     * the JVM's meters with them, served by {@code live().metrics().scrape()}; {@code global}, Micrometer's
+     * {@code Metrics.globalRegistry}, which Spring Boot adds its own registries to, so that Sluice's meters are served
+     * with the application's ({@code /actuator/prometheus}).
+     */
+    private static ServerMetrics metrics(FilterConfig config) throws ServletException {
+        String metrics = config.getInitParameter("metrics");
+        if (metrics == null || metrics.equals("own")) {
+            return new ServerMetrics();
+        }
+        if (metrics.equals("global")) {
+            return new ServerMetrics(io.micrometer.core.instrument.Metrics.globalRegistry);
+        }
+        throw new ServletException("filter " + config.getFilterName() + ": init parameter metrics: \"" + metrics
+                + "\": expected own (a registry of Sluice's own, the default) or global (Micrometer's global registry)");
     }
 
     /**

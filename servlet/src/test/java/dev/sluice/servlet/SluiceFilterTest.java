@@ -692,6 +692,44 @@ class SluiceFilterTest {
     }
 
     /**
+     * {@code metrics: global}: Sluice's meters go to Micrometer's global registry, to which Spring Boot adds its own, so
+     * the application serves them with its own ({@code /actuator/prometheus}); the JVM's are the application's
+     * business; a filter destroyed takes its meters away. A past weakness: they were in a registry of their own only.
+     */
+    @Test
+    void theMetersCanGoToTheApplicationsRegistry(@TempDir Path dir) throws Exception {
+        io.micrometer.prometheusmetrics.PrometheusMeterRegistry application =
+                new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
+                        io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+        application.counter("orders.placed").increment();
+        io.micrometer.core.instrument.Metrics.globalRegistry.add(application);
+        try {
+            Path file = Files.writeString(dir.resolve("sluice.yaml"), CONFIG);
+            FilterHolder holder = new FilterHolder(SluiceFilter.class);
+            holder.setInitParameter("config", file.toString());
+            holder.setInitParameter("metrics", "global");
+            start(holder);
+            assertThat(get("/by-ip").statusCode()).isEqualTo(200);
+            assertThat(get("/by-ip").statusCode()).isEqualTo(429);
+            String text = application.scrape();
+            assertThat(text).contains("sluice_decisions_total{outcome=\"allowed\",policy=\"per-ip\"} 1.0",
+                    "sluice_decisions_total{outcome=\"rejected\",policy=\"per-ip\"} 1.0",
+                    "sluice_requests_total{outcome=\"rejected\"} 1.0", "orders_placed_total 1.0");
+            assertThat(text).as("the JVM's meters are the application's to add").doesNotContain("jvm_");
+            jetty.stop();
+            assertThat(application.scrape()).doesNotContain("sluice_").contains("orders_placed_total 1.0");
+        } finally {
+            io.micrometer.core.instrument.Metrics.globalRegistry.remove(application);
+        }
+        FilterHolder bad = new FilterHolder(SluiceFilter.class);
+        bad.setName("limits");
+        bad.setInitParameter("config", Files.writeString(dir.resolve("sluice.yaml"), CONFIG).toString());
+        bad.setInitParameter("metrics", "spring");
+        assertThatThrownBy(() -> start(bad)).hasStackTraceContaining("filter limits: init parameter metrics: \"spring\":"
+                + " expected own (a registry of Sluice's own, the default) or global (Micrometer's global registry)");
+    }
+
+    /**
      * {@code classpath:} names a file inside the application, as a Spring Boot application ships its configuration
      * in its one jar (a review found no way to name it); one that is not there stops the filter, saying so.
      */

@@ -9,6 +9,8 @@ import dev.sluice.store.Store;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -36,11 +38,22 @@ import java.util.function.ToLongFunction;
  * circuit breaker spared, its openings, scripts loaded again, rejections answered from memory), each
  * {@code sluice_store_<event>_total{store}}. The store's counts are read from the store when scraped
  * ({@link RedisStore#counts()}), those of the stores a reload replaced kept; the in-memory store never fails.
+ *
+ * <p>In a registry of their own ({@link #ServerMetrics()}: the server's, {@link #scrape} its {@code /metrics}), or in an
+ * application's ({@link #ServerMetrics(MeterRegistry)}: Sluice inside a Spring application, say), which they leave when
+ * closed.
  */
 public final class ServerMetrics implements AutoCloseable {
-    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    /** The JVM's collections, heard through listeners on the JVM's own beans: they outlive this unless closed. */
-    private final JvmGcMetrics collections = new JvmGcMetrics();
+    /** The start of every name of Sluice's meters, as Micrometer writes them ({@code sluice.decisions}). */
+    private static final String PREFIX = "sluice.";
+    private final MeterRegistry registry;
+    /** Whether {@link #registry} is Sluice's own, or an application's, which Sluice's meters only visit. */
+    private final boolean own;
+    /**
+     * The JVM's collections, heard through listeners on the JVM's own beans: they outlive this unless closed. Null in
+     * an application's registry, which has the JVM's meters of its own.
+     */
+    private final JvmGcMetrics collections;
     private final Map<String, Map<Checked.Outcome, Counter>> decisions = new ConcurrentHashMap<>();
     private final Map<RequestOutcome, Counter> requests = new EnumMap<>(RequestOutcome.class);
     private final Timer storeTime;
@@ -63,7 +76,26 @@ public final class ServerMetrics implements AutoCloseable {
     /** Whether the last reload was applied (or none was tried): {@code sluice_config_last_reload_successful}. */
     private volatile boolean configInForce = true;
 
+    /** Sluice's meters and the JVM's, in a Prometheus registry of their own ({@link #scrape}: the server's /metrics). */
     public ServerMetrics() {
+        this(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), true);
+    }
+
+    /**
+     * Sluice's meters in an application's registry, under the same names: Spring Boot's {@code MeterRegistry}, or
+     * Micrometer's {@code Metrics.globalRegistry}, so they are served where the application serves its own (Spring's
+     * {@code /actuator/prometheus}). The JVM's meters are left to the application, which has its own; {@link #close}
+     * removes Sluice's from the registry. One {@code ServerMetrics} to a registry: a second one's meters of the same
+     * names would be the first's.
+     */
+    public ServerMetrics(MeterRegistry application) {
+        this(java.util.Objects.requireNonNull(application, "the application's registry"), false);
+    }
+
+    private ServerMetrics(MeterRegistry registry, boolean own) {
+        this.registry = registry;
+        this.own = own;
+        this.collections = own ? new JvmGcMetrics() : null;
         // buckets from 1 µs: Micrometer's default first bucket, 1 ms, held nearly every decision of a healthy store (an
         // in-memory one takes about a microsecond, a Redis on the same network tens of them), so the dashboard's
         // median read 0.5 ms whatever the store did (a review found it)
@@ -111,12 +143,14 @@ public final class ServerMetrics implements AutoCloseable {
         FunctionCounter.builder("sluice.store.evicted", this, ServerMetrics::evicted)
                 .description("Keys the full in-memory store evicted, the least recently decided, to make room for new"
                         + " ones; each lost its state").register(registry);
-        new ClassLoaderMetrics().bindTo(registry);
-        new JvmMemoryMetrics().bindTo(registry);
-        collections.bindTo(registry);
-        new JvmThreadMetrics().bindTo(registry);
-        new ProcessorMetrics().bindTo(registry);
-        new UptimeMetrics().bindTo(registry);
+        if (own) {
+            new ClassLoaderMetrics().bindTo(registry);
+            new JvmMemoryMetrics().bindTo(registry);
+            collections.bindTo(registry);
+            new JvmThreadMetrics().bindTo(registry);
+            new ProcessorMetrics().bindTo(registry);
+            new UptimeMetrics().bindTo(registry);
+        }
     }
 
     /**
@@ -126,7 +160,17 @@ public final class ServerMetrics implements AutoCloseable {
      */
     @Override
     public void close() {
-        collections.close();
+        if (own) {
+            collections.close();
+            return;
+        }
+        // an application's registry outlives a filter undeployed or replaced: Sluice's meters leave it, or they would
+        // go on being served, frozen, and keep this (their functions read it) for as long as the application lives
+        for (Meter meter : registry.getMeters()) {
+            if (meter.getId().getName().startsWith(PREFIX)) {
+                registry.remove(meter);
+            }
+        }
     }
 
     /** What a store's failure policy counts ({@link RedisStore.Counts}), and the meter of each by store kind. */
@@ -376,8 +420,18 @@ public final class ServerMetrics implements AutoCloseable {
         return traffic;
     }
 
-    /** Every meter in the Prometheus text format. */
+    /**
+     * Every meter of the registry in the Prometheus text format: Sluice's and the JVM's; in an application's
+     * Prometheus registry, the application's too.
+     *
+     * @throws IllegalStateException in an application's registry that is not a Prometheus one: the application
+     *                               serves its meters its own way
+     */
     public String scrape() {
-        return registry.scrape();
+        if (registry instanceof PrometheusMeterRegistry prometheus) {
+            return prometheus.scrape();
+        }
+        throw new IllegalStateException("Sluice's metrics are in the application's registry, a "
+                + registry.getClass().getSimpleName() + ", which has no Prometheus text: the application serves them");
     }
 }
