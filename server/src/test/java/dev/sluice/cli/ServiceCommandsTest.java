@@ -26,7 +26,7 @@ class ServiceCommandsTest {
             "serve|a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /a**\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:4: policies[0].match.path: bad glob \"/a**\": ** must be a whole segment, as in /api/**",
             "serve|an unreachable Redis|store: redis://127.0.0.1:1\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:1: store redis://127.0.0.1:1: cannot connect: ",
             "gateway|an unreachable Cluster, at its line|store_timeout: 1s\\n# shared\\nstore: redis-cluster://:s3cret@127.0.0.1:1\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:3: store redis-cluster://:****@127.0.0.1:1: cannot connect: ",
-            "gateway|a bad CIDR|trusted_proxies: [10.0.0.0/40]\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:1: trusted_proxies[0]: expected an IPv4 network such as 10.0.0.0/8, got \"10.0.0.0/40\"",
+            "gateway|a bad CIDR|trusted_proxies: [10.0.0.0/40]\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:1: trusted_proxies[0]: \"10.0.0.0/40\": an IPv4 network has at most /32",
             "gateway|a duplicate name|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|:6: policies[1].name: duplicate policy name \"p\" (first at line 2)",
     })
     void refusesABadConfiguration(String command, String problem, String yaml, String message) throws Exception {

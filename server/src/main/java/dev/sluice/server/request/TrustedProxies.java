@@ -6,7 +6,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The {@code trusted_proxies} of {@code sluice.yaml}: the IPv4 networks allowed to say, in
+ * The {@code trusted_proxies} of {@code sluice.yaml}: the networks (IPv4 or IPv6) allowed to say, in
  * {@code X-Forwarded-For}, whom they forward for. Anyone else could put any address there and so pick their
  * own rate limit key; their header is ignored and the connection's address is the client's.
  *
@@ -14,46 +14,116 @@ import java.util.regex.Pattern;
  * appended) and the first address that is not itself a trusted proxy is the client.
  */
 public final class TrustedProxies {
-    private static final Pattern CIDR = Pattern.compile("(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})(?:/(\\d{1,2}))?");
+    /** A network as written: an address, and optionally its prefix length. */
+    private static final Pattern CIDR = Pattern.compile("([^/]+)(?:/(\\d{1,3}))?");
+    /** An IPv4 address with a port, as RFC 3986 writes them ({@code 203.0.113.9:5555}). */
+    private static final Pattern IPV4_PORT = Pattern.compile("([0-9.]+):(\\d{1,5})");
+    /** An IPv6 address in brackets with a port ({@code [2001:db8::7]:443}). */
+    private static final Pattern IPV6_PORT = Pattern.compile("\\[([^\\]]+)]:(\\d{1,5})");
 
-    private final int[] networks;
-    private final int[] masks;
+    /** A network: its address's bytes (4 or 16), the leading bits that must match. */
+    private record Network(byte[] address, int bits) {
+        boolean contains(byte[] other) {
+            if (other.length != address.length) {
+                return false; // an IPv4-mapped client is given as IPv4 ({@link #canonical}), so never here as IPv6
+            }
+            int whole = bits / 8;
+            for (int i = 0; i < whole; i++) {
+                if (address[i] != other[i]) {
+                    return false;
+                }
+            }
+            int rest = bits % 8;
+            return rest == 0 || ((address[whole] ^ other[whole]) & 0xFF & (0xFF << (8 - rest))) == 0;
+        }
+    }
+
+    private final List<Network> networks;
     private final List<String> text;
 
-    private TrustedProxies(int[] networks, int[] masks, List<String> text) {
+    private TrustedProxies(List<Network> networks, List<String> text) {
         this.networks = networks;
-        this.masks = masks;
         this.text = text;
     }
 
-    public static final TrustedProxies NONE = new TrustedProxies(new int[0], new int[0], List.of());
+    public static final TrustedProxies NONE = new TrustedProxies(List.of(), List.of());
 
-    /** Reads networks such as {@code 10.0.0.0/8}; an {@link IllegalArgumentException} names the bad one. */
+    /**
+     * Reads networks such as {@code 10.0.0.0/8} or {@code 2001:db8::/32}, and single addresses; an
+     * {@link IllegalArgumentException} names the bad one.
+     */
     public static TrustedProxies of(List<String> cidrs) {
-        int[] networks = new int[cidrs.size()];
-        int[] masks = new int[cidrs.size()];
-        for (int i = 0; i < cidrs.size(); i++) {
-            Matcher matcher = CIDR.matcher(cidrs.get(i));
-            int bits = !matcher.matches() ? -1 : matcher.group(5) == null ? 32 : Integer.parseInt(matcher.group(5));
-            Integer address = matcher.matches() ? ipv4(cidrs.get(i).split("/")[0]) : null;
-            if (address == null || bits > 32) {
-                throw new IllegalArgumentException("expected an IPv4 network such as 10.0.0.0/8, got \"" + cidrs.get(i) + "\"");
+        List<Network> networks = new ArrayList<>();
+        for (String cidr : cidrs) {
+            Matcher matcher = CIDR.matcher(cidr);
+            byte[] address = matcher.matches() ? bytes(matcher.group(1)) : null;
+            if (address == null) {
+                throw new IllegalArgumentException("expected a network such as 10.0.0.0/8 or 2001:db8::/32, or an"
+                        + " address, got \"" + cidr + "\"");
             }
-            masks[i] = bits == 0 ? 0 : -1 << (32 - bits);
-            networks[i] = address & masks[i];
-            if (networks[i] != address) {
+            int most = address.length * 8;
+            int bits = matcher.group(2) == null ? most : Integer.parseInt(matcher.group(2));
+            if (address.length == 4 && matcher.group(1).indexOf(':') >= 0) {
+                // ::ffff:10.0.0.0/104, an IPv4-mapped network: the IPv4 one it maps, as its clients are given as IPv4
+                bits = matcher.group(2) == null ? 32 : bits - 96;
+                if (bits < 0) {
+                    throw new IllegalArgumentException("\"" + cidr + "\" maps IPv4 addresses only from /96 on: write"
+                            + " the IPv4 network, such as 10.0.0.0/8");
+                }
+            }
+            if (bits > most) {
+                throw new IllegalArgumentException("\"" + cidr + "\": an " + (most == 32 ? "IPv4" : "IPv6")
+                        + " network has at most /" + most);
+            }
+            Network network = new Network(masked(address, bits), bits);
+            if (!java.util.Arrays.equals(network.address(), address)) {
                 // 10.0.0.1/8 trusts sixteen million addresses to set X-Forwarded-For, where one was most likely meant
                 // (nginx warns of it; a review found it taken silently)
-                throw new IllegalArgumentException("\"" + cidrs.get(i) + "\" has bits set past its /" + bits
-                        + ": write the network " + ipv4Text(networks[i]) + "/" + bits + ", or "
-                        + cidrs.get(i).split("/")[0] + "/32 for the one address");
+                throw new IllegalArgumentException("\"" + cidr + "\" has bits set past its /" + bits
+                        + ": write the network " + text(network.address()) + "/" + bits + ", or "
+                        + matcher.group(1) + "/" + most + " for the one address");
             }
+            networks.add(network);
         }
-        return new TrustedProxies(networks, masks, new ArrayList<>(cidrs));
+        return new TrustedProxies(List.copyOf(networks), new ArrayList<>(cidrs));
     }
 
-    private static String ipv4Text(int address) {
-        return (address >>> 24) + "." + (address >>> 16 & 0xFF) + "." + (address >>> 8 & 0xFF) + "." + (address & 0xFF);
+    /** {@code address} with every bit past the first {@code bits} cleared. */
+    private static byte[] masked(byte[] address, int bits) {
+        byte[] network = address.clone();
+        for (int i = 0; i < network.length; i++) {
+            int keep = Math.max(0, Math.min(8, bits - i * 8));
+            network[i] = (byte) (network[i] & (0xFF << (8 - keep)));
+        }
+        return network;
+    }
+
+    /** An address's bytes as servers write it: dotted IPv4 as {@link #ipv4} reads it, IPv6 in Java's full form. */
+    private static String text(byte[] address) {
+        try {
+            return java.net.InetAddress.getByAddress(address).getHostAddress();
+        } catch (java.net.UnknownHostException e) {
+            throw new IllegalStateException(e); // 4 or 16 bytes: never
+        }
+    }
+
+    /**
+     * The bytes of an IP address written as {@link #isAddress} accepts it, 4 for IPv4 (an IPv4-mapped IPv6 address
+     * included), 16 for IPv6; null for anything else.
+     */
+    private static byte[] bytes(String text) {
+        Integer ipv4 = ipv4(text);
+        if (ipv4 != null) {
+            return java.nio.ByteBuffer.allocate(4).putInt(ipv4).array();
+        }
+        if (!isAddress(text)) {
+            return null;
+        }
+        try {
+            return java.net.InetAddress.getByName(text).getAddress(); // a literal: no name is looked up
+        } catch (java.net.UnknownHostException e) {
+            return null;
+        }
     }
 
     /** The networks as written. */
@@ -62,12 +132,15 @@ public final class TrustedProxies {
     }
 
     public boolean trusts(String address) {
-        Integer ip = ipv4(address);
+        if (networks.isEmpty()) {
+            return false;
+        }
+        byte[] ip = bytes(unbracketed(address));
         if (ip == null) {
             return false;
         }
-        for (int i = 0; i < networks.length; i++) {
-            if ((ip & masks[i]) == networks[i]) {
+        for (Network network : networks) {
+            if (network.contains(ip)) {
                 return true;
             }
         }
@@ -76,8 +149,9 @@ public final class TrustedProxies {
 
     /**
      * The client of a connection from {@code remote} that carries {@code forwardedFor} (null when absent). An entry
-     * met on the way that is not an address ({@code garbage}, {@code 1.2.3.4:5555}) makes the header worthless, as
-     * nginx's {@code realip} declines it: the client is the connection's address, never a key made of junk.
+     * may carry a port, as RFC 3986 writes it ({@code 203.0.113.9:5555}, {@code [2001:db8::7]:443}), which is left
+     * out, as nginx's {@code realip} reads it. An entry met on the way that is not an address ({@code garbage})
+     * makes the header worthless: the client is the connection's address, never a key made of junk.
      */
     public String client(String remote, List<String> forwardedFor) {
         remote = canonical(remote);
@@ -92,7 +166,8 @@ public final class TrustedProxies {
                 if (hop.isEmpty()) {
                     continue;
                 }
-                if (!isAddress(unbracketed(hop))) {
+                hop = withoutPort(hop);
+                if (hop == null) {
                     return remote;
                 }
                 hop = canonical(hop);
@@ -103,6 +178,30 @@ public final class TrustedProxies {
             }
         }
         return client;
+    }
+
+    /**
+     * The address of an entry of {@code X-Forwarded-For}: the entry itself, or without its port (a load balancer
+     * that appends the client's port too: a review found every such client keyed as the proxy); null if it is none.
+     */
+    private static String withoutPort(String hop) {
+        if (isAddress(unbracketed(hop))) {
+            return hop;
+        }
+        Matcher port = IPV4_PORT.matcher(hop);
+        if (port.matches() && ipv4(port.group(1)) != null && validPort(port.group(2))) {
+            return port.group(1);
+        }
+        port = IPV6_PORT.matcher(hop);
+        if (port.matches() && port.group(1).indexOf(':') >= 0 && isAddress(port.group(1)) && validPort(port.group(2))) {
+            return port.group(1);
+        }
+        return null;
+    }
+
+    private static boolean validPort(String digits) {
+        int port = Integer.parseInt(digits);
+        return port >= 1 && port <= 65535;
     }
 
     /**
