@@ -104,7 +104,7 @@ class ConfigLoaderTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, store, store_connect, store_timeout, store_trust, trusted_proxies]",
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, reject_status, store, store_connect, store_timeout, store_trust, trusted_proxies]",
             "a store connected otherwise|store: redis://127.0.0.1:6379\\nstore_connect: later\\npolicies: []|t.yaml:2: store_connect: expected now or background, got \"later\"",
             "memory connected in the background|store_connect: background\\npolicies: []|t.yaml:1: store_connect: the in-memory store has nothing to connect to",
             "a Cluster connected in the background|store: redis-cluster://127.0.0.1:7000\\nstore_connect: background\\npolicies: []|t.yaml:2: store_connect: background is for a single Redis or Sentinel: a Cluster store learns its slots from a node as it is made, got redis-cluster://127.0.0.1:7000",
@@ -116,7 +116,7 @@ class ConfigLoaderTest {
             "a name of YAML's null|policies:\\n  - name: null\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].name: \"null\" is YAML's null: leave the field out, or give it a value",
             "keys of Redis|store: redis://localhost:6379\\nmax_keys: 10\\npolicies: []|t.yaml:2: max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
             "a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [10/1s, 10/0s]|t.yaml:5: policies[0].limits[1]: bad limit \"10/0s\": period must be > 0, got \"0s\"",
-            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, skip_if_missing]",
+            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, reject_status, skip_if_missing]",
             "a missing key|policies:\\n  - name: p\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].key: missing",
             "a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /api/**x\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/api/**x\": ** must be a whole segment, as in /api/**",
             "a glob escaped|policies:\\n  - name: p\\n    match:\\n      path: /caf%C3%A9\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/caf%C3%A9\": an escape: paths are matched decoded, so a pattern is written decoded (/café, not /caf%C3%A9)",
@@ -287,6 +287,49 @@ class ConfigLoaderTest {
         assertThat(ConfigLoader.load(sentinels).storeTrust()).isEqualTo(dir.resolve("ca.pem"));
         assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "store: rediss-sentinel://127.0.0.1:26379\n" + GOOD))
                 .hasMessageContaining("a Sentinel address names the primary its sentinels watch, after #");
+    }
+
+    /**
+     * {@code reject_status}, as nginx's {@code limit_req_status}: the status of a request a policy rejects, for every
+     * HTTP policy, or one policy's own; never one that is not an error, and never a descriptor's (Envoy's filter
+     * chooses its own).
+     */
+    @Test
+    void theRejectStatusIsAnErrorForEveryPolicyOrOne() throws Exception {
+        String two = """
+                policies:
+                  - name: a
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [1/1s]
+                  - name: b
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [1/1s]
+                    reject_status: 403
+                """;
+        assertThat(ConfigLoader.parse("t.yaml", two).policies()).extracting(PolicyConfig::rejectStatus)
+                .containsExactly(429, 403);
+        assertThat(ConfigLoader.parse("t.yaml", "reject_status: 503\n" + two).policies())
+                .extracting(PolicyConfig::rejectStatus).containsExactly(503, 403);
+        for (String bad : List.of("200", "600", "399", "4290", "abc", "\"\"")) {
+            assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "reject_status: " + bad + "\n" + two))
+                    .hasMessage("t.yaml:1: reject_status: expected an HTTP status from 400 to 599, such as 429 (the"
+                            + " default) or 503 (nginx's), got \"" + bad.replace("\"", "") + "\"");
+        }
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", two.replace("403", "302")))
+                .hasMessage("t.yaml:10: policies[1].reject_status: expected an HTTP status from 400 to 599, such as 429"
+                        + " (the default) or 503 (nginx's), got \"302\"");
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", """
+                policies:
+                  - name: d
+                    match: {domain: edge, descriptor: [user]}
+                    key: [descriptor:user]
+                    algorithm: gcra
+                    limits: [1/1s]
+                    reject_status: 503
+                """)).hasMessage("t.yaml:7: policies[0].reject_status: is for HTTP requests; Envoy answers a descriptor"
+                + " over its limit with the status its rate limit filter is given (rate_limited_status)");
     }
 
     /** A primary found through Redis Sentinel: its sentinels, a database, the name they watch it under. */

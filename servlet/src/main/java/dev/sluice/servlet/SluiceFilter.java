@@ -211,7 +211,7 @@ public final class SluiceFilter implements Filter {
         }
         VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
         if (!verdict.allowed()) {
-            answer(response, 429, answer.headers(), answer.rejectionBody().toString());
+            answer(response, answer.rejectionStatus(), answer.headers(), answer.rejectionBody().toString());
             return;
         }
         boolean releasedLater = false;

@@ -691,6 +691,19 @@ class SluiceFilterTest {
         assertThat(status).isEqualTo(200);
     }
 
+    /** A policy's {@code reject_status} is the status of the requests it rejects, as in the gateway. */
+    @Test
+    void aRejectionIsAnsweredWithThePolicysRejectStatus() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", CONFIG.replace("    limits: [1/1h]\n",
+                "    limits: [1/1h]\n    reject_status: 503\n")), new ServerMetrics());
+        start(new FilterHolder(new SluiceFilter(live)));
+        assertThat(get("/by-ip").statusCode()).isEqualTo(200);
+        HttpResponse<String> rejected = get("/by-ip");
+        assertThat(rejected.statusCode()).isEqualTo(503);
+        assertThat(rejected.body()).contains("\"policy\":\"per-ip\"");
+        assertThat(rejected.headers().firstValue("Retry-After")).isPresent();
+    }
+
     /**
      * {@code metrics: global}: Sluice's meters go to Micrometer's global registry, to which Spring Boot adds its own, so
      * the application serves them with its own ({@code /actuator/prometheus}); the JVM's are the application's

@@ -51,14 +51,14 @@ import java.util.regex.Pattern;
  */
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("store", "store_trust", "store_connect", "on_store_failure",
-            "store_timeout", "max_keys",
+            "store_timeout", "max_keys", "reject_status",
             "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
     /** The longest store_timeout: a day, the Redis store's bound. */
     private static final long MOST_STORE_TIMEOUT = 86_400_000_000_000L;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
-            "cost", "mode", "max_delay", "skip_if_missing");
+            "cost", "mode", "max_delay", "skip_if_missing", "reject_status");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
     private static final Pattern METHOD = Pattern.compile("[A-Z]+");
@@ -232,10 +232,23 @@ public final class ConfigLoader {
         if (items.isEmpty() && !top.containsKey("envoy_configs")) {
             throw error(top.get("policies"), "policies", "at least one policy is needed");
         }
+        int rejectStatus = top.containsKey("reject_status") ? rejectStatus(top.get("reject_status"), "reject_status")
+                : PolicyConfig.DEFAULT_REJECT_STATUS;
         List<PolicyConfig> policies = new ArrayList<>();
         Map<String, Integer> names = new HashMap<>();
         for (int i = 0; i < items.size(); i++) {
             PolicyConfig policy = policy(items.get(i), "policies[" + i + "]", !store.equals("memory"));
+            Node status = valueOf(items.get(i), "reject_status");
+            if (status != items.get(i)) {
+                if (policy.match().domain() != null) {
+                    throw error(status, "policies[" + i + "].reject_status", "is for HTTP requests; Envoy answers a"
+                            + " descriptor over its limit with the status its rate limit filter is given"
+                            + " (rate_limited_status)");
+                }
+                policy = policy.withRejectStatus(rejectStatus(status, "policies[" + i + "].reject_status"));
+            } else if (policy.match().domain() == null) {
+                policy = policy.withRejectStatus(rejectStatus);
+            }
             // told at the field's own line, wherever it stands in the policy (a review found them at the first)
             Integer first = names.putIfAbsent(policy.name(), line(valueOf(items.get(i), "name")));
             if (first != null) {
@@ -300,6 +313,19 @@ public final class ConfigLoader {
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
                 List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust,
                 inBackground);
+    }
+
+    /**
+     * The status of a request a policy rejects, as nginx's {@code limit_req_status}: an error, a client's or the
+     * server's, so that no client takes a rejection for an answer.
+     */
+    private int rejectStatus(Node node, String field) throws ConfigException {
+        String text = scalar(node, field);
+        if (!text.matches("[45][0-9][0-9]")) {
+            throw error(node, field, "expected an HTTP status from 400 to 599, such as 429 (the default) or 503"
+                    + " (nginx's), got \"" + text + "\"");
+        }
+        return Integer.parseInt(text);
     }
 
     /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */

@@ -224,7 +224,8 @@ final class EnvoyConfigFiles {
             if (madeCount.get(made) > 1 || names.containsKey(made) || sluiceNames.containsKey(made)) {
                 PolicyConfig policy = named.get(at);
                 named.set(at, new PolicyConfig(unique(made, policy.match()), policy.match(), policy.key(), policy.rule(),
-                        policy.inFlight(), policy.cost(), policy.costHeader(), policy.shadow(), policy.skipIfMissing()));
+                        policy.inFlight(), policy.cost(), policy.costHeader(), policy.shadow(), policy.skipIfMissing(),
+                        policy.rejectStatus()));
             }
         });
         return named;

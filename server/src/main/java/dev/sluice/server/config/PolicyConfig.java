@@ -23,9 +23,25 @@ import java.util.stream.Collectors;
  * @param cost          a fixed cost, unless {@code costHeader} names the request header that carries it
  * @param shadow        decide and count, but never reject
  * @param skipIfMissing a request that lacks a part of the key is not checked by this policy at all
+ * @param rejectStatus  the HTTP status of a request this policy rejects, in the gateway and the servlet filter (the
+ *                      API's {@code /v1/check} answers 429 whatever it is: its status is the decision)
  */
 public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
-                           String costHeader, boolean shadow, boolean skipIfMissing) {
+                           String costHeader, boolean shadow, boolean skipIfMissing, int rejectStatus) {
+    /** {@code 429 Too Many Requests}, unless {@code reject_status} says otherwise. */
+    public static final int DEFAULT_REJECT_STATUS = 429;
+
+    /** A policy that rejects with {@link #DEFAULT_REJECT_STATUS}. */
+    public PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
+                        String costHeader, boolean shadow, boolean skipIfMissing) {
+        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, DEFAULT_REJECT_STATUS);
+    }
+
+    /** This policy, rejecting with {@code status}. */
+    public PolicyConfig withRejectStatus(int status) {
+        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, status);
+    }
+
     /**
      * Which requests a policy applies to; {@code null} fields match everything. A policy that names a
      * {@code domain} (with its {@code descriptor} pattern) decides the descriptors Envoy sends to the rate limit

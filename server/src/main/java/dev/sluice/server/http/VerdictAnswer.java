@@ -18,8 +18,17 @@ import java.util.Set;
 public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerSets) {
     static final ObjectMapper JSON = new ObjectMapper();
 
+    /** The status of {@code /v1/check} and {@code /v1/check-request}: 200, or 429 when rejected. */
     public int status() {
         return verdict.allowed() ? 200 : 429;
+    }
+
+    /**
+     * The status of a request the gateway or the servlet filter refuses: the rejecting policy's {@code reject_status}
+     * (429 unless it says otherwise; nginx's {@code limit_req_status}).
+     */
+    public int rejectionStatus() {
+        return verdict.reported().policy().rejectStatus();
     }
 
     public Map<String, String> headers() {

@@ -186,6 +186,26 @@ class GatewayTest {
                 .as("the connection still works after a rejected body").isEqualTo(200);
     }
 
+    /**
+     * {@code reject_status}, as nginx's {@code limit_req_status}: a rejection is answered with the rejecting policy's
+     * status, its headers and body as a 429's. A past weakness: 429 always, where clients of nginx expect its 503.
+     */
+    @Test
+    void aRejectionIsAnsweredWithTheRejectingPolicysStatus() throws Exception {
+        gateway.close();
+        live.close();
+        open("reject_status: 503\n", upstream.uri());
+        for (int i = 0; i < 2; i++) {
+            assertThat(send(request("/api/items").header("X-User", "alice")).statusCode()).isEqualTo(200);
+        }
+        HttpResponse<String> rejected = send(request("/api/items").header("X-User", "alice"));
+        assertThat(rejected.statusCode()).isEqualTo(503);
+        assertThat(JSON.readTree(rejected.body()).get("policy").asText()).isEqualTo("per-user");
+        assertThat(header(rejected, "Retry-After")).isNotNull();
+        assertThat(header(rejected, "X-RateLimit-Remaining")).isEqualTo("0");
+        assertThat(upstream.requests.get()).as("never forwarded").isEqualTo(2);
+    }
+
     /** A bypass a review found: Jetty served /api;x%2F../items as /api/items, which Sluice read as /items. */
     @Test
     void aPathWhoseParameterHoldsAnEscapedSlashIsRefusedNotForwarded() throws Exception {
