@@ -61,6 +61,9 @@ public final class Policies {
     /** The descriptor patterns of each domain, in order, those without a policy ({@code unlimited} in Envoy's files) too. */
     private final Map<String, List<List<Descriptor.Entry>>> patterns = new HashMap<>();
 
+    /** The HTTP requests the policies reject, told to the operator's log, a line a policy every ten seconds at most. */
+    private final RejectionLog rejections = new RejectionLog();
+
     public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
         this(config, store, metrics, Map.of());
     }
@@ -179,7 +182,11 @@ public final class Policies {
      * refused before any policy is charged.
      */
     public CompletionStage<Verdict> decide(ClientRequest request) {
-        return decide(charges(request));
+        CompletionStage<Verdict> decided = decide(charges(request));
+        return request instanceof Descriptor ? decided : decided.thenApply(verdict -> {
+            rejections.told(request, verdict);
+            return verdict;
+        });
     }
 
     /**

@@ -206,6 +206,32 @@ class GatewayTest {
         assertThat(upstream.requests.get()).as("never forwarded").isEqualTo(2);
     }
 
+    /**
+     * Rejections are told to the log, as nginx's {@code limiting requests} lines: the policy, the request and its
+     * client, never the key; a line a policy every ten seconds, a shadow policy's too. A past weakness: none was
+     * logged, and which client a limit stopped could not be traced (a review from nginx's side).
+     */
+    @Test
+    void rejectionsAreLoggedALineAPolicyAtMostEveryTenSeconds() throws Exception {
+        try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice.rejections")) {
+            for (int i = 0; i < 2; i++) {
+                assertThat(send(request("/api/items").header("X-User", "secret-key")).statusCode()).isEqualTo(200);
+            }
+            assertThat(log.messages()).isEmpty();
+            for (int i = 0; i < 3; i++) {
+                assertThat(send(request("/api/items%0Aforged").header("X-User", "secret-key")).statusCode())
+                        .isEqualTo(429);
+            }
+            send(request("/shadow"));
+            send(request("/shadow"));
+            assertThat(log.messages()).hasSize(2);
+            assertThat(log.messages().get(0)).matches("policy per-user rejected GET /api/items\\\\u000aforged from"
+                    + " 127\\.0\\.0\\.1 \\(retry after \\d+ ms\\)").doesNotContain("secret-key");
+            assertThat(log.messages().get(1)).matches("policy watch \\(shadow\\) would have rejected GET /shadow from"
+                    + " 127\\.0\\.0\\.1 \\(retry after \\d+ ms\\)");
+        }
+    }
+
     /** A bypass a review found: Jetty served /api;x%2F../items as /api/items, which Sluice read as /items. */
     @Test
     void aPathWhoseParameterHoldsAnEscapedSlashIsRefusedNotForwarded() throws Exception {

@@ -19,9 +19,9 @@ class UpstreamFailuresTest {
                 reasons.failed(new IOException(down));
             }
             reasons.failed(new IOException(other));
+            reasons.failed(new IOException(other));
             assertThat(log.messages()).containsExactly("gateway: the upstream failed, answered 502: " + down,
-                    "gateway: the upstream failed, answered 502: " + other + " (2 more 502s since the last line, not"
-                            + " logged)");
+                    "gateway: the upstream failed, answered 502: " + other);
         }
     }
 }
