@@ -50,6 +50,7 @@ final class GatewayCommand implements Callable<Integer> {
         long timeoutMs = upstreamTimeoutMs();
         long idleMs = options.idleTimeoutMs();
         long drainNanos = options.drainTimeoutNanos();
+        long stopDelayNanos = options.stopDelayNanos();
         if (adminPort != null) {
             ServiceOptions.checkPort("--admin-port", adminPort);
         }
@@ -85,7 +86,7 @@ final class GatewayCommand implements Callable<Integer> {
             out.printf("        API, dashboard and metrics on http://%s:%d/%n", host, admin.port());
         }
         out.flush();
-        ServiceOptions.runUntilStopped(running, drainNanos);
+        ServiceOptions.runUntilStopped(running, stopDelayNanos, drainNanos, out);
         return 0;
     }
 

@@ -43,6 +43,7 @@ final class ServeCommand implements Callable<Integer> {
         }
         long idleMs = options.idleTimeoutMs();
         long drainNanos = options.drainTimeoutNanos();
+        long stopDelayNanos = options.stopDelayNanos();
         LiveConfig live = options.load();
         ApiServer server;
         try {
@@ -75,7 +76,8 @@ final class ServeCommand implements Callable<Integer> {
                     envoy.port());
         }
         out.flush();
-        ServiceOptions.runUntilStopped(envoy == null ? List.of(server, live) : List.of(envoy, server, live), drainNanos);
+        ServiceOptions.runUntilStopped(envoy == null ? List.of(server, live) : List.of(envoy, server, live),
+                stopDelayNanos, drainNanos, out);
         return 0;
     }
 }

@@ -39,6 +39,12 @@ final class ServiceOptions {
             + " (default 20s)")
     String drainTimeout = "20s";
 
+    @Option(names = "--stop-delay", paramLabel = "DURATION", description = "when asked to stop (SIGTERM), how long to"
+            + " go on serving everyone first, /healthz answering 503 (gRPC health NOT_SERVING), so that load balancers"
+            + " and Kubernetes take the server out before it takes no new connections, as Traefik's"
+            + " requestAcceptGraceTimeout (default 0s; the drain follows, within --drain-timeout)")
+    String stopDelay = "0s";
+
     @Option(names = "--max-connections", paramLabel = "N", description = "the most client connections open at once,"
             + " over every port; one more is closed as it is accepted, as nginx's worker_connections (default: half the"
             + " file descriptors the process may open, less 256); the gateway's clients leave a sixteenth, at least 1 and at most 64,"
@@ -139,18 +145,48 @@ final class ServiceOptions {
         return new BadInput(option + " " + port + ": cannot listen on " + host + ": " + root.getMessage());
     }
 
+    /** {@code --stop-delay} in nanoseconds. */
+    long stopDelayNanos() throws BadInput {
+        return TimeUnit.MILLISECONDS.toNanos(durationMs("--stop-delay", stopDelay, 0));
+    }
+
     /** {@code --drain-timeout} in nanoseconds. */
     long drainTimeoutNanos() throws BadInput {
         return TimeUnit.MILLISECONDS.toNanos(durationMs("--drain-timeout", drainTimeout, 0));
     }
 
     /**
-     * Blocks until the process is asked to stop, then stops every one of {@code running} that {@link Drains} at once,
-     * lets them finish what they are handling, all within {@code drainNanos}, and closes them all in order.
+     * Blocks until the process is asked to stop; then has every one of {@code running} that {@link Drains} say so in
+     * its health checks and go on serving for {@code stopDelayNanos}; then stops them all at once, lets them finish
+     * what they are handling, all within {@code drainNanos}, and closes them all in order.
      */
-    static void runUntilStopped(List<AutoCloseable> running, long drainNanos) throws InterruptedException {
+    static void runUntilStopped(List<AutoCloseable> running, long stopDelayNanos, long drainNanos,
+                                java.io.PrintWriter out) throws InterruptedException {
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (stopDelayNanos > 0) {
+                // on the output, as the lines of the start: the log's own handlers may be closed by now (JUL's
+                // shutdown hook resets them, in no order with this one)
+                out.println("sluice: asked to stop: /healthz answers 503 for "
+                        + dev.sluice.DurationFormat.format(stopDelayNanos) + ", everyone served meanwhile; then no"
+                        + " new connection, and up to " + dev.sluice.DurationFormat.format(drainNanos)
+                        + " for the requests under way");
+                out.flush();
+                for (AutoCloseable one : running) {
+                    if (one instanceof Drains draining) {
+                        draining.announceStopping();
+                    }
+                }
+                try {
+                    TimeUnit.NANOSECONDS.sleep(stopDelayNanos);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt(); // drained at once, below
+                }
+            } else {
+                out.println("sluice: asked to stop: no new connection; up to "
+                        + dev.sluice.DurationFormat.format(drainNanos) + " for the requests under way");
+                out.flush();
+            }
             long deadline = System.nanoTime() + drainNanos;
             for (AutoCloseable one : running) {
                 if (one instanceof Drains draining) {

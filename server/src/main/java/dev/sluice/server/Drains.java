@@ -7,6 +7,14 @@ package dev.sluice.server;
  * went on taking clients while another drained (a review found it).
  */
 public interface Drains {
+    /**
+     * The process will stop taking clients soon ({@code --stop-delay}): health checks say so from now on (HTTP 503,
+     * gRPC {@code NOT_SERVING}), so that load balancers, and Kubernetes' endpoints, take this server out while it
+     * still serves everyone who comes; returns at once. Nothing else changes until {@link #startDraining}.
+     */
+    default void announceStopping() {
+    }
+
     /** Takes no new client from now on; returns at once. */
     void startDraining();
 

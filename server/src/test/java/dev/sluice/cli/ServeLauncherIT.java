@@ -62,6 +62,46 @@ class ServeLauncherIT {
         }
     }
 
+    /**
+     * {@code --stop-delay}: asked to stop, the server says so on its output and in {@code /healthz} (503), and goes on
+     * serving new connections for that long, so that Kubernetes and load balancers take it out before it takes none;
+     * then it ends. A past weakness: every port refused new connections at once, and each rollout reset the clients
+     * that came before the endpoints were updated (a review from Kubernetes' side).
+     */
+    @Test
+    void aStopDelayKeepsServingWhileHealthSaysStopping() throws Exception {
+        Process process = new ProcessBuilder(ROOT.resolve("bin/sluice").toString(), "serve", "--port", "0",
+                "--stop-delay", "3s").directory(dir.toFile()).redirectErrorStream(true).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            Matcher where = Pattern.compile("sluice: serving .* on http://localhost:(\\d+) .*").matcher(out.readLine());
+            assertThat(where.matches()).isTrue();
+            String base = "http://localhost:" + where.group(1);
+            HttpClient client = HttpClient.newHttpClient();
+            assertThat(client.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+            process.toHandle().destroy(); // SIGTERM (Process.destroy would close the streams the test reads)
+            String said;
+            do {
+                said = out.readLine();
+            } while (said != null && !said.startsWith("sluice: asked to stop"));
+            assertThat(said).isEqualTo("sluice: asked to stop: /healthz answers 503 for 3s, everyone served meanwhile;"
+                    + " then no new connection, and up to 20s for the requests under way");
+            // a client of its own: a new connection, as a load balancer's next one
+            HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create(base + "/healthz")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(health.statusCode()).isEqualTo(503);
+            assertThat(health.body()).contains("\"status\":\"stopping\"");
+            HttpResponse<String> served = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(base
+                    + "/v1/check")).POST(HttpRequest.BodyPublishers.ofString(
+                    "{\"policy\":\"login-per-ip\",\"key\":\"10.0.0.8\"}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(served.statusCode()).as("still served").isEqualTo(200);
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).as("ends after the delay").isTrue();
+        } finally {
+            process.destroy();
+            assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
     /** A SLUICE_HOME without the example configuration is told by its path, not passed over for the current directory. */
     @Test
     void aSluiceHomeWithoutItsConfigurationIsNamed() throws Exception {

@@ -52,6 +52,8 @@ class ServiceCommandsTest {
             "gateway|--idle-timeout|0s|--idle-timeout: expected a duration of at least 1s such as 30s, got \"0s\"",
             "serve|--drain-timeout|10|--drain-timeout: bad duration \"10\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
             "gateway|--drain-timeout|-1s|--drain-timeout: bad duration \"-1s\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "serve|--stop-delay|5|--stop-delay: bad duration \"5\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
+            "gateway|--stop-delay|later|--stop-delay: bad duration \"later\": expected a whole number and a unit (ns, us, ms, s, m, h, d) such as 10s",
             "serve|--max-connections|0|--max-connections: expected at least 1, got 0",
             "gateway|--max-connections|-5|--max-connections: expected at least 1, got -5",
     })

@@ -181,6 +181,13 @@ public final class EnvoyRateLimitServer implements AutoCloseable, dev.sluice.ser
         return server.getPort();
     }
 
+    /** gRPC's health service answers {@code NOT_SERVING} from now on (Envoy's health checks take it out); calls go on. */
+    @Override
+    public void announceStopping() {
+        health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.NOT_SERVING);
+        health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
+    }
+
     /**
      * Stops as the process is asked to: gRPC's graceful shutdown (a GOAWAY: Envoy opens its next calls elsewhere),
      * the calls under way answered.

@@ -48,6 +48,8 @@ public final class ApiServer implements AutoCloseable, Drains {
     private final Dashboard dashboard;
     private final HeldPlaces held = new HeldPlaces();
     private final Draining draining = new Draining();
+    /** Whether the process is about to stop ({@link #announceStopping}): {@code /healthz} says so. */
+    private volatile boolean stopping;
     private final JsonCalls envoy;
     /** How long a connection may carry no request, and a request's body take to come whole. */
     private final long idleTimeoutMs;
@@ -135,10 +137,11 @@ public final class ApiServer implements AutoCloseable, Drains {
             // policy: a 503 would make every load balancer and readiness probe take out every server on that Redis at
             // once, handing the calls to whatever their callers do without a limiter. The body tells of the store.
             // /healthcheck: the path of Envoy's own rate limit service, for the probes of those who switch (a review)
+            // a server about to stop (--stop-delay) says so with a 503: what takes it out of its load balancers
             case "/healthz", "/healthcheck" -> get(request, () -> {
                 boolean healthy = dashboard.storeHealthy();
-                json(request.response(), 200, VerdictAnswer.JSON.createObjectNode()
-                        .put("status", healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown())
+                json(request.response(), stopping ? 503 : 200, VerdictAnswer.JSON.createObjectNode()
+                        .put("status", stopping ? "stopping" : healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown())
                         .put("on_store_failure", policies.config().onStoreFailure().name().toLowerCase(java.util.Locale.ROOT)));
             });
             case "/metrics" -> get(request, () -> request.response().setStatusCode(200)
@@ -518,6 +521,12 @@ public final class ApiServer implements AutoCloseable, Drains {
         String why = cause == null || cause.getMessage() == null ? "" : ": " + cause.getMessage();
         request.response().putHeader("Connection", "close");
         error(request.response(), status, "malformed request" + why);
+    }
+
+    /** {@code /healthz} answers 503 {@code "stopping"} from now on; everything else is served as before. */
+    @Override
+    public void announceStopping() {
+        stopping = true;
     }
 
     /** Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over. */

@@ -780,6 +780,22 @@ class RateLimitServiceTest {
         assertThat(RateLimitService.unit(1_000_000_001L)).isEqualTo(Unit.UNKNOWN);
     }
 
+    /**
+     * A server about to stop ({@code --stop-delay}) tells gRPC's health checks so, and goes on answering calls: Envoy
+     * takes it out before it stops taking them.
+     */
+    @Test
+    void aServerAboutToStopSaysSoInItsHealthAndGoesOnAnswering() {
+        HealthGrpc.HealthBlockingStub health = HealthGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+        server.announceStopping();
+        for (String service : new String[] {"", "envoy.service.ratelimit.v3.RateLimitService"}) {
+            assertThat(health.check(HealthCheckRequest.newBuilder().setService(service).build()).getStatus())
+                    .as("service \"%s\"", service).isEqualTo(ServingStatus.NOT_SERVING);
+        }
+        assertThat(ask("edge", descriptor("remote_address", "10.0.0.99")).getOverallCode())
+                .isEqualTo(RateLimitResponse.Code.OK);
+    }
+
     @Test
     void grpcsHealthServiceAnswersForTheServerAndTheRateLimitService() throws Exception {
         HealthGrpc.HealthBlockingStub health = HealthGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
