@@ -32,7 +32,24 @@ public final class Sluice {
         // descriptors (a flood of connections) failed to load them there; the error killed the thread that accepts
         // gRPC connections, which never accepted one again (found by attacking the port)
         java.time.ZoneId.systemDefault().getRules();
+        oneLineLogs();
         System.exit(run(args, System.in, System.out, new PrintWriter(System.err, true, StandardCharsets.UTF_8)));
+    }
+
+    /** The format of each line of the log, unless the user gave one: {@link #oneLineLogs}. */
+    static final String LOG_FORMAT = "%1$tFT%1$tT.%1$tL%1$tz %4$s %3$s: %5$s%6$s%n";
+
+    /**
+     * Each event of the log on one line, its time with the zone, as log shippers (Fluent Bit, Loki, a container's
+     * log) take a line for a record: the JDK's own format wrote two, the level apart from its message, and the time
+     * without its zone (a review from Kubernetes' side). A format or configuration the user gave is kept.
+     */
+    private static void oneLineLogs() {
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null
+                && System.getProperty("java.util.logging.config.file") == null
+                && System.getProperty("java.util.logging.config.class") == null) {
+            System.setProperty("java.util.logging.SimpleFormatter.format", LOG_FORMAT);
+        }
     }
 
     /** Runs the command line and returns its exit status. */

@@ -216,6 +216,9 @@ class ServeLauncherIT {
             }
             assertThat(reported).as("the bad edit reported with file, line and field").isNotNull()
                     .endsWith("(the last good configuration stays in force)");
+            // on one line, its time with the zone and its level: a log shipper takes a line for a record
+            assertThat(reported).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}[+-]\\d{4} SEVERE"
+                    + " sluice: " + java.util.regex.Pattern.quote(expected) + ".*");
             assertThat(post(client, base, check)).as("the last good configuration decides").contains("\"remaining\":0");
             String metrics = client.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString()).body();
