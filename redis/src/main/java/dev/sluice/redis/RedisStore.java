@@ -392,6 +392,20 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
+     * Whether the address {@code uri} holds a password (a node's, in a Cluster's): one given apart from it
+     * ({@link Builder#password}) would be a second.
+     *
+     * @throws IllegalArgumentException for a bad address, naming it, its password hidden
+     */
+    public static boolean hasPassword(String uri) {
+        return hasPassword(RedisAddress.seeds(uri, RedisAddress.HANDSHAKE));
+    }
+
+    private static boolean hasPassword(List<RedisURI> seeds) {
+        return seeds.stream().anyMatch(seed -> seed.getPassword() != null && seed.getPassword().length > 0);
+    }
+
+    /**
      * Connects to {@code redis://host:port[/db]} or to a Cluster, {@code redis-cluster://h1:p1,h2:p2}.
      *
      * @throws IllegalArgumentException for an address that is neither, naming it
@@ -400,6 +414,13 @@ public final class RedisStore implements Store, AutoCloseable {
         String uri = settings.uri;
         // the addresses are read before anything is started, so a bad one leaves nothing running behind it
         List<RedisURI> seeds = RedisAddress.seeds(uri, settings.timeout);
+        if (settings.password != null) {
+            if (hasPassword(seeds)) {
+                throw new IllegalArgumentException("bad Redis address \"" + RedisAddress.shown(uri) + "\": it has a"
+                        + " password, and one is given apart from it; give it once");
+            }
+            seeds.forEach(seed -> seed.setPassword(settings.password.toCharArray()));
+        }
         TlsTrust trust = seeds.get(0).isSsl() ? TlsTrust.of(settings.trust) : null;
         if (trust == null && settings.trust != null) {
             throw new IllegalArgumentException("certificates to trust (" + settings.trust + ") are for a TLS address,"
@@ -1035,6 +1056,7 @@ public final class RedisStore implements Store, AutoCloseable {
         private String namespace;
         private Path trust;
         private boolean connectInBackground;
+        private String password;
 
         private Builder(String uri) {
             this.uri = uri;
@@ -1175,10 +1197,26 @@ public final class RedisStore implements Store, AutoCloseable {
         }
 
         /**
+         * The password, given apart from the address: read from a secret (a file Kubernetes mounts, an environment
+         * variable) rather than written in the address, and needing no percent-encoding. It is the address's user's
+         * ({@code redis://user:@host}; without one, the default user's), given to every node of a Cluster and to the
+         * sentinels as the address's own would be. An address with a password of its own is refused: one of the
+         * two would be ignored.
+         */
+        public Builder password(String password) {
+            if (password == null || password.isEmpty()) {
+                throw new IllegalArgumentException("a password given apart from the address cannot be empty");
+            }
+            this.password = password;
+            return this;
+        }
+
+        /**
          * Connects.
          *
          * @throws IllegalArgumentException for an address that is not redis:// or redis-cluster://, naming it, or a
-         *                                  Cluster's with {@link #connectInBackground}
+         *                                  Cluster's with {@link #connectInBackground}, or with a password of its own
+         *                                  and one given apart
          * @throws io.lettuce.core.RedisConnectionException when Redis cannot be reached at all (and the connections
          *                                  are not made in the background)
          */

@@ -106,6 +106,11 @@ class RedisSentinelTest {
                         + "#sluice-primary").raiseFailures(true).build()) {
                     assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
                 }
+                // given apart from the address (from a secret), to the sentinels too
+                try (RedisStore store = RedisStore.builder("redis-sentinel://127.0.0.1:" + sentinel.port()
+                        + "#sluice-primary").password("s3cret").raiseFailures(true).build()) {
+                    assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
+                }
                 assertThatThrownBy(() -> RedisStore.connect("redis-sentinel://:wrong@127.0.0.1:" + sentinel.port()
                         + "#sluice-primary")).hasMessageContaining("127.0.0.1:" + sentinel.port() + " answered NOAUTH")
                         .hasMessageContaining("(AUTH with the address's credentials answered: WRONGPASS");

@@ -95,6 +95,36 @@ class RedisStoreTest {
     }
 
     /**
+     * A password given apart from the address ({@code password(...)}: from a secret), as it is, whatever characters
+     * it holds, where the address's would need percent-encoding; given twice, refused.
+     */
+    @Test
+    void aPasswordGivenApartFromTheAddress() throws Exception {
+        String secret = "p@ss/w%rd #1:{x}";
+        try (RedisServer guarded = RedisServer.start()) {
+            try (Resp resp = guarded.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", secret); // the fixture waits for an open PING first
+            }
+            Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/1m")));
+            try (RedisStore own = RedisStore.builder(guarded.uri() + "/2").password(secret).raiseFailures(true).build()) {
+                assertThat(own.decide(rule, "k", 3, Store.STORE_CLOCK).remaining()).isEqualTo(7);
+            }
+            try (RedisStore own = RedisStore.builder("redis://default:@127.0.0.1:" + guarded.port()).password(secret)
+                    .raiseFailures(true).build()) {
+                assertThat(own.decide(rule, "k", 1, Store.STORE_CLOCK).remaining()).as("with a user, database 0")
+                        .isEqualTo(9);
+            }
+            assertThatThrownBy(() -> RedisStore.builder(guarded.uri()).password("wrong").build())
+                    .hasMessageContaining("AUTH refused: WRONGPASS");
+            assertThatThrownBy(() -> RedisStore.builder("redis://:other@127.0.0.1:" + guarded.port()).password(secret)
+                    .build()).hasMessage("bad Redis address \"redis://:****@127.0.0.1:" + guarded.port() + "\": it has a"
+                    + " password, and one is given apart from it; give it once");
+            assertThatThrownBy(() -> RedisStore.builder(guarded.uri()).password(""))
+                    .hasMessage("a password given apart from the address cannot be empty");
+        }
+    }
+
+    /**
      * A password (with and without a user) and a database in the address: both scripts' decisions, and a reset,
      * land in that database.
      */

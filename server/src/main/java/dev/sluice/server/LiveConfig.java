@@ -298,7 +298,8 @@ public final class LiveConfig implements AutoCloseable {
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
         String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys()
                 : config.storeTimeoutNanos() + " " + trustSeen(config.storeTrust()) + " "
-                + (config.storeInBackground() ? "background" : "now"));
+                + (config.storeInBackground() ? "background" : "now") + " "
+                + (config.storePassword() == null ? "" : config.storePassword().fingerprint()));
         Store old = store;
         long oldTimeout = store instanceof RedisStore ? storeTimeoutNanos : 0; // memory's decisions never wait
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
@@ -341,6 +342,9 @@ public final class LiveConfig implements AutoCloseable {
                 RedisStore.Builder builder = RedisStore.builder(config.store())
                         .timeout(Duration.ofNanos(config.storeTimeoutNanos())).onFailure(config.onStoreFailure())
                         .connectInBackground(config.storeInBackground());
+                if (config.storePassword() != null) {
+                    builder.password(config.storePassword().value());
+                }
                 return (config.storeTrust() == null ? builder : builder.trust(config.storeTrust())).build();
             });
         } catch (RuntimeException e) {
@@ -405,16 +409,22 @@ public final class LiveConfig implements AutoCloseable {
     }
 
     /**
-     * What the files {@code config} reads besides itself hold now: those of {@code envoy_configs}, and the certificates
-     * of {@code store_trust}, watched as the file is, so that a CA rotated in place opens a new store without an edit of
-     * the configuration (a review found it taken only at the next edit).
+     * What the files {@code config} reads besides itself hold now: those of {@code envoy_configs}, the certificates
+     * of {@code store_trust} and the password of {@code store_password_file}, watched as the file is, so that a CA or
+     * a password rotated in place opens a new store without an edit of the configuration (a review found a CA taken
+     * only at the next edit).
      */
     private static Map<Path, String> otherFiles(ServerConfig config) {
-        if (config.storeTrust() == null) {
+        Path password = config.storePassword() == null ? null : config.storePassword().file();
+        if (config.storeTrust() == null && password == null) {
             return config.envoy().files();
         }
         Map<Path, String> files = new java.util.HashMap<>(config.envoy().files());
-        files.putAll(ConfigLoader.snapshot(java.util.Set.of(config.storeTrust())));
+        for (Path file : new Path[] {config.storeTrust(), password}) {
+            if (file != null) {
+                files.putAll(ConfigLoader.snapshot(java.util.Set.of(file)));
+            }
+        }
         return files;
     }
 

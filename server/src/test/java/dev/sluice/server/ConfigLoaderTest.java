@@ -104,7 +104,7 @@ class ConfigLoaderTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, reject_status, store, store_connect, store_timeout, store_trust, trusted_proxies]",
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, reject_status, store, store_connect, store_password_env, store_password_file, store_timeout, store_trust, trusted_proxies]",
             "a store connected otherwise|store: redis://127.0.0.1:6379\\nstore_connect: later\\npolicies: []|t.yaml:2: store_connect: expected now or background, got \"later\"",
             "memory connected in the background|store_connect: background\\npolicies: []|t.yaml:1: store_connect: the in-memory store has nothing to connect to",
             "a Cluster connected in the background|store: redis-cluster://127.0.0.1:7000\\nstore_connect: background\\npolicies: []|t.yaml:2: store_connect: background is for a single Redis or Sentinel: a Cluster store learns its slots from a node as it is made, got redis-cluster://127.0.0.1:7000",
@@ -330,6 +330,51 @@ class ConfigLoaderTest {
                     reject_status: 503
                 """)).hasMessage("t.yaml:7: policies[0].reject_status: is for HTTP requests; Envoy answers a descriptor"
                 + " over its limit with the status its rate limit filter is given (rate_limited_status)");
+    }
+
+    /**
+     * The Redis password apart from the address, from a secret: a file (its one line, relative to this file) or an
+     * environment variable; never shown, never with one in the address too, never for memory.
+     */
+    @Test
+    void theStorePasswordComesFromAFileOrTheEnvironment(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        java.nio.file.Files.writeString(dir.resolve("pw"), "s3 cr@t/%\n");
+        Path config = java.nio.file.Files.writeString(dir.resolve("a.yaml"),
+                "store: redis://127.0.0.1:6379\nstore_password_file: pw\n" + GOOD);
+        ServerConfig read = ConfigLoader.load(config);
+        assertThat(read.storePassword().value()).isEqualTo("s3 cr@t/%");
+        assertThat(read.storePassword().file()).isEqualTo(dir.resolve("pw"));
+        assertThat(read.toString()).doesNotContain("s3 cr@t").contains("password from " + dir.resolve("pw"));
+        String path = System.getenv("PATH"); // an environment variable every test run has
+        assertThat(ConfigLoader.parse("t.yaml", "store: redis://127.0.0.1:6379\nstore_password_env: PATH\n" + GOOD)
+                .storePassword().value()).isEqualTo(path);
+        String unset = "SLUICE_UNSET_" + System.nanoTime();
+        String[][] bad = {
+            {"store: redis://127.0.0.1:6379\nstore_password_env: " + unset + "\n", "t.yaml:2: store_password_env: the"
+                    + " environment variable " + unset + " is not set"},
+            {"store: redis://127.0.0.1:6379\nstore_password_env: 'A-B'\n", "t.yaml:2: store_password_env: expected the"
+                    + " name of an environment variable, such as REDIS_PASSWORD, got \"A-B\""},
+            {"store: redis://:inline@127.0.0.1:6379\nstore_password_env: PATH\n", "t.yaml:2: store_password_env: the"
+                    + " store's address has a password of its own (redis://:****@127.0.0.1:6379); give it once"},
+            {"store_password_env: PATH\n", "t.yaml:1: store_password_env: the password of a Redis store; the store is"
+                    + " memory"},
+            {"store: redis://127.0.0.1:6379\nstore_password_file: pw\nstore_password_env: PATH\n", "t.yaml:3:"
+                    + " store_password_env: the password is given by store_password_file already (line 2); give one of"
+                    + " the two"},
+        };
+        for (String[] one : bad) {
+            assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", one[0] + GOOD)).hasMessage(one[1]);
+        }
+        java.nio.file.Files.writeString(dir.resolve("empty"), "\n");
+        java.nio.file.Files.writeString(dir.resolve("two"), "a\nb\n");
+        for (String[] one : new String[][] {{"empty", "holds no password (the file is empty)"},
+                {"two", "holds more than one line; a password is one"},
+                {"missing", "cannot read the password: "}}) {
+            Path file = java.nio.file.Files.writeString(dir.resolve(one[0] + ".yaml"),
+                    "store: redis://127.0.0.1:6379\nstore_password_file: " + one[0] + "\n" + GOOD);
+            assertThatThrownBy(() -> ConfigLoader.load(file)).hasMessageStartingWith(file + ":2: store_password_file: "
+                    + dir.resolve(one[0]) + ": " + one[1]);
+        }
     }
 
     /** A primary found through Redis Sentinel: its sentinels, a database, the name they watch it under. */

@@ -130,4 +130,35 @@ class ReloadOnRedisTest {
             }
         }
     }
+
+    /**
+     * {@code store_password_file}: the password from a file, as Kubernetes mounts a Secret, watched as the file is: a
+     * password rotated in place opens a new store with it, no edit of the configuration. A past weakness: the password
+     * could only be written in the address, in the file.
+     */
+    @Test
+    void aPasswordFromAFileIsUsedAndARotatedOneOpensANewStore() throws Exception {
+        try (RedisServer redis = RedisServer.start()) {
+            try (Resp resp = redis.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", "first secret");
+            }
+            Files.writeString(dir.resolve("password"), "first secret\n"); // as a Secret written by hand often ends
+            Path file = dir.resolve("sluice.yaml");
+            Files.writeString(file, "store: " + redis.uri() + "\nstore_password_file: password\n" + POLICIES);
+            try (LiveConfig live = LiveConfig.load(file, new ServerMetrics())) {
+                assertThat(remaining(live, "kept", "10.0.0.3")).isEqualTo(2);
+                assertThat(live.policies().config().toString()).doesNotContain("first secret");
+                Store before = live.store();
+                try (Resp resp = redis.connect()) {
+                    resp.call("AUTH", "first secret");
+                    resp.call("CONFIG", "SET", "requirepass", "second secret");
+                }
+                Files.writeString(dir.resolve("password"), "second secret");
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).isNotSameAs(before);
+                assertThat(remaining(live, "kept", "10.0.0.3")).as("the same Redis, its count kept").isEqualTo(1);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
+            }
+        }
+    }
 }

@@ -30,6 +30,7 @@ import org.yaml.snakeyaml.reader.StreamReader;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
+import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -50,7 +51,8 @@ import java.util.regex.Pattern;
  * Jackson's YAML module), not bound to classes: binding would lose the lines.
  */
 public final class ConfigLoader {
-    private static final Set<String> TOP = Set.of("store", "store_trust", "store_connect", "on_store_failure",
+    private static final Set<String> TOP = Set.of("store", "store_trust", "store_connect", "store_password_file",
+            "store_password_env", "on_store_failure",
             "store_timeout", "max_keys", "reject_status",
             "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
@@ -181,6 +183,7 @@ public final class ConfigLoader {
                 throw error(node, "store_trust", e.getMessage());
             }
         }
+        ServerConfig.StorePassword password = storePassword(top, store);
         boolean inBackground = false;
         if (top.containsKey("store_connect")) {
             Node node = top.get("store_connect");
@@ -312,7 +315,72 @@ public final class ConfigLoader {
         }
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
                 List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust,
-                inBackground);
+                inBackground, password);
+    }
+
+    /**
+     * The Redis store's password given apart from its address, from a secret: {@code store_password_file} (a file, as
+     * Kubernetes mounts a Secret: its text, one line break at its end left out, relative to this file) or
+     * {@code store_password_env} (an environment variable, as Envoy's service takes {@code REDIS_AUTH}); one of the
+     * two, with a Redis store whose address has no password; null without either.
+     */
+    private ServerConfig.StorePassword storePassword(Map<String, Node> top, String store) throws ConfigException {
+        Node file = top.get("store_password_file");
+        Node variable = top.get("store_password_env");
+        if (file == null && variable == null) {
+            return null;
+        }
+        String field = file != null ? "store_password_file" : "store_password_env";
+        Node node = file != null ? file : variable;
+        if (file != null && variable != null) {
+            throw error(variable, "store_password_env", "the password is given by store_password_file already (line "
+                    + line(file) + "); give one of the two");
+        }
+        if (store.equals("memory")) {
+            throw error(node, field, "the password of a Redis store; the store is memory");
+        }
+        try {
+            if (RedisStore.hasPassword(store)) {
+                throw error(node, field, "the store's address has a password of its own (" + RedisStore.shown(store)
+                        + "); give it once");
+            }
+        } catch (IllegalArgumentException e) {
+            throw error(top.get("store"), "store", e.getMessage());
+        }
+        String name = scalar(node, field);
+        String value;
+        Path path = null;
+        if (file != null) {
+            try {
+                path = base().resolve(name);
+            } catch (InvalidPathException e) {
+                throw error(node, field, "\"" + name + "\" is not a path: " + e.getReason());
+            }
+            try {
+                value = Files.readString(path);
+            } catch (IOException e) {
+                throw error(node, field, path + ": cannot read the password: " + e.getMessage());
+            }
+            value = value.endsWith("\r\n") ? value.substring(0, value.length() - 2)
+                    : value.endsWith("\n") ? value.substring(0, value.length() - 1) : value;
+            if (value.isEmpty()) {
+                throw error(node, field, path + ": holds no password (the file is empty)");
+            }
+            if (value.indexOf('\n') >= 0) {
+                throw error(node, field, path + ": holds more than one line; a password is one");
+            }
+        } else {
+            if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+                throw error(node, field, "expected the name of an environment variable, such as REDIS_PASSWORD, got \""
+                        + name + "\"");
+            }
+            value = System.getenv(name);
+            if (value == null || value.isEmpty()) {
+                throw error(node, field, "the environment variable " + name + " is " + (value == null ? "not set"
+                        : "empty"));
+            }
+        }
+        return new ServerConfig.StorePassword(path, file != null ? null : name, value);
     }
 
     /**

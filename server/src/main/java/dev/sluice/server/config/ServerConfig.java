@@ -22,11 +22,34 @@ import java.util.Set;
  * @param storeTrust     the certificates (PEM) a TLS store's server must be signed by; null: the JVM's trust store
  * @param storeInBackground {@code store_connect: background}: a Redis that cannot be reached as the store is opened
  *                       is connected to in the background, each decision meanwhile {@code on_store_failure}'s
+ * @param storePassword  the Redis store's password given apart from its address ({@code store_password_file},
+ *                       {@code store_password_env}); null without one
  */
 public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
                            List<String> trustedProxies, Set<HeaderSet> headers, Set<HeaderSet> envoyHeaders,
                            List<PolicyConfig> policies, Envoy envoy, int storeLine, java.nio.file.Path storeTrust,
-                           boolean storeInBackground) {
+                           boolean storeInBackground, StorePassword storePassword) {
+    /**
+     * A password read from a secret: where from ({@code file}: the file, watched as the configuration is, so that a
+     * secret rotated in place opens a new store; or the environment variable), and what it is, never shown.
+     */
+    public record StorePassword(java.nio.file.Path file, String variable, String value) {
+        @Override
+        public String toString() {
+            return "password from " + (file != null ? file : "$" + variable); // a record would print the password
+        }
+
+        /** What tells two passwords apart, without the password itself: its SHA-256. */
+        public String fingerprint() {
+            try {
+                return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                        .digest(value.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            } catch (java.security.NoSuchAlgorithmException e) {
+                throw new IllegalStateException(e); // every JVM has SHA-256
+            }
+        }
+    }
+
     /** The sets of rate limit response headers. */
     public enum HeaderSet {
         /** {@code RateLimit-Policy} and {@code RateLimit} (draft-ietf-httpapi-ratelimit-headers-10). */
