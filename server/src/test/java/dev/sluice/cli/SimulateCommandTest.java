@@ -166,8 +166,16 @@ class SimulateCommandTest {
         // a directory of its own: simulations running elsewhere on the machine hold theirs in the temporary one (a
         // review's, running beside a build, failed this test)
         SimulateCommand.heldIn = Files.createDirectory(dir.resolve("held"));
-        try {
+        try (java.nio.file.WatchService watch = SimulateCommand.heldIn.getFileSystem().newWatchService()) {
+            java.nio.file.WatchKey key = SimulateCommand.heldIn.register(watch, java.nio.file.StandardWatchEventKinds.ENTRY_CREATE);
             simulateWithABadLineFarIn();
+            // the held decisions were made there, then removed: else "none left" would hold of a directory never used
+            java.nio.file.WatchKey heard = watch.poll(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(heard).isSameAs(key);
+            assertThat(heard.pollEvents()).extracting(event -> event.context().toString())
+                    .anyMatch(name -> name.startsWith("sluice-simulate-"));
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
         } finally {
             SimulateCommand.heldIn = null;
         }
