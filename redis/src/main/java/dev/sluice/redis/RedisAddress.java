@@ -224,6 +224,14 @@ final class RedisAddress {
         }
         try {
             RedisURI address = RedisURI.create(node);
+            Matcher credentials = CREDENTIALS.matcher(node);
+            if (address.getUsername() == null && credentials.find() && credentials.group(2) != null
+                    && !credentials.group(2).isEmpty()) {
+                // redis://user:@host, a user whose password is given apart (RedisStore.Builder#password): Lettuce drops
+                // a user without a password, and the store would have authenticated as the default user (a review)
+                address.setUsername(java.net.URLDecoder.decode(credentials.group(2).replace("+", "%2B"),
+                        java.nio.charset.StandardCharsets.UTF_8)); // percent-decoded, as the password is; a + is a +
+            }
             // the URI's timeout bounds the connection handshake; each call is bounded by TimeoutOptions instead
             address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
             return address;

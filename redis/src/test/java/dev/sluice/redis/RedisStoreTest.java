@@ -109,10 +109,20 @@ class RedisStoreTest {
             try (RedisStore own = RedisStore.builder(guarded.uri() + "/2").password(secret).raiseFailures(true).build()) {
                 assertThat(own.decide(rule, "k", 3, Store.STORE_CLOCK).remaining()).isEqualTo(7);
             }
-            try (RedisStore own = RedisStore.builder("redis://default:@127.0.0.1:" + guarded.port()).password(secret)
+            // with a user of its own, redis://user:@host: authenticated as that user, not as the default one (a review
+            // found the user dropped, and the store connected as the default user with that user's password refused)
+            try (Resp resp = guarded.connect()) {
+                resp.call("AUTH", secret);
+                resp.call("ACL", "SETUSER", "app", "on", ">app secret", "~sluice:*", "+@all");
+            }
+            try (RedisStore own = RedisStore.builder("redis://app:@127.0.0.1:" + guarded.port()).password("app secret")
                     .raiseFailures(true).build()) {
-                assertThat(own.decide(rule, "k", 1, Store.STORE_CLOCK).remaining()).as("with a user, database 0")
+                assertThat(own.decide(rule, "k", 1, Store.STORE_CLOCK).remaining()).as("as app, database 0")
                         .isEqualTo(9);
+                try (Resp resp = guarded.connect()) {
+                    resp.call("AUTH", secret);
+                    assertThat(String.valueOf(resp.call("CLIENT", "LIST"))).contains(" user=app ");
+                }
             }
             assertThatThrownBy(() -> RedisStore.builder(guarded.uri()).password("wrong").build())
                     .hasMessageContaining("AUTH refused: WRONGPASS");
