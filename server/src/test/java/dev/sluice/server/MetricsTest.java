@@ -82,15 +82,23 @@ class MetricsTest {
      * store that rejects new keys when full counts them, one that evicts (the default) counts the keys evicted.
      */
     /**
-     * In an application's registry (Spring Boot's), Sluice's meters keep their names beside the application's, the
-     * JVM's are not added twice, and closing takes Sluice's away and leaves the application's.
+     * In an application's registry (Spring Boot's, with its common tags), Sluice's meters keep their names beside the
+     * application's, the JVM's are not added twice, and closing takes this one's away, those counted late too, and
+     * leaves the application's; a second one on the same registry is refused while the first holds it (a review
+     * found a second's gauges reading the first's state, and the first's closing taking the second's meters).
      */
     @Test
     void theMetersCanLiveInTheApplicationsRegistry() {
         io.micrometer.core.instrument.simple.SimpleMeterRegistry application =
                 new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        application.config().commonTags("application", "shop");
         application.counter("orders.placed").increment();
         ServerMetrics metrics = new ServerMetrics(application);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ServerMetrics(application))
+                .hasMessage("the application's registry (a SimpleMeterRegistry) holds the meters of another"
+                        + " ServerMetrics, not closed: one to a registry, as a second's, of the same names, would be the"
+                        + " first's");
+        metrics.gatewayFailed("502");
         metrics.watchDecisions("p");
         metrics.rejected("p");
         assertThat(application.get("sluice.decisions").tags("policy", "p", "outcome", "rejected").counter().count())
@@ -98,12 +106,22 @@ class MetricsTest {
         assertThat(application.get("sluice.decisions").tags("policy", "p", "outcome", "allowed").counter().count())
                 .isZero();
         assertThat(application.get("sluice.requests").tags("outcome", "rejected").counter().count()).isEqualTo(1.0);
+        assertThat(application.get("sluice.gateway.failures").tags("what", "502", "application", "shop").counter().count())
+                .isEqualTo(1.0);
         assertThat(application.getMeters()).noneMatch(meter -> meter.getId().getName().startsWith("jvm."));
         org.assertj.core.api.Assertions.assertThatThrownBy(metrics::scrape).hasMessage("Sluice's metrics are in the"
                 + " application's registry, a SimpleMeterRegistry, which has no Prometheus text: the application serves"
                 + " them");
         metrics.close();
         assertThat(application.getMeters()).extracting(meter -> meter.getId().getName()).containsExactly("orders.placed");
+        metrics.gatewayFailed("504"); // counted late, by a request still being answered
+        metrics.reloaded(false);
+        assertThat(application.getMeters()).extracting(meter -> meter.getId().getName()).containsExactly("orders.placed");
+        try (ServerMetrics next = new ServerMetrics(application)) { // the registry is free again
+            next.rejected("q");
+            assertThat(application.get("sluice.decisions").tags("policy", "q", "outcome", "rejected").counter().count())
+                    .isEqualTo(1.0);
+        }
     }
 
     @Test

@@ -146,7 +146,12 @@ public final class SluiceFilter implements Filter {
             return new ServerMetrics();
         }
         if (metrics.equals("global")) {
-            return new ServerMetrics(io.micrometer.core.instrument.Metrics.globalRegistry);
+            try {
+                return new ServerMetrics(io.micrometer.core.instrument.Metrics.globalRegistry);
+            } catch (IllegalArgumentException e) { // another filter's there already
+                throw new ServletException("filter " + config.getFilterName() + ": init parameter metrics: global: "
+                        + e.getMessage());
+            }
         }
         throw new ServletException("filter " + config.getFilterName() + ": init parameter metrics: \"" + metrics
                 + "\": expected own (a registry of Sluice's own, the default) or global (Micrometer's global registry)");

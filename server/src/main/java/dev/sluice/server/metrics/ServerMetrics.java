@@ -44,11 +44,20 @@ import java.util.function.ToLongFunction;
  * closed.
  */
 public final class ServerMetrics implements AutoCloseable {
-    /** The start of every name of Sluice's meters, as Micrometer writes them ({@code sluice.decisions}). */
-    private static final String PREFIX = "sluice.";
+    /**
+     * Where Sluice's meters are registered: a Prometheus registry of their own, or, in an application's registry, a
+     * composite over it that holds just these meters, so that {@link #close} knows which are this one's.
+     */
     private final MeterRegistry registry;
-    /** Whether {@link #registry} is Sluice's own, or an application's, which Sluice's meters only visit. */
+    /** Whether {@link #registry} is Sluice's own; else {@link #application} is the registry the meters visit. */
     private final boolean own;
+    private final MeterRegistry application;
+    /**
+     * The applications' registries that hold a {@code ServerMetrics}'s meters now: a second one's, of the same names,
+     * would be the first's (its gauges reading the first's state), and the first's closing would take them away.
+     */
+    private static final java.util.Set<MeterRegistry> TAKEN =
+            java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
     /**
      * The JVM's collections, heard through listeners on the JVM's own beans: they outlive this unless closed. Null in
      * an application's registry, which has the JVM's meters of its own.
@@ -78,23 +87,36 @@ public final class ServerMetrics implements AutoCloseable {
 
     /** Sluice's meters and the JVM's, in a Prometheus registry of their own ({@link #scrape}: the server's /metrics). */
     public ServerMetrics() {
-        this(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), true);
+        this(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), (MeterRegistry) null);
     }
 
     /**
      * Sluice's meters in an application's registry, under the same names: Spring Boot's {@code MeterRegistry}, or
      * Micrometer's {@code Metrics.globalRegistry}, so they are served where the application serves its own (Spring's
      * {@code /actuator/prometheus}). The JVM's meters are left to the application, which has its own; {@link #close}
-     * removes Sluice's from the registry. One {@code ServerMetrics} to a registry: a second one's meters of the same
-     * names would be the first's.
+     * removes Sluice's from the registry, those of this one only.
+     *
+     * @throws IllegalArgumentException if another {@code ServerMetrics}, not closed, has its meters there: one to a
+     *                                  registry, as a second one's meters of the same names would be the first's
      */
     public ServerMetrics(MeterRegistry application) {
-        this(java.util.Objects.requireNonNull(application, "the application's registry"), false);
+        this(over(java.util.Objects.requireNonNull(application, "the application's registry")), application);
     }
 
-    private ServerMetrics(MeterRegistry registry, boolean own) {
+    /** A composite over {@code application}, which it is the one {@code ServerMetrics} of. */
+    private static MeterRegistry over(MeterRegistry application) {
+        if (!TAKEN.add(application)) {
+            throw new IllegalArgumentException("the application's registry (a " + application.getClass().getSimpleName()
+                    + ") holds the meters of another ServerMetrics, not closed: one to a registry, as a second's, of the"
+                    + " same names, would be the first's");
+        }
+        return new io.micrometer.core.instrument.composite.CompositeMeterRegistry().add(application);
+    }
+
+    private ServerMetrics(MeterRegistry registry, MeterRegistry application) {
         this.registry = registry;
-        this.own = own;
+        this.own = application == null;
+        this.application = application;
         this.collections = own ? new JvmGcMetrics() : null;
         // buckets from 1 µs: Micrometer's default first bucket, 1 ms, held nearly every decision of a healthy store (an
         // in-memory one takes about a microsecond, a Redis on the same network tens of them), so the dashboard's
@@ -164,13 +186,26 @@ public final class ServerMetrics implements AutoCloseable {
             collections.close();
             return;
         }
-        // an application's registry outlives a filter undeployed or replaced: Sluice's meters leave it, or they would
-        // go on being served, frozen, and keep this (their functions read it) for as long as the application lives
+        // an application's registry outlives a filter undeployed or replaced: this one's meters leave it, or they would
+        // go on being served, frozen, and keep this (their functions read it) for as long as the application lives.
+        // The composite lets go of it first: a meter registered after (a late count) stays out of it
+        ((io.micrometer.core.instrument.composite.CompositeMeterRegistry) registry).remove(application);
         for (Meter meter : registry.getMeters()) {
-            if (meter.getId().getName().startsWith(PREFIX)) {
-                registry.remove(meter);
-            }
+            removeFrom(application, meter.getId());
         }
+        TAKEN.remove(application);
+    }
+
+    /**
+     * Removes the meter {@code id} (as registered, before the registry's filters: Spring's common tags) from
+     * {@code registry}, and from every registry under it if it is a composite (Micrometer's global registry): a
+     * composite's meters live in the registries under it, where a composite over it registers them directly.
+     */
+    private static void removeFrom(MeterRegistry registry, Meter.Id id) {
+        if (registry instanceof io.micrometer.core.instrument.composite.CompositeMeterRegistry composite) {
+            composite.getRegistries().forEach(under -> removeFrom(under, id));
+        }
+        registry.removeByPreFilterId(id);
     }
 
     /** What a store's failure policy counts ({@link RedisStore.Counts}), and the meter of each by store kind. */
@@ -428,10 +463,11 @@ public final class ServerMetrics implements AutoCloseable {
      *                               serves its meters its own way
      */
     public String scrape() {
-        if (registry instanceof PrometheusMeterRegistry prometheus) {
+        MeterRegistry holder = own ? registry : application;
+        if (holder instanceof PrometheusMeterRegistry prometheus) {
             return prometheus.scrape();
         }
         throw new IllegalStateException("Sluice's metrics are in the application's registry, a "
-                + registry.getClass().getSimpleName() + ", which has no Prometheus text: the application serves them");
+                + holder.getClass().getSimpleName() + ", which has no Prometheus text: the application serves them");
     }
 }
