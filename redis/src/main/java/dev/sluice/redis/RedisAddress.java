@@ -40,6 +40,11 @@ final class RedisAddress {
     private RedisAddress() {
     }
 
+    /** Whether {@code uri} is reached over TLS: {@code rediss://}, {@code rediss-cluster://}, {@code rediss-sentinel://}. */
+    static boolean isTls(String uri) {
+        return uri.startsWith("rediss://") || uri.startsWith(TLS_CLUSTER) || uri.startsWith(TLS_SENTINEL);
+    }
+
     /** Whether {@code uri} names a Cluster. */
     static boolean isCluster(String uri) {
         return uri.startsWith(CLUSTER) || uri.startsWith(TLS_CLUSTER);
@@ -106,7 +111,8 @@ final class RedisAddress {
         int hash = uri.lastIndexOf('#');
         if (hash < 0 || hash == uri.length() - 1) {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Sentinel address names"
-                    + " the primary its sentinels watch, after #: redis-sentinel://host:port,host:port#name");
+                    + " the primary its sentinels watch, after #: " + uri.substring(0, uri.indexOf("://") + 3)
+                    + "host:port,host:port#name");
         }
         String sentinels = uri.substring(0, hash);
         String nodes = authorityOf(sentinels);
@@ -114,7 +120,8 @@ final class RedisAddress {
         for (String node : nodes.split(",", -1)) {
             if (node.isBlank()) {
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a sentinel is missing"
-                        + " between commas; expected redis-sentinel://host:port,host:port#name");
+                        + " between commas; expected " + uri.substring(0, uri.indexOf("://") + 3)
+                        + "host:port,host:port#name");
             }
             RedisURI sentinel = address(scheme + node.trim(), uri, timeout); // its host and port, as any node's
             each.add(RedisURI.create(sentinel.getHost(), portOf("redis://" + node.trim()) == null ? 26379

@@ -545,6 +545,14 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
+     * Whether the address {@code uri} is reached over TLS: {@code rediss://}, {@code rediss-cluster://},
+     * {@code rediss-sentinel://}.
+     */
+    public static boolean speaksTls(String uri) {
+        return RedisAddress.isTls(uri);
+    }
+
+    /**
      * Opens one connection per I/O thread; if one fails, the client and its threads are shut down (which
      * closes the connections made) before the failure goes on.
      */

@@ -165,18 +165,18 @@ final class ServiceOptions {
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopDelayNanos > 0) {
-                // on the output, as the lines of the start: the log's own handlers may be closed by now (JUL's
-                // shutdown hook resets them, in no order with this one)
-                out.println("sluice: asked to stop: /healthz answers 503 for "
-                        + dev.sluice.DurationFormat.format(stopDelayNanos) + ", everyone served meanwhile; then no"
-                        + " new connection, and up to " + dev.sluice.DurationFormat.format(drainNanos)
-                        + " for the requests under way");
-                out.flush();
+                boolean told = false;
                 for (AutoCloseable one : running) {
                     if (one instanceof Drains draining) {
-                        draining.announceStopping();
+                        told |= draining.announceStopping();
                     }
                 }
+                // on the output, as the lines of the start
+                out.println("sluice: asked to stop: serving everyone for " + dev.sluice.DurationFormat.format(stopDelayNanos)
+                        + " more" + (told ? " (health checks answer that it is stopping: /healthz 503)" : "")
+                        + "; then no new connection, and up to " + dev.sluice.DurationFormat.format(drainNanos)
+                        + " for the requests under way");
+                out.flush();
                 try {
                     TimeUnit.NANOSECONDS.sleep(stopDelayNanos);
                 } catch (InterruptedException e) {
@@ -211,6 +211,7 @@ final class ServiceOptions {
                     // shutting down anyway
                 }
             }
+            LastingLogManager.closeAll(); // nothing more to log
             stopped.countDown();
         }));
         stopped.await();

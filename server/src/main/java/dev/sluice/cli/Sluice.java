@@ -28,6 +28,9 @@ public final class Sluice {
     }
 
     public static void main(String[] args) {
+        if (System.getProperty("java.util.logging.manager") == null) { // before anything logs: see LastingLogManager
+            System.setProperty("java.util.logging.manager", LastingLogManager.class.getName());
+        }
         // the time zone's rules, loaded now: java.util.logging loads them at its first line, and a server out of file
         // descriptors (a flood of connections) failed to load them there; the error killed the thread that accepts
         // gRPC connections, which never accepted one again (found by attacking the port)
@@ -36,19 +39,24 @@ public final class Sluice {
         System.exit(run(args, System.in, System.out, new PrintWriter(System.err, true, StandardCharsets.UTF_8)));
     }
 
-    /** The format of each line of the log, unless the user gave one: {@link #oneLineLogs}. */
-    static final String LOG_FORMAT = "%1$tFT%1$tT.%1$tL%1$tz %4$s %3$s: %5$s%6$s%n";
-
     /**
-     * Each event of the log on one line, its time with the zone, as log shippers (Fluent Bit, Loki, a container's
-     * log) take a line for a record: the JDK's own format wrote two, the level apart from its message, and the time
-     * without its zone (a review from Kubernetes' side). A format or configuration the user gave is kept.
+     * Each event of the log on one line ({@link OneLineFormatter}), unless the user configured the log: a
+     * configuration file or class of their own, or a format or formatter in the JDK's {@code logging.properties}.
      */
     private static void oneLineLogs() {
-        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null
-                && System.getProperty("java.util.logging.config.file") == null
-                && System.getProperty("java.util.logging.config.class") == null) {
-            System.setProperty("java.util.logging.SimpleFormatter.format", LOG_FORMAT);
+        java.util.logging.LogManager logs = java.util.logging.LogManager.getLogManager();
+        String formatter = logs.getProperty("java.util.logging.ConsoleHandler.formatter");
+        if (System.getProperty("java.util.logging.config.file") != null
+                || System.getProperty("java.util.logging.config.class") != null
+                || System.getProperty("java.util.logging.SimpleFormatter.format") != null
+                || logs.getProperty("java.util.logging.SimpleFormatter.format") != null
+                || formatter != null && !formatter.equals(java.util.logging.SimpleFormatter.class.getName())) {
+            return;
+        }
+        for (java.util.logging.Handler handler : java.util.logging.Logger.getLogger("").getHandlers()) {
+            if (handler instanceof java.util.logging.ConsoleHandler) {
+                handler.setFormatter(new OneLineFormatter());
+            }
         }
     }
 

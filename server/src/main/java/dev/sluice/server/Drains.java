@@ -11,8 +11,11 @@ public interface Drains {
      * The process will stop taking clients soon ({@code --stop-delay}): health checks say so from now on (HTTP 503,
      * gRPC {@code NOT_SERVING}), so that load balancers, and Kubernetes' endpoints, take this server out while it
      * still serves everyone who comes; returns at once. Nothing else changes until {@link #startDraining}.
+     *
+     * @return whether it has health checks that now say so (the gateway's own port has none)
      */
-    default void announceStopping() {
+    default boolean announceStopping() {
+        return false;
     }
 
     /** Takes no new client from now on; returns at once. */

@@ -21,7 +21,8 @@ final class RejectionLog {
                 String policy = one.policy().name();
                 log.say(policy, () -> "policy " + policy + (outcome == Checked.Outcome.REJECTED ? " rejected "
                         : " (shadow) would have rejected ") + printable(request.method()) + " " + printable(request.path())
-                        + " from " + request.ip() + (one.decision().never() ? " (its cost can never fit)"
+                        + (request.ip() == null ? "" : " from " + printable(request.ip()))
+                        + (one.decision().never() ? " (its cost can never fit)"
                         : " (retry after " + DurationFormat.toMillisCeil(one.decision().retryAfterNanos()) + " ms)"),
                         "rejections by this policy");
             }

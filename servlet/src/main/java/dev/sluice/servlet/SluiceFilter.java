@@ -41,7 +41,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <ul>
  *   <li>Admitted: the rate limit headers are set on the response, and the request goes on down the chain.</li>
- *   <li>Rejected: {@code 429} with {@code Retry-After}, the headers and
+ *   <li>Rejected: {@code 429} (or the policy's {@code reject_status}) with {@code Retry-After}, the headers and
  *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the application never sees it.</li>
  *   <li>{@code mode: delay}: the request waits its turn, then goes on. Where asynchronous processing is supported
  *       (this filter and those before it marked {@code async-supported}) it waits without a thread, asynchronous,

@@ -30,7 +30,6 @@ import org.yaml.snakeyaml.reader.StreamReader;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
-import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -168,8 +167,7 @@ public final class ConfigLoader {
         Path trust = null;
         if (top.containsKey("store_trust")) {
             Node node = top.get("store_trust");
-            if (!store.startsWith("rediss://") && !store.startsWith("rediss-cluster://")
-                    && !store.startsWith("rediss-sentinel://")) {
+            if (!RedisStore.speaksTls(store)) {
                 throw error(node, "store_trust", "the certificates a TLS store trusts; the store is not one (rediss://,"
                         + " rediss-cluster:// or rediss-sentinel://), got " + RedisStore.shown(store));
             }
@@ -357,9 +355,9 @@ public final class ConfigLoader {
                 throw error(node, field, "\"" + name + "\" is not a path: " + e.getReason());
             }
             try {
-                value = Files.readString(path);
-            } catch (IOException e) {
-                throw error(node, field, path + ": cannot read the password: " + e.getMessage());
+                value = TextFile.read(path); // as the watch reads it: bounded, strict UTF-8
+            } catch (ConfigException e) {
+                throw error(node, field, e.getMessage());
             }
             value = value.endsWith("\r\n") ? value.substring(0, value.length() - 2)
                     : value.endsWith("\n") ? value.substring(0, value.length() - 1) : value;

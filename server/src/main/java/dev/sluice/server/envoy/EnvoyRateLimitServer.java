@@ -183,9 +183,10 @@ public final class EnvoyRateLimitServer implements AutoCloseable, dev.sluice.ser
 
     /** gRPC's health service answers {@code NOT_SERVING} from now on (Envoy's health checks take it out); calls go on. */
     @Override
-    public void announceStopping() {
+    public boolean announceStopping() {
         health.setStatus(RateLimitServiceGrpc.SERVICE_NAME, ServingStatus.NOT_SERVING);
         health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, ServingStatus.NOT_SERVING);
+        return true;
     }
 
     /**

@@ -525,8 +525,9 @@ public final class ApiServer implements AutoCloseable, Drains {
 
     /** {@code /healthz} answers 503 {@code "stopping"} from now on; everything else is served as before. */
     @Override
-    public void announceStopping() {
+    public boolean announceStopping() {
         stopping = true;
+        return true;
     }
 
     /** Stops as the process is asked to ({@link Draining}): no new connection, each closed once its answer is over. */

@@ -32,7 +32,7 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>Admitted: forwarded, the upstream's answer returned with the rate limit headers added. In delay mode
  *       the request waits on a timer of the event loop first (no thread is held), then goes on.</li>
- *   <li>Rejected: {@code 429} with {@code Retry-After}, the rate limit headers and
+ *   <li>Rejected: {@code 429} (or the policy's {@code reject_status}) with {@code Retry-After}, the rate limit headers and
  *       {@code {"error":"rate limited","policy":...,"retry_after_ms":...}}; the upstream never sees it.</li>
  *   <li>Shadow policies count and never reject. A malformed cost header is a {@code 400} that names it.</li>
  *   <li>A concurrency policy holds the request's place from its admission until its answer has been sent (or

@@ -61,27 +61,31 @@ public final class TrustedProxies {
                 throw new IllegalArgumentException("expected a network such as 10.0.0.0/8 or 2001:db8::/32, or an"
                         + " address, got \"" + cidr + "\"");
             }
-            int most = address.length * 8;
-            int bits = matcher.group(2) == null ? most : Integer.parseInt(matcher.group(2));
-            if (address.length == 4 && matcher.group(1).indexOf(':') >= 0) {
+            // as written: an IPv6 network's, an IPv4-mapped one's (::ffff:10.0.0.0/104) too
+            boolean six = matcher.group(1).indexOf(':') >= 0;
+            int most = six ? 128 : 32;
+            int written = matcher.group(2) == null ? most : Integer.parseInt(matcher.group(2));
+            if (written > most) {
+                throw new IllegalArgumentException("\"" + cidr + "\": an " + (six ? "IPv6" : "IPv4")
+                        + " network has at most /" + most);
+            }
+            int bits = written;
+            if (address.length == 4 && six) {
                 // ::ffff:10.0.0.0/104, an IPv4-mapped network: the IPv4 one it maps, as its clients are given as IPv4
-                bits = matcher.group(2) == null ? 32 : bits - 96;
+                bits = written - 96;
                 if (bits < 0) {
                     throw new IllegalArgumentException("\"" + cidr + "\" maps IPv4 addresses only from /96 on: write"
                             + " the IPv4 network, such as 10.0.0.0/8");
                 }
             }
-            if (bits > most) {
-                throw new IllegalArgumentException("\"" + cidr + "\": an " + (most == 32 ? "IPv4" : "IPv6")
-                        + " network has at most /" + most);
-            }
             Network network = new Network(masked(address, bits), bits);
             if (!java.util.Arrays.equals(network.address(), address)) {
                 // 10.0.0.1/8 trusts sixteen million addresses to set X-Forwarded-For, where one was most likely meant
                 // (nginx warns of it; a review found it taken silently)
-                throw new IllegalArgumentException("\"" + cidr + "\" has bits set past its /" + bits
-                        + ": write the network " + text(network.address()) + "/" + bits + ", or "
-                        + matcher.group(1) + "/" + most + " for the one address");
+                throw new IllegalArgumentException("\"" + cidr + "\" has bits set past its /" + written
+                        + ": write the network " + (six && address.length == 4 ? "::ffff:" : "")
+                        + text(network.address()) + "/" + written + ", or " + matcher.group(1) + "/" + most
+                        + " for the one address");
             }
             networks.add(network);
         }

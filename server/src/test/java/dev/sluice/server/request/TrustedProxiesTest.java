@@ -141,6 +141,12 @@ class TrustedProxiesTest {
                 + " set past its /32: write the network 2001:db8:0:0:0:0:0:0/32, or 2001:db8::1/128 for the one address");
         assertThatThrownBy(() -> TrustedProxies.of(List.of("10.0.0.1/8"))).hasMessage("\"10.0.0.1/8\" has bits set"
                 + " past its /8: write the network 10.0.0.0/8, or 10.0.0.1/32 for the one address");
+        assertThatThrownBy(() -> TrustedProxies.of(List.of("::ffff:10.0.0.1/104"))).hasMessage("\"::ffff:10.0.0.1/104\""
+                + " has bits set past its /104: write the network ::ffff:10.0.0.0/104, or ::ffff:10.0.0.1/128 for the one"
+                + " address");
+        assertThat(TrustedProxies.of(List.of("::ffff:10.0.0.1/128")).trusts("10.0.0.1")).isTrue();
+        assertThatThrownBy(() -> TrustedProxies.of(List.of("::ffff:10.0.0.0/129")))
+                .hasMessage("\"::ffff:10.0.0.0/129\": an IPv6 network has at most /128");
         assertThatThrownBy(() -> TrustedProxies.of(List.of("::ffff:10.0.0.0/64")))
                 .hasMessage("\"::ffff:10.0.0.0/64\" maps IPv4 addresses only from /96 on: write the IPv4 network, such"
                         + " as 10.0.0.0/8");

@@ -1,0 +1,34 @@
+package dev.sluice.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.util.Locale;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Each event of the log one line, whatever it holds: a message of several lines, a stack trace, a foreign locale. */
+class OneLineFormatterTest {
+    @Test
+    void anEventIsOneLineWithItsTimeZoneLevelAndLogger() {
+        LogRecord record = new LogRecord(Level.SEVERE, "first\nsecond\r\nthird");
+        record.setLoggerName("sluice");
+        record.setThrown(new IOException("refused", new IllegalStateException("deeper")));
+        Locale before = Locale.getDefault();
+        Locale.setDefault(Locale.GERMANY); // where the JDK's own format writes SCHWERWIEGEND
+        String line;
+        try {
+            line = new OneLineFormatter().format(record);
+        } finally {
+            Locale.setDefault(before);
+        }
+        assertThat(line).endsWith(System.lineSeparator());
+        String body = line.substring(0, line.length() - System.lineSeparator().length());
+        assertThat(body).doesNotContain("\n", "\r")
+                .matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}[+-]\\d{4} SEVERE sluice: first\\\\nsecond"
+                        + "\\\\nthird \\| java\\.io\\.IOException: refused\\\\n\\tat .*Caused by: java\\.lang\\."
+                        + "IllegalStateException: deeper.*");
+    }
+}
