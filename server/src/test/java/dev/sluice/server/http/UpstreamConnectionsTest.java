@@ -93,6 +93,91 @@ class UpstreamConnectionsTest {
     }
 
     /**
+     * A name of several addresses (a headless Service): each new connection goes to the next address, as nginx and
+     * Envoy spread them. A past weakness: the first address took every connection.
+     */
+    @Test
+    void theConnectionsToANameOfSeveralAddressesGoToEachInTurn() throws Exception {
+        java.net.DatagramSocket dns = new java.net.DatagramSocket(0, InetAddress.getLoopbackAddress());
+        Thread answering = new Thread(() -> answerTwoAddresses(dns));
+        answering.setDaemon(true);
+        answering.start();
+        Vertx named = Vertx.vertx(new io.vertx.core.VertxOptions().setAddressResolverOptions(EventLoops.resolving()
+                .setServers(List.of("127.0.0.1:" + dns.getLocalPort())).setOptResourceEnabled(false)
+                .setHostsValue(io.vertx.core.buffer.Buffer.buffer("# none\n"))));
+        try (ServerSocket second = new ServerSocket(upstream.getLocalPort(), 50, InetAddress.getByName("127.0.0.2"))) {
+            List<String> reached = new CopyOnWriteArrayList<>();
+            Thread accepting = new Thread(() -> {
+                try {
+                    while (true) {
+                        Socket socket = second.accept();
+                        accepted.add(socket);
+                        reached.add("127.0.0.2");
+                    }
+                } catch (IOException closed) {
+                    // the test is over
+                }
+            });
+            accepting.setDaemon(true);
+            accepting.start();
+            EventLoop namedLoop = (EventLoop) named.nettyEventLoopGroup().next();
+            UpstreamConnections connections = new UpstreamConnections((VertxInternal) named, namedLoop, "upstream.test",
+                    upstream.getLocalPort(), null, 10_000, 2_000, 8);
+            Told[] leases = new Told[4];
+            CompletableFuture<Void> asked = new CompletableFuture<>();
+            namedLoop.execute(() -> {
+                for (int i = 0; i < leases.length; i++) {
+                    leases[i] = new Told();
+                    connections.lease(leases[i]);
+                }
+                asked.complete(null);
+            });
+            asked.get(10, TimeUnit.SECONDS);
+            List<String> remotes = new java.util.ArrayList<>();
+            for (Told lease : leases) {
+                remotes.add(((java.net.InetSocketAddress) lease.granted.get(10, TimeUnit.SECONDS).remoteAddress())
+                        .getAddress().getHostAddress());
+            }
+            assertThat(remotes).as("four connections, over both addresses").contains("127.0.0.1", "127.0.0.2");
+        } finally {
+            named.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            dns.close();
+        }
+    }
+
+    /**
+     * A DNS server of the test's own: every question for an A record is answered 127.0.0.1 and 127.0.0.2, any other
+     * with no record, as a headless Service's name is answered with its pods.
+     */
+    private static void answerTwoAddresses(java.net.DatagramSocket dns) {
+        byte[] buffer = new byte[512];
+        try {
+            while (true) {
+                java.net.DatagramPacket query = new java.net.DatagramPacket(buffer, buffer.length);
+                dns.receive(query);
+                byte[] in = query.getData();
+                int end = 12;
+                while (in[end] != 0) {
+                    end += (in[end] & 0xFF) + 1; // the labels of the name
+                }
+                end += 5; // its zero, its type and class
+                boolean a = in[end - 4] == 0 && in[end - 3] == 1;
+                java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+                out.write(in, 0, 2); // the query's id
+                out.write(new byte[] {(byte) 0x81, (byte) 0x80, 0, 1, 0, (byte) (a ? 2 : 0), 0, 0, 0, 0}, 0, 10);
+                out.write(in, 12, end - 12); // the question
+                for (int last = 1; a && last <= 2; last++) {
+                    out.write(new byte[] {(byte) 0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, (byte) last}, 0, 16);
+                }
+                byte[] answer = out.toByteArray();
+                dns.send(new java.net.DatagramPacket(answer, answer.length, query.getSocketAddress()));
+            }
+        } catch (IOException closed) {
+            // the test is over
+        }
+    }
+
+    /**
      * A past bug a review found: a connection that closed as its exchange ended (an answer ended by the upstream's
      * close) was given back after its place had been freed, and granted to the next request waiting, which then
      * waited for good on a closed connection.
