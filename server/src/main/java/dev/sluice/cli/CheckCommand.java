@@ -67,7 +67,9 @@ final class CheckCommand implements Callable<Integer> {
     private static String cost(PolicyConfig policy) {
         String cost = policy.costHeader() != null ? ", cost header:" + policy.costHeader()
                 : policy.cost() != 1 ? ", cost " + policy.cost() : "";
-        return policy.skipIfMissing() ? cost + ", skip_if_missing" : cost;
+        String rejecting = policy.rejectStatus() != PolicyConfig.DEFAULT_REJECT_STATUS
+                ? cost + ", rejects with " + policy.rejectStatus() : cost;
+        return policy.skipIfMissing() ? rejecting + ", skip_if_missing" : rejecting;
     }
 
     /** What a policy matches, as the file says it; nothing for a policy that matches every HTTP request. */

@@ -212,6 +212,7 @@ class ServiceCommandsTest {
                     algorithm: gcra
                     limits: [10/1s]
                     cost: 3
+                    reject_status: 503
                 """);
         StringWriter err = new StringWriter();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -220,7 +221,7 @@ class ServiceCommandsTest {
         assertThat(err.toString()).isEmpty();
         assertThat(status).isZero();
         assertThat(out.toString().lines()).containsExactly(file + ": ok, 1 policy, store memory",
-                "  heavy: gcra [10/1s], reject, key [header:X-User], cost 3, skip_if_missing");
+                "  heavy: gcra [10/1s], reject, key [header:X-User], cost 3, rejects with 503, skip_if_missing");
     }
 
     @org.junit.jupiter.api.Test

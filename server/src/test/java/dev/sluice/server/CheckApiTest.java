@@ -356,6 +356,7 @@ class CheckApiTest {
                     algorithm: fixed-window
                     limits: [100/1m]
                     cost: 2
+                    reject_status: 503
                 """;
         try (LiveConfig own = LiveConfig.of(ConfigLoader.parse("p.yaml", config), new ServerMetrics());
              ApiServer api = ApiServer.start(own, "127.0.0.1", 0)) {
@@ -366,7 +367,7 @@ class CheckApiTest {
                     + "\"skip_if_missing\":true,\"match\":{\"path\":\"/api/**\",\"methods\":[\"POST\",\"PUT\"],"
                     + "\"host\":\"api.example.com\"}},"
                     + "{\"name\":\"all\",\"algorithm\":\"fixed-window\",\"limits\":[\"100/1m\"],\"key\":[\"ip\"],"
-                    + "\"mode\":\"reject\",\"cost\":2}]");
+                    + "\"mode\":\"reject\",\"cost\":2,\"reject_status\":503}]");
         }
     }
 

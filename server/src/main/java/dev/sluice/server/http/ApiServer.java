@@ -477,6 +477,9 @@ public final class ApiServer implements AutoCloseable, Drains {
             if (policy.skipIfMissing()) {
                 item.put("skip_if_missing", true);
             }
+            if (policy.rejectStatus() != PolicyConfig.DEFAULT_REJECT_STATUS) {
+                item.put("reject_status", policy.rejectStatus());
+            }
             PolicyConfig.Match match = policy.match();
             if (match.domain() != null) { // a policy for Envoy's rate limit service
                 ArrayNode descriptor = item.put("domain", match.domain()).putArray("descriptor");
