@@ -69,6 +69,7 @@ final class CheckCommand implements Callable<Integer> {
                 : policy.cost() != 1 ? ", cost " + policy.cost() : "";
         String rejecting = policy.rejectStatus() != PolicyConfig.DEFAULT_REJECT_STATUS
                 ? cost + ", rejects with " + policy.rejectStatus() : cost;
+        rejecting = policy.replaces().isEmpty() ? rejecting : rejecting + ", replaces " + policy.replaces();
         return policy.skipIfMissing() ? rejecting + ", skip_if_missing" : rejecting;
     }
 
@@ -83,6 +84,9 @@ final class CheckCommand implements Callable<Integer> {
         }
         if (match.host() != null) {
             parts.add("host " + match.host());
+        }
+        if (match.headers() != null) {
+            match.headers().forEach((name, value) -> parts.add("header " + name + ": " + value));
         }
         if (match.domain() != null) {
             parts.add("Envoy domain " + match.domain() + " descriptor " + match.descriptor());

@@ -248,6 +248,15 @@ public final class Policies {
                 charges.add(new Charge(policy, key, cost(policy, request)));
             }
         }
+        // a policy that charges the request takes the place of those it replaces (one that passed the request over,
+        // its key part missing, takes none: so a key with a fallback is two policies, the first replacing the second)
+        Set<String> replaced = new HashSet<>();
+        for (Charge charge : charges) {
+            replaced.addAll(charge.policy().replaces());
+        }
+        if (!replaced.isEmpty()) {
+            charges.removeIf(charge -> replaced.contains(charge.policy().name()));
+        }
         return charges;
     }
 

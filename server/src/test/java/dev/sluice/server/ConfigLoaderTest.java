@@ -116,7 +116,7 @@ class ConfigLoaderTest {
             "a name of YAML's null|policies:\\n  - name: null\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].name: \"null\" is YAML's null: leave the field out, or give it a value",
             "keys of Redis|store: redis://localhost:6379\\nmax_keys: 10\\npolicies: []|t.yaml:2: max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
             "a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [10/1s, 10/0s]|t.yaml:5: policies[0].limits[1]: bad limit \"10/0s\": period must be > 0, got \"0s\"",
-            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, reject_status, skip_if_missing]",
+            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, reject_status, replaces, skip_if_missing]",
             "a missing key|policies:\\n  - name: p\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].key: missing",
             "a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /api/**x\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/api/**x\": ** must be a whole segment, as in /api/**",
             "a glob escaped|policies:\\n  - name: p\\n    match:\\n      path: /caf%C3%A9\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/caf%C3%A9\": an escape: paths are matched decoded, so a pattern is written decoded (/café, not /caf%C3%A9)",
@@ -375,6 +375,76 @@ class ConfigLoaderTest {
             assertThatThrownBy(() -> ConfigLoader.load(file)).hasMessageStartingWith(file + ":2: store_password_file: "
                     + dir.resolve(one[0]) + ": " + one[1]);
         }
+    }
+
+    /** {@code match.headers} and {@code replaces}: read, and each mistake told at its line. */
+    @Test
+    void headersToMatchAndPoliciesToReplace() throws Exception {
+        String two = """
+                policies:
+                  - name: premium
+                    match: {path: /api/**, headers: {X-Plan: premium, x-region: eu}}
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [10/1s]
+                    replaces: [basic]
+                  - name: basic
+                    key: [ip]
+                    algorithm: gcra
+                    limits: [1/1s]
+                """;
+        ServerConfig read = ConfigLoader.parse("t.yaml", two);
+        assertThat(read.policy("premium").match().headers()).containsExactly(
+                java.util.Map.entry("x-plan", "premium"), java.util.Map.entry("x-region", "eu"));
+        assertThat(read.policy("premium").replaces()).containsExactly("basic");
+        assertThat(read.policy("basic").replaces()).isEmpty();
+        String[][] bad = {
+            {two.replace("replaces: [basic]", "replaces: [nobody]"), "t.yaml:7: policies[0].replaces[0]: no policy of"
+                    + " this file is named \"nobody\""},
+            {two.replace("replaces: [basic]", "replaces: [premium]"), "t.yaml:7: policies[0].replaces[0]: a policy"
+                    + " cannot replace itself"},
+            {two.replace("replaces: [basic]", "replaces: [basic, basic]"), "t.yaml:7: policies[0].replaces[1]:"
+                    + " \"basic\" is named twice"},
+            {two.replace("replaces: [basic]", "replaces: []"), "t.yaml:7: policies[0].replaces: an empty list replaces"
+                    + " nothing; name the policies, or leave replaces out"},
+            {two.replace("headers: {X-Plan: premium, x-region: eu}", "headers: [X-Plan]"), "t.yaml:3:"
+                    + " policies[0].match.headers: expected a mapping of header names to values, such as {X-Plan:"
+                    + " premium}"},
+            {two.replace("x-region: eu", "x-plan: gold"), "t.yaml:3: policies[0].match.headers.x-plan: given twice"
+                    + " (header names are one in any case)"},
+            {two.replace("x-region: eu", "\"bad name\": eu"), "t.yaml:3: policies[0].match.headers: \"bad name\" is no"
+                    + " header name"},
+        };
+        for (String[] one : bad) {
+            assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", one[0])).hasMessage(one[1]);
+        }
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", two + """
+                  - name: envoy
+                    match: {domain: edge, descriptor: [user]}
+                    key: [descriptor:user]
+                    algorithm: gcra
+                    limits: [1/1s]
+                    replaces: [basic]
+                """)).hasMessage("t.yaml:17: policies[2].replaces: is for HTTP requests; a policy of Envoy's descriptors"
+                + " is replaced as in Envoy's files (a limit's replaces)");
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", two.replace("replaces: [basic]", "replaces: [envoy]")
+                + """
+                  - name: envoy
+                    match: {domain: edge, descriptor: [user]}
+                    key: [descriptor:user]
+                    algorithm: gcra
+                    limits: [1/1s]
+                """)).hasMessage("t.yaml:7: policies[0].replaces[0]: \"envoy\" decides Envoy's descriptors, not HTTP"
+                + " requests");
+        assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", """
+                policies:
+                  - name: envoy
+                    match: {domain: edge, descriptor: [user], headers: {X-Plan: premium}}
+                    key: [descriptor:user]
+                    algorithm: gcra
+                    limits: [1/1s]
+                """)).hasMessage("t.yaml:3: policies[0].match.headers: a policy of match.domain decides descriptors from"
+                + " Envoy, which have no headers; match HTTP requests in a policy of their own");
     }
 
     /** A primary found through Redis Sentinel: its sentinels, a database, the name they watch it under. */

@@ -59,8 +59,10 @@ public final class ConfigLoader {
     /** The longest store_timeout: a day, the Redis store's bound. */
     private static final long MOST_STORE_TIMEOUT = 86_400_000_000_000L;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
-            "cost", "mode", "max_delay", "skip_if_missing", "reject_status");
-    private static final Set<String> MATCH = Set.of("path", "methods", "host", "domain", "descriptor");
+            "cost", "mode", "max_delay", "skip_if_missing", "reject_status", "replaces");
+    private static final Set<String> MATCH = Set.of("path", "methods", "host", "headers", "domain", "descriptor");
+    /** A header's name, as HTTP writes one (a token). */
+    private static final Pattern HEADER_NAME = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]*");
     private static final Pattern METHOD = Pattern.compile("[A-Z]+");
 
@@ -262,6 +264,7 @@ public final class ConfigLoader {
             }
             policies.add(policy);
         }
+        policies = withReplaces(items, policies);
         ServerConfig.Envoy envoy = ServerConfig.Envoy.NONE;
         boolean mergeDomains = false;
         if (top.containsKey("envoy_merge_domains")) {
@@ -379,6 +382,69 @@ public final class ConfigLoader {
             }
         }
         return new ServerConfig.StorePassword(path, file != null ? null : name, value);
+    }
+
+    /**
+     * {@code match.headers}: each header's name and the value its first value must be, names compared in any case,
+     * values exactly.
+     */
+    private Map<String, String> headers(Node node, String field) throws ConfigException {
+        if (!(node instanceof MappingNode mapping) || mapping.getValue().isEmpty()) {
+            throw error(node, field, "expected a mapping of header names to values, such as {X-Plan: premium}");
+        }
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (NodeTuple tuple : mapping.getValue()) {
+            String name = scalar(tuple.getKeyNode(), field);
+            if (!HEADER_NAME.matcher(name).matches()) {
+                throw error(tuple.getKeyNode(), field, "\"" + name + "\" is no header name");
+            }
+            String value = scalar(tuple.getValueNode(), field + "." + name);
+            if (headers.put(name.toLowerCase(Locale.ROOT), value) != null) {
+                throw error(tuple.getKeyNode(), field + "." + name, "given twice (header names are one in any case)");
+            }
+        }
+        return java.util.Collections.unmodifiableMap(headers);
+    }
+
+    /**
+     * {@code replaces} of each policy: the HTTP policies of the file it takes the place of, each named once; a
+     * policy of Envoy's descriptors has Envoy's own {@code replaces} instead.
+     */
+    private List<PolicyConfig> withReplaces(List<Node> items, List<PolicyConfig> policies) throws ConfigException {
+        Map<String, PolicyConfig> byName = new HashMap<>();
+        policies.forEach(policy -> byName.put(policy.name(), policy));
+        List<PolicyConfig> replacing = new ArrayList<>(policies);
+        for (int i = 0; i < items.size(); i++) {
+            Node node = valueOf(items.get(i), "replaces");
+            if (node == items.get(i)) {
+                continue;
+            }
+            String field = "policies[" + i + "].replaces";
+            PolicyConfig policy = policies.get(i);
+            if (policy.match().domain() != null) {
+                throw error(node, field, "is for HTTP requests; a policy of Envoy's descriptors is replaced as in"
+                        + " Envoy's files (a limit's replaces)");
+            }
+            List<Node> names = list(node, field);
+            if (names.isEmpty()) {
+                throw error(node, field, "an empty list replaces nothing; name the policies, or leave replaces out");
+            }
+            List<String> replaced = new ArrayList<>();
+            for (int j = 0; j < names.size(); j++) {
+                String name = scalar(names.get(j), field + "[" + j + "]");
+                PolicyConfig other = byName.get(name);
+                String why = other == null ? "no policy of this file is named \"" + name + "\""
+                        : other == policy ? "a policy cannot replace itself"
+                        : other.match().domain() != null ? "\"" + name + "\" decides Envoy's descriptors, not HTTP requests"
+                        : replaced.contains(name) ? "\"" + name + "\" is named twice" : null;
+                if (why != null) {
+                    throw error(names.get(j), field + "[" + j + "]", why);
+                }
+                replaced.add(name);
+            }
+            replacing.set(i, policy.withReplaces(replaced));
+        }
+        return replacing;
     }
 
     /**
@@ -791,10 +857,12 @@ public final class ConfigLoader {
                     + (host.endsWith(".") ? "final dot" : "port") + ": write \"" + ClientRequest.hostWithoutPort(host)
                     + "\", not \"" + host + "\"");
         }
+        Map<String, String> headers = fields.containsKey("headers") ? headers(fields.get("headers"), field + ".headers")
+                : null;
         if (!fields.containsKey("domain") && !fields.containsKey("descriptor")) {
-            return new PolicyConfig.Match(path, methods, host);
+            return new PolicyConfig.Match(path, methods, host, headers);
         }
-        for (String http : List.of("path", "methods", "host")) {
+        for (String http : List.of("path", "methods", "host", "headers")) {
             if (fields.containsKey(http)) {
                 throw error(fields.get(http), field + "." + http, "a policy of match.domain decides descriptors from Envoy,"
                         + " which have no " + http + "; match HTTP requests in a policy of their own");

@@ -223,9 +223,7 @@ final class EnvoyConfigFiles {
         madeAt.forEach((at, made) -> {
             if (madeCount.get(made) > 1 || names.containsKey(made) || sluiceNames.containsKey(made)) {
                 PolicyConfig policy = named.get(at);
-                named.set(at, new PolicyConfig(unique(made, policy.match()), policy.match(), policy.key(), policy.rule(),
-                        policy.inFlight(), policy.cost(), policy.costHeader(), policy.shadow(), policy.skipIfMissing(),
-                        policy.rejectStatus()));
+                named.set(at, policy.named(unique(made, policy.match())));
             }
         });
         return named;

@@ -8,6 +8,7 @@ import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
 
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 /**
@@ -25,21 +26,39 @@ import java.util.stream.Collectors;
  * @param skipIfMissing a request that lacks a part of the key is not checked by this policy at all
  * @param rejectStatus  the HTTP status of a request this policy rejects, in the gateway and the servlet filter (the
  *                      API's {@code /v1/check} answers 429 whatever it is: its status is the decision)
+ * @param replaces      the HTTP policies this one takes the place of: a request this policy charges (it matches, and
+ *                      has its key) is not charged by them, as a route's own limit stands in for a general one (Kong's
+ *                      plugin on a route, Envoy's {@code replaces})
  */
 public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
-                           String costHeader, boolean shadow, boolean skipIfMissing, int rejectStatus) {
+                           String costHeader, boolean shadow, boolean skipIfMissing, int rejectStatus,
+                           List<String> replaces) {
     /** {@code 429 Too Many Requests}, unless {@code reject_status} says otherwise. */
     public static final int DEFAULT_REJECT_STATUS = 429;
 
-    /** A policy that rejects with {@link #DEFAULT_REJECT_STATUS}. */
+    /** A policy that rejects with {@link #DEFAULT_REJECT_STATUS} and replaces none. */
     public PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
                         String costHeader, boolean shadow, boolean skipIfMissing) {
-        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, DEFAULT_REJECT_STATUS);
+        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, DEFAULT_REJECT_STATUS,
+                List.of());
     }
 
     /** This policy, rejecting with {@code status}. */
     public PolicyConfig withRejectStatus(int status) {
-        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, status);
+        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, status,
+                replaces);
+    }
+
+    /** This policy under the name {@code other}. */
+    public PolicyConfig named(String other) {
+        return new PolicyConfig(other, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejectStatus,
+                replaces);
+    }
+
+    /** This policy, taking the place of the policies named {@code others}. */
+    public PolicyConfig withReplaces(List<String> others) {
+        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejectStatus,
+                List.copyOf(others));
     }
 
     /**
@@ -48,12 +67,26 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
      * service, and never an HTTP request; one that does not decides HTTP requests, and never a descriptor.
      */
     public record Match(PathGlob path, List<String> methods, String host, String domain,
-                        List<Descriptor.Entry> descriptor) {
+                        List<Descriptor.Entry> descriptor, Map<String, String> headers) {
         public static final Match ALL = new Match(null, null, null, null, null);
 
         /** An HTTP request's match. */
         public Match(PathGlob path, List<String> methods, String host) {
-            this(path, methods, host, null, null);
+            this(path, methods, host, null, null, null);
+        }
+
+        /**
+         * An HTTP request's match on its headers too: each named header's first value is the one given ({@code
+         * headers}: names in lower case), as Envoy's route matchers and Kong's consumer groups tell tiers of clients
+         * apart.
+         */
+        public Match(PathGlob path, List<String> methods, String host, Map<String, String> headers) {
+            this(path, methods, host, null, null, headers);
+        }
+
+        /** A descriptor's match (or, with nulls, every HTTP request's). */
+        public Match(PathGlob path, List<String> methods, String host, String domain, List<Descriptor.Entry> descriptor) {
+            this(path, methods, host, domain, descriptor, null);
         }
 
         public boolean matches(ClientRequest request) {
@@ -65,7 +98,9 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
                     && (methods == null || methods.contains(request.method())
                         || methods.contains(request.countedMethod()))
                     && (host == null || host.equalsIgnoreCase(request.host()))
-                    && (path == null || path.matches(request.path()));
+                    && (path == null || path.matches(request.path()))
+                    && (headers == null || headers.entrySet().stream()
+                        .allMatch(header -> header.getValue().equals(request.header(header.getKey()))));
         }
     }
 

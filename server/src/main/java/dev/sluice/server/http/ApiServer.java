@@ -480,11 +480,15 @@ public final class ApiServer implements AutoCloseable, Drains {
             if (policy.rejectStatus() != PolicyConfig.DEFAULT_REJECT_STATUS) {
                 item.put("reject_status", policy.rejectStatus());
             }
+            if (!policy.replaces().isEmpty()) {
+                policy.replaces().forEach(item.putArray("replaces")::add);
+            }
             PolicyConfig.Match match = policy.match();
             if (match.domain() != null) { // a policy for Envoy's rate limit service
                 ArrayNode descriptor = item.put("domain", match.domain()).putArray("descriptor");
                 match.descriptor().forEach(entry -> descriptor.add(entry.toString()));
-            } else if (match.path() != null || match.methods() != null || match.host() != null) {
+            } else if (match.path() != null || match.methods() != null || match.host() != null
+                    || match.headers() != null) {
                 ObjectNode matched = item.putObject("match");
                 if (match.path() != null) {
                     matched.put("path", match.path().toString());
@@ -494,6 +498,10 @@ public final class ApiServer implements AutoCloseable, Drains {
                 }
                 if (match.host() != null) {
                     matched.put("host", match.host());
+                }
+                if (match.headers() != null) {
+                    ObjectNode headers = matched.putObject("headers");
+                    match.headers().forEach(headers::put);
                 }
             }
         }

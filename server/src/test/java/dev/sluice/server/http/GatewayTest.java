@@ -232,6 +232,67 @@ class GatewayTest {
         }
     }
 
+    /**
+     * {@code match.headers} and {@code replaces}: a tier of clients told apart by a header has a limit of its own in
+     * place of the general one (Kong's plugin on a consumer, Envoy's descriptors), and a key with a fallback is two
+     * policies, the first replacing the second when its key is there (Kong's rate-limiting falls back to the client's
+     * address). A past weakness: every matching policy applied, so a larger limit for one route or tier could not be
+     * written, nor "the API key, or else the address" (a review from Kong's side).
+     */
+    @Test
+    void aPolicyTakesThePlaceOfThoseItReplaces() throws Exception {
+        gateway.close();
+        live.close();
+        live = LiveConfig.of(ConfigLoader.parse("gateway.yaml", """
+                policies:
+                  - name: premium
+                    match: {path: /tier/**, headers: {X-Plan: premium}}
+                    key: [header:X-User]
+                    algorithm: fixed-window
+                    limits: [3/1h]
+                    replaces: [standard]
+                  - name: standard
+                    match: {path: /tier/**}
+                    key: [header:X-User]
+                    algorithm: fixed-window
+                    limits: [1/1h]
+                  - name: by-key
+                    match: {path: /fallback/**}
+                    key: [header:X-API-Key]
+                    skip_if_missing: true
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                    replaces: [by-ip]
+                  - name: by-ip
+                    match: {path: /fallback/**}
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [1/1h]
+                """), new ServerMetrics());
+        gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0);
+        for (int i = 0; i < 3; i++) {
+            assertThat(send(request("/tier/a").header("X-User", "ann").header("X-Plan", "premium")).statusCode())
+                    .as("premium %d", i).isEqualTo(200);
+        }
+        HttpResponse<String> over = send(request("/tier/a").header("X-User", "ann").header("X-Plan", "premium"));
+        assertThat(over.statusCode()).isEqualTo(429);
+        assertThat(JSON.readTree(over.body()).get("policy").asText()).isEqualTo("premium");
+        assertThat(send(request("/tier/a").header("X-User", "bob").header("X-Plan", "basic")).statusCode()).isEqualTo(200);
+        over = send(request("/tier/a").header("X-User", "bob"));
+        assertThat(over.statusCode()).isEqualTo(429);
+        assertThat(JSON.readTree(over.body()).get("policy").asText()).isEqualTo("standard");
+
+        assertThat(send(request("/fallback/x")).statusCode()).as("no key: by its address").isEqualTo(200);
+        assertThat(send(request("/fallback/x")).statusCode()).isEqualTo(429);
+        for (int i = 0; i < 2; i++) {
+            assertThat(send(request("/fallback/x").header("X-API-Key", "k1")).statusCode())
+                    .as("a key of its own, the address's limit used up: replaced").isEqualTo(200);
+        }
+        over = send(request("/fallback/x").header("X-API-Key", "k1"));
+        assertThat(over.statusCode()).isEqualTo(429);
+        assertThat(JSON.readTree(over.body()).get("policy").asText()).isEqualTo("by-key");
+    }
+
     /** A bypass a review found: Jetty served /api;x%2F../items as /api/items, which Sluice read as /items. */
     @Test
     void aPathWhoseParameterHoldsAnEscapedSlashIsRefusedNotForwarded() throws Exception {
