@@ -53,6 +53,45 @@ public sealed interface KeyPart {
         }
     }
 
+    /**
+     * A cookie of the {@code Cookie} header ({@code sid=...}), its value as sent, a quoted one without its quotes
+     * (nginx's {@code $cookie_NAME}). RFC 6265 has a client send one {@code Cookie} header: two, or the cookie twice in
+     * it, are counted as given twice, since the application may read another of them.
+     */
+    record Cookie(String name) implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            String header = request.header("Cookie");
+            if (header == null) {
+                return null;
+            }
+            for (String pair : header.split(";")) {
+                int equals = pair.indexOf('=');
+                if (equals > 0 && pair.substring(0, equals).trim().equals(name)) {
+                    String value = pair.substring(equals + 1).trim();
+                    return value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")
+                            ? value.substring(1, value.length() - 1) : value;
+                }
+            }
+            return null;
+        }
+
+        public int timesGiven(ClientRequest request) {
+            String header = request.header("Cookie");
+            int times = 0;
+            for (String pair : header == null ? new String[0] : header.split(";")) {
+                int equals = pair.indexOf('=');
+                if (equals > 0 && pair.substring(0, equals).trim().equals(name)) {
+                    times++;
+                }
+            }
+            return request.headerCount("Cookie") > 1 ? Math.max(2, times) : times;
+        }
+
+        public String toString() {
+            return "cookie:" + name;
+        }
+    }
+
     /** A query parameter. */
     record Query(String name) implements KeyPart {
         public String valueOf(ClientRequest request) {
@@ -127,7 +166,7 @@ public sealed interface KeyPart {
     }
 
     /**
-     * Reads {@code ip}, {@code header:NAME}, {@code query:NAME}, {@code route}, {@code method}, {@code host},
+     * Reads {@code ip}, {@code header:NAME}, {@code cookie:NAME}, {@code query:NAME}, {@code route}, {@code method}, {@code host},
      * {@code descriptor:KEY} or {@code const:TEXT}; an {@link IllegalArgumentException} says what is wrong.
      */
     static KeyPart parse(String text) {
@@ -151,6 +190,14 @@ public sealed interface KeyPart {
             }
             return new Header(name);
         }
+        if (text.startsWith("cookie:")) {
+            String name = text.substring("cookie:".length());
+            if (!NAME.matcher(name).matches()) {
+                throw new IllegalArgumentException("bad cookie name in \"" + text + "\": expected a token"
+                        + " (letters, digits and !#$%&'*+.^_`|~-)");
+            }
+            return new Cookie(name);
+        }
         if (text.startsWith("query:")) {
             String name = text.substring("query:".length());
             if (!QUERY_NAME.matcher(name).matches() || ClientRequest.holdsEscape(name)) {
@@ -171,7 +218,8 @@ public sealed interface KeyPart {
             return new Const(text.substring("const:".length()));
         }
         throw new IllegalArgumentException("unknown key part \"" + text
-                + "\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT");
+                + "\": expected ip, header:NAME, cookie:NAME, query:NAME, route, method, host, descriptor:KEY or"
+                + " const:TEXT");
     }
 
     /**
@@ -194,6 +242,7 @@ public sealed interface KeyPart {
                 value = "";
             } else if (part.timesGiven(request) > 1) {
                 throw new BadRequest((part instanceof Header header ? "header " + header.name()
+                        : part instanceof Cookie cookie ? "cookie " + cookie.name()
                         : "query parameter " + ((Query) part).name()) + " (the key of policy " + policy + "): given "
                         + part.timesGiven(request) + " times; a key is given once");
             }

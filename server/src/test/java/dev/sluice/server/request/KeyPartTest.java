@@ -70,6 +70,35 @@ class KeyPartTest {
         assertThat(KeyPart.keyOf(parts("query:tag", "ip"), repeated, false, "search")).isEqualTo("r1|10.0.0.7");
     }
 
+    /**
+     * {@code cookie:NAME}, nginx's {@code $cookie_NAME}: the value of the cookie of that name in the {@code Cookie}
+     * header, quotes taken off; missing, as a missing header is; given twice (in one header, or two headers, which
+     * RFC 6265 never sends), refused as a header given twice is.
+     */
+    @Test
+    void aCookieIsReadFromTheCookieHeader() {
+        ClientRequest sent = new Fixed("GET", "/", null, "10.0.0.7",
+                Map.of("cookie", "theme=dark; sid=abc123 ;  quoted=\"x y\"; sidx=no"), Map.of());
+        assertThat(KeyPart.keyOf(parts("cookie:sid", "cookie:quoted"), sent, false, "p")).isEqualTo("abc123|x y");
+        assertThat(KeyPart.keyOf(parts("cookie:session"), sent, true, "p")).isNull();
+        assertThat(KeyPart.keyOf(parts("cookie:session"), REQUEST, false, "p")).isEmpty();
+        ClientRequest twice = new Fixed("GET", "/", null, "10.0.0.7", Map.of("cookie", "sid=a; sid=victim"), Map.of());
+        assertThatThrownBy(() -> KeyPart.keyOf(parts("cookie:sid"), twice, false, "sessions"))
+                .isInstanceOf(BadRequest.class)
+                .hasMessage("cookie sid (the key of policy sessions): given 2 times; a key is given once");
+        ClientRequest twoHeaders = new ClientRequest() {
+            public String method() { return "GET"; }
+            public String path() { return "/"; }
+            public String host() { return null; }
+            public String ip() { return "10.0.0.7"; }
+            public String header(String name) { return name.equalsIgnoreCase("Cookie") ? "sid=a" : null; }
+            public int headerCount(String name) { return name.equalsIgnoreCase("Cookie") ? 2 : 0; }
+            public String query(String name) { return null; }
+        };
+        assertThatThrownBy(() -> KeyPart.keyOf(parts("cookie:sid"), twoHeaders, false, "sessions"))
+                .hasMessage("cookie sid (the key of policy sessions): given 2 times; a key is given once");
+    }
+
     @Test
     void aRepeatedQueryParameterIsCountedAndKeepsItsFirstValue() {
         QueryString query = QueryString.parse("user=a&tag=x&user=b&user=c&page");
@@ -82,15 +111,19 @@ class KeyPartTest {
 
     @Test
     void partsPrintAsTheyAreWritten() {
-        for (String text : List.of("ip", "header:X-API-Key", "query:page", "route", "method", "host", "const:all")) {
+        for (String text : List.of("ip", "header:X-API-Key", "cookie:sid", "query:page", "route", "method", "host",
+                "const:all")) {
             assertThat(KeyPart.parse(text).toString()).isEqualTo(text);
         }
     }
 
     @Test
     void refusesUnknownParts() {
-        assertThatThrownBy(() -> KeyPart.parse("cookie:sid")).hasMessage(
-                "unknown key part \"cookie:sid\": expected ip, header:NAME, query:NAME, route, method, host, descriptor:KEY or const:TEXT");
+        assertThatThrownBy(() -> KeyPart.parse("jwt:sub")).hasMessage(
+                "unknown key part \"jwt:sub\": expected ip, header:NAME, cookie:NAME, query:NAME, route, method, host,"
+                        + " descriptor:KEY or const:TEXT");
+        assertThatThrownBy(() -> KeyPart.parse("cookie:a b")).hasMessage("bad cookie name in \"cookie:a b\": expected a"
+                + " token (letters, digits and !#$%&'*+.^_`|~-)");
         assertThatThrownBy(() -> KeyPart.parse("header:")).hasMessage("bad header name in \"header:\": expected an"
                 + " HTTP token (letters, digits and !#$%&'*+.^_`|~-)");
         assertThatThrownBy(() -> KeyPart.parse("header:user[id]")).hasMessageStartingWith("bad header name");
