@@ -239,6 +239,16 @@ public final class Policies {
     private List<Charge> charges(ClientRequest request, List<Descriptor.Entry> decides) {
         List<Charge> charges = new ArrayList<>();
         for (PolicyConfig policy : config.policies()) {
+            if (policy.match().headers() != null) {
+                for (String header : policy.match().headers().keySet()) {
+                    // which of two values would the upstream read? As for a key's header: refused, not guessed (a
+                    // client that sent X-Plan: pro before the X-Plan: free its proxy added would pick its own tier)
+                    if (request.headerCount(header) > 1) {
+                        throw new BadRequest("header " + header + " (matched by policy " + policy.name() + "): given "
+                                + request.headerCount(header) + " times; it is given once");
+                    }
+                }
+            }
             if (!policy.match().matches(request)
                     || request instanceof Descriptor && !policy.match().descriptor().equals(decides)) {
                 continue;

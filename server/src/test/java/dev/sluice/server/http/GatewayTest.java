@@ -277,6 +277,13 @@ class GatewayTest {
         HttpResponse<String> over = send(request("/tier/a").header("X-User", "ann").header("X-Plan", "premium"));
         assertThat(over.statusCode()).isEqualTo(429);
         assertThat(JSON.readTree(over.body()).get("policy").asText()).isEqualTo("premium");
+        // the header a tier is told by, given twice: which would the upstream read? Refused, as a key's header is
+        HttpResponse<String> twice = send(request("/tier/a").header("X-User", "eve").header("X-Plan", "premium")
+                .header("X-Plan", "basic"));
+        assertThat(twice.statusCode()).isEqualTo(400);
+        assertThat(JSON.readTree(twice.body()).get("error").asText()).isEqualTo("header x-plan (matched by policy"
+                + " premium): given 2 times; it is given once");
+        assertThat(upstream.requests.get()).as("neither forwarded").isEqualTo(3);
         assertThat(send(request("/tier/a").header("X-User", "bob").header("X-Plan", "basic")).statusCode()).isEqualTo(200);
         over = send(request("/tier/a").header("X-User", "bob"));
         assertThat(over.statusCode()).isEqualTo(429);
