@@ -34,17 +34,7 @@ public final class EventLoops {
     }
 
     static VertxOptions options() {
-        return new VertxOptions().setEventLoopPoolSize(count()).setPreferNativeTransport(true)
-                .setAddressResolverOptions(resolving());
-    }
-
-    /**
-     * How names are looked up (an upstream's): each new connection to a name of several addresses goes to the next of
-     * them in turn, as nginx and Envoy's {@code STRICT_DNS} spread over them; the first alone took every connection,
-     * and a headless Service behind a name got no spreading (a review from Kubernetes' side).
-     */
-    static io.vertx.core.dns.AddressResolverOptions resolving() {
-        return new io.vertx.core.dns.AddressResolverOptions().setRoundRobinInetAddress(true);
+        return new VertxOptions().setEventLoopPoolSize(count()).setPreferNativeTransport(true);
     }
 
     /**

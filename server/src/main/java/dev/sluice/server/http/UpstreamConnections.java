@@ -71,7 +71,7 @@ final class UpstreamConnections {
         this.port = port;
         this.timeoutMs = timeoutMs;
         this.bootstrap = new Bootstrap().group(loop).channelFactory(vertx.transport().channelFactory(false))
-                .resolver(vertx.nettyAddressResolverGroup())
+                .resolver(new AddressesInTurn(vertx.nettyAddressResolverGroup()))
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMs)
                 .handler(new ChannelInitializer<>() {

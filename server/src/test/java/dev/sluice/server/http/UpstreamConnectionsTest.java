@@ -93,8 +93,9 @@ class UpstreamConnectionsTest {
     }
 
     /**
-     * A name of several addresses (a headless Service): each new connection goes to the next address, as nginx and
-     * Envoy spread them. A past weakness: the first address took every connection.
+     * A name of several addresses (a headless Service): each new connection goes to the next address of the preferred
+     * family, as nginx and Envoy spread them. Past weaknesses: the first address took every connection; then Netty's
+     * round robin picked at random, from both families, and an IPv6 address nothing listened on failed connections.
      */
     @Test
     void theConnectionsToANameOfSeveralAddressesGoToEachInTurn() throws Exception {
@@ -102,7 +103,8 @@ class UpstreamConnectionsTest {
         Thread answering = new Thread(() -> answerTwoAddresses(dns));
         answering.setDaemon(true);
         answering.start();
-        Vertx named = Vertx.vertx(new io.vertx.core.VertxOptions().setAddressResolverOptions(EventLoops.resolving()
+        Vertx named = Vertx.vertx(new io.vertx.core.VertxOptions().setAddressResolverOptions(
+                new io.vertx.core.dns.AddressResolverOptions()
                 .setServers(List.of("127.0.0.1:" + dns.getLocalPort())).setOptResourceEnabled(false)
                 .setHostsValue(io.vertx.core.buffer.Buffer.buffer("# none\n"))));
         try (ServerSocket second = new ServerSocket(upstream.getLocalPort(), 50, InetAddress.getByName("127.0.0.2"))) {
@@ -138,7 +140,11 @@ class UpstreamConnectionsTest {
                 remotes.add(((java.net.InetSocketAddress) lease.granted.get(10, TimeUnit.SECONDS).remoteAddress())
                         .getAddress().getHostAddress());
             }
-            assertThat(remotes).as("four connections, over both addresses").contains("127.0.0.1", "127.0.0.2");
+            assertThat(remotes).as("four connections, two to each IPv4 address in turn, none to the IPv6 one")
+                    .containsOnly("127.0.0.1", "127.0.0.2").filteredOn("127.0.0.1"::equals).hasSize(2);
+            for (int i = 1; i < remotes.size(); i++) {
+                assertThat(remotes.get(i)).as("in turn").isNotEqualTo(remotes.get(i - 1));
+            }
         } finally {
             named.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
             dns.close();
@@ -146,8 +152,9 @@ class UpstreamConnectionsTest {
     }
 
     /**
-     * A DNS server of the test's own: every question for an A record is answered 127.0.0.1 and 127.0.0.2, any other
-     * with no record, as a headless Service's name is answered with its pods.
+     * A DNS server of the test's own: every question for an A record is answered 127.0.0.1 and 127.0.0.2, as a
+     * headless Service's name is answered with its pods, one for an AAAA record ::1 (where nothing listens), any
+     * other with no record.
      */
     private static void answerTwoAddresses(java.net.DatagramSocket dns) {
         byte[] buffer = new byte[512];
@@ -162,12 +169,19 @@ class UpstreamConnectionsTest {
                 }
                 end += 5; // its zero, its type and class
                 boolean a = in[end - 4] == 0 && in[end - 3] == 1;
+                boolean aaaa = in[end - 4] == 0 && in[end - 3] == 28;
                 java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
                 out.write(in, 0, 2); // the query's id
-                out.write(new byte[] {(byte) 0x81, (byte) 0x80, 0, 1, 0, (byte) (a ? 2 : 0), 0, 0, 0, 0}, 0, 10);
+                out.write(new byte[] {(byte) 0x81, (byte) 0x80, 0, 1, 0, (byte) (a ? 2 : aaaa ? 1 : 0), 0, 0, 0, 0}, 0, 10);
                 out.write(in, 12, end - 12); // the question
                 for (int last = 1; a && last <= 2; last++) {
                     out.write(new byte[] {(byte) 0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, (byte) last}, 0, 16);
+                }
+                if (aaaa) {
+                    out.write(new byte[] {(byte) 0xC0, 12, 0, 28, 0, 1, 0, 0, 0, 60, 0, 16}, 0, 12);
+                    byte[] loopback = new byte[16];
+                    loopback[15] = 1;
+                    out.write(loopback, 0, 16);
                 }
                 byte[] answer = out.toByteArray();
                 dns.send(new java.net.DatagramPacket(answer, answer.length, query.getSocketAddress()));
