@@ -239,7 +239,7 @@ public final class Policies {
     private List<Charge> charges(ClientRequest request, List<Descriptor.Entry> decides) {
         List<Charge> charges = new ArrayList<>();
         for (PolicyConfig policy : config.policies()) {
-            if (policy.match().headers() != null) {
+            if (policy.match().headers() != null && policy.match().matchesApartFromHeaders(request)) {
                 for (String header : policy.match().headers().keySet()) {
                     // which of two values would the upstream read? As for a key's header: refused, not guessed (a
                     // client that sent X-Plan: pro before the X-Plan: free its proxy added would pick its own tier)
@@ -259,10 +259,14 @@ public final class Policies {
             }
         }
         // a policy that charges the request takes the place of those it replaces (one that passed the request over,
-        // its key part missing, takes none: so a key with a fallback is two policies, the first replacing the second)
+        // its key part missing, takes none: so a key with a fallback is two policies, the first replacing the second);
+        // a shadow policy takes none: trying a tier out leaves the limit it would replace in force (a review found
+        // the tier unlimited while tried)
         Set<String> replaced = new HashSet<>();
         for (Charge charge : charges) {
-            replaced.addAll(charge.policy().replaces());
+            if (!charge.policy().shadow()) {
+                replaced.addAll(charge.policy().replaces());
+            }
         }
         if (!replaced.isEmpty()) {
             charges.removeIf(charge -> replaced.contains(charge.policy().name()));

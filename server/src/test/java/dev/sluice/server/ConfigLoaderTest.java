@@ -414,6 +414,11 @@ class ConfigLoaderTest {
                     + " (header names are one in any case)"},
             {two.replace("x-region: eu", "\"bad name\": eu"), "t.yaml:3: policies[0].match.headers: \"bad name\" is no"
                     + " header name"},
+            {two.replace("x-region: eu", "x-region: ' eu'"), "t.yaml:3: policies[0].match.headers.x-region: \" eu\""
+                    + " never matches: a header's value is read without the spaces around it"},
+            {two + "    replaces: [premium]\n", "t.yaml:7: policies[0].replaces[0]: the policies replace one another in"
+                    + " a cycle (premium replaces basic replaces premium): a request all of them charge would be charged"
+                    + " by none"},
         };
         for (String[] one : bad) {
             assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", one[0])).hasMessage(one[1]);

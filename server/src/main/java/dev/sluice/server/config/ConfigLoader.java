@@ -399,6 +399,10 @@ public final class ConfigLoader {
                 throw error(tuple.getKeyNode(), field, "\"" + name + "\" is no header name");
             }
             String value = scalar(tuple.getValueNode(), field + "." + name);
+            if (!value.equals(value.strip())) {
+                throw error(tuple.getValueNode(), field + "." + name, "\"" + value + "\" never matches: a header's value"
+                        + " is read without the spaces around it");
+            }
             if (headers.put(name.toLowerCase(Locale.ROOT), value) != null) {
                 throw error(tuple.getKeyNode(), field + "." + name, "given twice (header names are one in any case)");
             }
@@ -444,7 +448,50 @@ public final class ConfigLoader {
             }
             replacing.set(i, policy.withReplaces(replaced));
         }
+        // no cycle: a request that every policy of one would charge would be charged by none (a review found it)
+        Map<String, Integer> at = new HashMap<>();
+        for (int i = 0; i < replacing.size(); i++) {
+            at.put(replacing.get(i).name(), i);
+        }
+        for (int i = 0; i < replacing.size(); i++) {
+            List<String> cycle = cycleFrom(replacing.get(i).name(), byName(replacing), new ArrayList<>());
+            if (cycle != null) {
+                String first = cycle.get(0);
+                int item = at.get(first);
+                int entry = replacing.get(item).replaces().indexOf(cycle.get(1));
+                throw error(list(valueOf(items.get(item), "replaces"), "").get(entry), "policies[" + item
+                        + "].replaces[" + entry + "]", "the policies replace one another in a cycle ("
+                        + String.join(" replaces ", cycle) + "): a request all of them charge would be charged by"
+                        + " none");
+            }
+        }
         return replacing;
+    }
+
+    private static Map<String, PolicyConfig> byName(List<PolicyConfig> policies) {
+        Map<String, PolicyConfig> byName = new HashMap<>();
+        policies.forEach(policy -> byName.put(policy.name(), policy));
+        return byName;
+    }
+
+    /** The names of a cycle of {@code replaces} that goes back to {@code from}, from it, or null. */
+    private static List<String> cycleFrom(String from, Map<String, PolicyConfig> byName, List<String> path) {
+        path.add(from);
+        for (String next : byName.get(from).replaces()) {
+            if (next.equals(path.get(0))) {
+                List<String> cycle = new ArrayList<>(path);
+                cycle.add(next);
+                return cycle;
+            }
+            if (!path.contains(next)) {
+                List<String> found = cycleFrom(next, byName, path);
+                if (found != null) {
+                    return found;
+                }
+            }
+        }
+        path.remove(path.size() - 1);
+        return null;
     }
 
     /**

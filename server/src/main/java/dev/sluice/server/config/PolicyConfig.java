@@ -90,6 +90,12 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
         }
 
         public boolean matches(ClientRequest request) {
+            return matchesApartFromHeaders(request) && (headers == null || headers.entrySet().stream()
+                    .allMatch(header -> header.getValue().equals(request.header(header.getKey()))));
+        }
+
+        /** Whether {@code request} matches all but {@link #headers}: the headers a match reads are those of such. */
+        public boolean matchesApartFromHeaders(ClientRequest request) {
             if (request instanceof Descriptor asked) {
                 return domain != null && domain.equals(asked.domain()) && asked.fits(descriptor);
             }
@@ -98,9 +104,7 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
                     && (methods == null || methods.contains(request.method())
                         || methods.contains(request.countedMethod()))
                     && (host == null || host.equalsIgnoreCase(request.host()))
-                    && (path == null || path.matches(request.path()))
-                    && (headers == null || headers.entrySet().stream()
-                        .allMatch(header -> header.getValue().equals(request.header(header.getKey()))));
+                    && (path == null || path.matches(request.path()));
         }
     }
 

@@ -55,8 +55,11 @@ public sealed interface KeyPart {
 
     /**
      * A cookie of the {@code Cookie} header ({@code sid=...}), its value as sent, a quoted one without its quotes
-     * (nginx's {@code $cookie_NAME}). RFC 6265 has a client send one {@code Cookie} header: two, or the cookie twice in
-     * it, are counted as given twice, since the application may read another of them.
+     * (nginx's {@code $cookie_NAME}), percent-escapes decoded: frameworks decode them, and {@code sid=%61bc} was
+     * another key than {@code sid=abc} for the same session (a review). RFC 6265 has a client send one {@code Cookie}
+     * header: two, or the cookie twice in it, are counted as given twice, since the application may read another of
+     * them; two headers so even when the first lacks the cookie (a review found the second's then unread, and the
+     * limit passed over).
      */
     record Cookie(String name) implements KeyPart {
         public String valueOf(ClientRequest request) {
@@ -68,11 +71,33 @@ public sealed interface KeyPart {
                 int equals = pair.indexOf('=');
                 if (equals > 0 && pair.substring(0, equals).trim().equals(name)) {
                     String value = pair.substring(equals + 1).trim();
-                    return value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")
+                    value = value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")
                             ? value.substring(1, value.length() - 1) : value;
+                    return decoded(value);
                 }
             }
             return null;
+        }
+
+        /** {@code value} with its percent-escapes decoded as UTF-8; one that is not an escape is kept as it is. */
+        private static String decoded(String value) {
+            if (value.indexOf('%') < 0) {
+                return value;
+            }
+            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+            for (int i = 0; i < value.length(); i++) {
+                char c = value.charAt(i);
+                int high = i + 2 < value.length() && c == '%' ? Character.digit(value.charAt(i + 1), 16) : -1;
+                int low = high < 0 ? -1 : Character.digit(value.charAt(i + 2), 16);
+                if (low >= 0) {
+                    bytes.write(high << 4 | low);
+                    i += 2;
+                } else {
+                    byte[] encoded = String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                    bytes.write(encoded, 0, encoded.length);
+                }
+            }
+            return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
         }
 
         public int timesGiven(ClientRequest request) {
@@ -235,16 +260,17 @@ public sealed interface KeyPart {
         for (int i = 0; i < parts.size(); i++) {
             KeyPart part = parts.get(i);
             String value = part.valueOf(request);
+            if (part.timesGiven(request) > 1) { // before a value that is missing: a cookie in a second Cookie header
+                throw new BadRequest((part instanceof Header header ? "header " + header.name()
+                        : part instanceof Cookie cookie ? "cookie " + cookie.name()
+                        : "query parameter " + ((Query) part).name()) + " (the key of policy " + policy + "): given "
+                        + part.timesGiven(request) + " times; a key is given once");
+            }
             if (value == null) {
                 if (skipIfMissing) {
                     return null;
                 }
                 value = "";
-            } else if (part.timesGiven(request) > 1) {
-                throw new BadRequest((part instanceof Header header ? "header " + header.name()
-                        : part instanceof Cookie cookie ? "cookie " + cookie.name()
-                        : "query parameter " + ((Query) part).name()) + " (the key of policy " + policy + "): given "
-                        + part.timesGiven(request) + " times; a key is given once");
             }
             if (i > 0) {
                 key.append('|');

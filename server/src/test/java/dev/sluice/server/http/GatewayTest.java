@@ -268,6 +268,18 @@ class GatewayTest {
                     key: [ip]
                     algorithm: fixed-window
                     limits: [1/1h]
+                  - name: tried-tier
+                    match: {path: /tried/**, headers: {X-Plan: trial}}
+                    key: [header:X-User]
+                    algorithm: fixed-window
+                    limits: [5/1h]
+                    mode: shadow
+                    replaces: [tried-default]
+                  - name: tried-default
+                    match: {path: /tried/**}
+                    key: [header:X-User]
+                    algorithm: fixed-window
+                    limits: [1/1h]
                 """), new ServerMetrics());
         gateway = Gateway.start(live, URI.create(upstream.uri()), "127.0.0.1", 0);
         for (int i = 0; i < 3; i++) {
@@ -298,6 +310,17 @@ class GatewayTest {
         over = send(request("/fallback/x").header("X-API-Key", "k1"));
         assertThat(over.statusCode()).isEqualTo(429);
         assertThat(JSON.readTree(over.body()).get("policy").asText()).isEqualTo("by-key");
+
+        // a shadow policy replaces nothing: the tier tried out leaves the default in force (a review found the tier
+        // unlimited while it was tried)
+        assertThat(send(request("/tried/a").header("X-User", "tia").header("X-Plan", "trial")).statusCode())
+                .isEqualTo(200);
+        over = send(request("/tried/a").header("X-User", "tia").header("X-Plan", "trial"));
+        assertThat(over.statusCode()).isEqualTo(429);
+        assertThat(JSON.readTree(over.body()).get("policy").asText()).isEqualTo("tried-default");
+        // and a header a policy matches on, given twice where its path does not match, is none of its business
+        assertThat(send(request("/elsewhere").header("X-Plan", "a").header("X-Plan", "b")).statusCode())
+                .isEqualTo(200);
     }
 
     /** A bypass a review found: Jetty served /api;x%2F../items as /api/items, which Sluice read as /items. */
