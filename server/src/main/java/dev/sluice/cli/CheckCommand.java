@@ -69,6 +69,7 @@ final class CheckCommand implements Callable<Integer> {
                 : policy.cost() != 1 ? ", cost " + policy.cost() : "";
         String rejecting = policy.rejectStatus() != PolicyConfig.DEFAULT_REJECT_STATUS
                 ? cost + ", rejects with " + policy.rejectStatus() : cost;
+        rejecting = policy.rejection().body() == null ? rejecting : rejecting + ", reject body " + policy.rejection().body();
         rejecting = policy.replaces().isEmpty() ? rejecting : rejecting + ", replaces " + policy.replaces();
         return policy.skipIfMissing() ? rejecting + ", skip_if_missing" : rejecting;
     }

@@ -104,7 +104,7 @@ class ConfigLoaderTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, reject_status, store, store_connect, store_password_env, store_password_file, store_timeout, store_trust, trusted_proxies]",
+            "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, reject_body, reject_status, store, store_connect, store_password_env, store_password_file, store_timeout, store_trust, trusted_proxies]",
             "a store connected otherwise|store: redis://127.0.0.1:6379\\nstore_connect: later\\npolicies: []|t.yaml:2: store_connect: expected now or background, got \"later\"",
             "memory connected in the background|store_connect: background\\npolicies: []|t.yaml:1: store_connect: the in-memory store has nothing to connect to",
             "a Cluster connected in the background|store: redis-cluster://127.0.0.1:7000\\nstore_connect: background\\npolicies: []|t.yaml:2: store_connect: background is for a single Redis or Sentinel: a Cluster store learns its slots from a node as it is made, got redis-cluster://127.0.0.1:7000",
@@ -116,7 +116,7 @@ class ConfigLoaderTest {
             "a name of YAML's null|policies:\\n  - name: null\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].name: \"null\" is YAML's null: leave the field out, or give it a value",
             "keys of Redis|store: redis://localhost:6379\\nmax_keys: 10\\npolicies: []|t.yaml:2: max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
             "a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [10/1s, 10/0s]|t.yaml:5: policies[0].limits[1]: bad limit \"10/0s\": period must be > 0, got \"0s\"",
-            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, reject_status, replaces, skip_if_missing]",
+            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, reject_body, reject_status, replaces, skip_if_missing]",
             "a missing key|policies:\\n  - name: p\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].key: missing",
             "a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /api/**x\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/api/**x\": ** must be a whole segment, as in /api/**",
             "a glob escaped|policies:\\n  - name: p\\n    match:\\n      path: /caf%C3%A9\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/caf%C3%A9\": an escape: paths are matched decoded, so a pattern is written decoded (/café, not /caf%C3%A9)",
@@ -317,6 +317,22 @@ class ConfigLoaderTest {
                     .hasMessage("t.yaml:1: reject_status: expected an HTTP status from 400 to 599, such as 429 (the"
                             + " default) or 503 (nginx's), got \"" + bad.replace("\"", "") + "\"");
         }
+        // and its body, Kong's error_message: a JSON object, every policy's or one's
+        ServerConfig bodies = ConfigLoader.parse("t.yaml", "reject_body: '{\"message\": \"API rate limit exceeded\"}'\n"
+                + two.replace("    reject_status: 403\n", "    reject_status: 403\n    reject_body: '{\"error\":\"slow down\"}'\n"));
+        assertThat(bodies.policies()).extracting(policy -> policy.rejection().body())
+                .containsExactly("{\"message\":\"API rate limit exceeded\"}", "{\"error\":\"slow down\"}");
+        for (String[] bad : new String[][] {
+                {"'[1, 2]'", "expected a JSON object, such as '{\"message\": \"API rate limit exceeded\"}', got \"[1, 2]\""},
+                {"'{\"a\": 1, \"a\": 2}'", "not JSON: Duplicate field 'a'; expected a JSON object, such as"
+                        + " '{\"message\": \"API rate limit exceeded\"}'"},
+                {"'{} {}'", "not JSON: Trailing token (of type START_OBJECT) found after value (bound as"
+                        + " `com.fasterxml.jackson.databind.JsonNode`): not allowed as per"
+                        + " `DeserializationFeature.FAIL_ON_TRAILING_TOKENS`; expected a JSON object, such as"
+                        + " '{\"message\": \"API rate limit exceeded\"}'"}}) {
+            assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", "reject_body: " + bad[0] + "\n" + two))
+                    .hasMessage("t.yaml:1: reject_body: " + bad[1]);
+        }
         assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", two.replace("403", "302")))
                 .hasMessage("t.yaml:10: policies[1].reject_status: expected an HTTP status from 400 to 599, such as 429"
                         + " (the default) or 503 (nginx's), got \"302\"");
@@ -329,7 +345,7 @@ class ConfigLoaderTest {
                     limits: [1/1s]
                     reject_status: 503
                 """)).hasMessage("t.yaml:7: policies[0].reject_status: is for HTTP requests; Envoy answers a descriptor"
-                + " over its limit with the status its rate limit filter is given (rate_limited_status)");
+                + " over its limit as its rate limit filter is told (rate_limited_status)");
     }
 
     /**

@@ -216,7 +216,7 @@ public final class SluiceFilter implements Filter {
         }
         VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
         if (!verdict.allowed()) {
-            answer(response, answer.rejectionStatus(), answer.headers(), answer.rejectionBody().toString());
+            answer(response, answer.rejectionStatus(), answer.headers(), answer.rejectionText());
             return;
         }
         boolean releasedLater = false;

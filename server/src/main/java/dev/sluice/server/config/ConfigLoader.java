@@ -52,14 +52,14 @@ import java.util.regex.Pattern;
 public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("store", "store_trust", "store_connect", "store_password_file",
             "store_password_env", "on_store_failure",
-            "store_timeout", "max_keys", "reject_status",
+            "store_timeout", "max_keys", "reject_status", "reject_body",
             "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
     /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
     /** The longest store_timeout: a day, the Redis store's bound. */
     private static final long MOST_STORE_TIMEOUT = 86_400_000_000_000L;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
-            "cost", "mode", "max_delay", "skip_if_missing", "reject_status", "replaces");
+            "cost", "mode", "max_delay", "skip_if_missing", "reject_status", "reject_body", "replaces");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "headers", "domain", "descriptor");
     /** A header's name, as HTTP writes one (a token). */
     private static final Pattern HEADER_NAME = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
@@ -235,22 +235,26 @@ public final class ConfigLoader {
         if (items.isEmpty() && !top.containsKey("envoy_configs")) {
             throw error(top.get("policies"), "policies", "at least one policy is needed");
         }
-        int rejectStatus = top.containsKey("reject_status") ? rejectStatus(top.get("reject_status"), "reject_status")
-                : PolicyConfig.DEFAULT_REJECT_STATUS;
+        PolicyConfig.Rejection rejection = new PolicyConfig.Rejection(top.containsKey("reject_status")
+                ? rejectStatus(top.get("reject_status"), "reject_status") : PolicyConfig.DEFAULT_REJECT_STATUS,
+                top.containsKey("reject_body") ? rejectBody(top.get("reject_body"), "reject_body") : null);
         List<PolicyConfig> policies = new ArrayList<>();
         Map<String, Integer> names = new HashMap<>();
         for (int i = 0; i < items.size(); i++) {
             PolicyConfig policy = policy(items.get(i), "policies[" + i + "]", !store.equals("memory"));
             Node status = valueOf(items.get(i), "reject_status");
-            if (status != items.get(i)) {
-                if (policy.match().domain() != null) {
-                    throw error(status, "policies[" + i + "].reject_status", "is for HTTP requests; Envoy answers a"
-                            + " descriptor over its limit with the status its rate limit filter is given"
-                            + " (rate_limited_status)");
+            Node body = valueOf(items.get(i), "reject_body");
+            for (Node own : new Node[] {status, body}) {
+                if (own != items.get(i) && policy.match().domain() != null) {
+                    throw error(own, "policies[" + i + "]." + (own == status ? "reject_status" : "reject_body"), "is for"
+                            + " HTTP requests; Envoy answers a descriptor over its limit as its rate limit filter is"
+                            + " told (rate_limited_status)");
                 }
-                policy = policy.withRejectStatus(rejectStatus(status, "policies[" + i + "].reject_status"));
-            } else if (policy.match().domain() == null) {
-                policy = policy.withRejectStatus(rejectStatus);
+            }
+            if (policy.match().domain() == null) {
+                policy = policy.withRejection(new PolicyConfig.Rejection(status != items.get(i)
+                        ? rejectStatus(status, "policies[" + i + "].reject_status") : rejection.status(),
+                        body != items.get(i) ? rejectBody(body, "policies[" + i + "].reject_body") : rejection.body()));
             }
             // told at the field's own line, wherever it stands in the policy (a review found them at the first)
             Integer first = names.putIfAbsent(policy.name(), line(valueOf(items.get(i), "name")));
@@ -506,6 +510,31 @@ public final class ConfigLoader {
         }
         return Integer.parseInt(text);
     }
+
+    /**
+     * The body of a rejection, as Kong's {@code error_message} lets it be said: a JSON object, written in the file as
+     * its text, sent as it is ({@code application/json}); the wait is in {@code Retry-After}.
+     */
+    private String rejectBody(Node node, String field) throws ConfigException {
+        String text = scalar(node, field);
+        try {
+            com.fasterxml.jackson.databind.JsonNode read = REJECT_BODY.readTree(text);
+            if (read == null || !read.isObject()) {
+                throw error(node, field, "expected a JSON object, such as '{\"message\": \"API rate limit exceeded\"}',"
+                        + " got \"" + text + "\"");
+            }
+            return read.toString();
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw error(node, field, "not JSON: " + e.getOriginalMessage() + "; expected a JSON object, such as"
+                    + " '{\"message\": \"API rate limit exceeded\"}'");
+        }
+    }
+
+    /** Reads {@code reject_body}: a field given twice is refused, as in the API's bodies. */
+    private static final com.fasterxml.jackson.databind.ObjectMapper REJECT_BODY =
+            new com.fasterxml.jackson.databind.ObjectMapper()
+                    .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+                    .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */
     private Set<ServerConfig.HeaderSet> headerSets(Node node, String field) throws ConfigException {

@@ -24,40 +24,53 @@ import java.util.stream.Collectors;
  * @param cost          a fixed cost, unless {@code costHeader} names the request header that carries it
  * @param shadow        decide and count, but never reject
  * @param skipIfMissing a request that lacks a part of the key is not checked by this policy at all
- * @param rejectStatus  the HTTP status of a request this policy rejects, in the gateway and the servlet filter (the
- *                      API's {@code /v1/check} answers 429 whatever it is: its status is the decision)
+ * @param rejection     how a request this policy rejects is answered by the gateway and the servlet filter (the
+ *                      API's {@code /v1/check} answers 429 and its own body whatever it is: they are the decision)
  * @param replaces      the HTTP policies this one takes the place of: a request this policy charges (it matches, and
  *                      has its key) is not charged by them, as a route's own limit stands in for a general one (Kong's
  *                      plugin on a route, Envoy's {@code replaces})
  */
 public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
-                           String costHeader, boolean shadow, boolean skipIfMissing, int rejectStatus,
+                           String costHeader, boolean shadow, boolean skipIfMissing, Rejection rejection,
                            List<String> replaces) {
     /** {@code 429 Too Many Requests}, unless {@code reject_status} says otherwise. */
     public static final int DEFAULT_REJECT_STATUS = 429;
 
-    /** A policy that rejects with {@link #DEFAULT_REJECT_STATUS} and replaces none. */
-    public PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
-                        String costHeader, boolean shadow, boolean skipIfMissing) {
-        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, DEFAULT_REJECT_STATUS,
-                List.of());
+    /**
+     * How a rejected request is answered: its status ({@code reject_status}, nginx's {@code limit_req_status}) and its
+     * body, a JSON object ({@code reject_body}, Kong's {@code error_message}), or null for Sluice's own, which names the
+     * policy and the wait.
+     */
+    public record Rejection(int status, String body) {
+        public static final Rejection DEFAULT = new Rejection(DEFAULT_REJECT_STATUS, null);
     }
 
-    /** This policy, rejecting with {@code status}. */
-    public PolicyConfig withRejectStatus(int status) {
-        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, status,
+    /** A policy that rejects as {@link Rejection#DEFAULT} and replaces none. */
+    public PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
+                        String costHeader, boolean shadow, boolean skipIfMissing) {
+        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, Rejection.DEFAULT, List.of());
+    }
+
+    /** The status of a request this policy rejects. */
+    public int rejectStatus() {
+        return rejection.status();
+    }
+
+    /** This policy, answering the requests it rejects as {@code answered}. */
+    public PolicyConfig withRejection(Rejection answered) {
+        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, answered,
                 replaces);
     }
 
     /** This policy under the name {@code other}. */
     public PolicyConfig named(String other) {
-        return new PolicyConfig(other, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejectStatus,
+        return new PolicyConfig(other, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejection,
                 replaces);
     }
 
     /** This policy, taking the place of the policies named {@code others}. */
     public PolicyConfig withReplaces(List<String> others) {
-        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejectStatus,
+        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejection,
                 List.copyOf(others));
     }
 

@@ -480,6 +480,9 @@ public final class ApiServer implements AutoCloseable, Drains {
             if (policy.rejectStatus() != PolicyConfig.DEFAULT_REJECT_STATUS) {
                 item.put("reject_status", policy.rejectStatus());
             }
+            if (policy.rejection().body() != null) {
+                item.put("reject_body", policy.rejection().body());
+            }
             if (!policy.replaces().isEmpty()) {
                 policy.replaces().forEach(item.putArray("replaces")::add);
             }

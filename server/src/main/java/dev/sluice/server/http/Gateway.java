@@ -227,7 +227,7 @@ public final class Gateway implements AutoCloseable, Drains {
                 }
                 VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
                 if (!verdict.allowed()) {
-                    local(incoming, answer.rejectionStatus(), answer.headers(), answer.rejectionBody().toString());
+                    local(incoming, answer.rejectionStatus(), answer.headers(), answer.rejectionText());
                     return;
                 }
                 long delayMs = DurationFormat.toMillisCeil(verdict.delayNanos());

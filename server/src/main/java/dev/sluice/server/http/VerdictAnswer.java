@@ -84,7 +84,13 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
         return body;
     }
 
-    /** The body of a request the gateway refuses. */
+    /** The body of a request the gateway or the servlet filter refuses: the policy's {@code reject_body}, or Sluice's. */
+    public String rejectionText() {
+        String own = verdict.reported().policy().rejection().body();
+        return own != null ? own : rejectionBody().toString();
+    }
+
+    /** Sluice's body of a request the gateway refuses. */
     public ObjectNode rejectionBody() {
         Checked reported = verdict.reported();
         return JSON.createObjectNode().put("error", "rate limited").put("policy", reported.policy().name())

@@ -194,13 +194,15 @@ class GatewayTest {
     void aRejectionIsAnsweredWithTheRejectingPolicysStatus() throws Exception {
         gateway.close();
         live.close();
-        open("reject_status: 503\n", upstream.uri());
+        open("reject_status: 503\nreject_body: '{\"message\": \"API rate limit exceeded\"}'\n", upstream.uri());
         for (int i = 0; i < 2; i++) {
             assertThat(send(request("/api/items").header("X-User", "alice")).statusCode()).isEqualTo(200);
         }
         HttpResponse<String> rejected = send(request("/api/items").header("X-User", "alice"));
         assertThat(rejected.statusCode()).isEqualTo(503);
-        assertThat(JSON.readTree(rejected.body()).get("policy").asText()).isEqualTo("per-user");
+        // and the body the file gives, as Kong's error_message, in place of Sluice's
+        assertThat(rejected.body()).isEqualTo("{\"message\":\"API rate limit exceeded\"}");
+        assertThat(header(rejected, "Content-Type")).isEqualTo("application/json");
         assertThat(header(rejected, "Retry-After")).isNotNull();
         assertThat(header(rejected, "X-RateLimit-Remaining")).isEqualTo("0");
         assertThat(upstream.requests.get()).as("never forwarded").isEqualTo(2);
