@@ -61,6 +61,8 @@ public final class Policies {
     /** The descriptor patterns of each domain, in order, those without a policy ({@code unlimited} in Envoy's files) too. */
     private final Map<String, List<List<Descriptor.Entry>>> patterns = new HashMap<>();
 
+    /** Whether a policy replaces others ({@code replaces}): without one, a request's charges are all it matches. */
+    private final boolean replacing;
     /** The HTTP requests the policies reject, told to the operator's log, a line a policy every ten seconds at most. */
     private final RejectionLog rejections = new RejectionLog();
 
@@ -78,6 +80,7 @@ public final class Policies {
         this.store = store;
         this.metrics = metrics;
         this.proxies = TrustedProxies.of(config.trustedProxies());
+        this.replacing = config.policies().stream().anyMatch(policy -> !policy.replaces().isEmpty());
         Map<String, ConcurrencyLimiter> concurrency = new HashMap<>();
         for (PolicyConfig policy : config.policies()) {
             metrics.watchDecisions(policy.name());
@@ -262,6 +265,9 @@ public final class Policies {
         // its key part missing, takes none: so a key with a fallback is two policies, the first replacing the second);
         // a shadow policy takes none: trying a tier out leaves the limit it would replace in force (a review found
         // the tier unlimited while tried)
+        if (!replacing) {
+            return charges; // nothing to look at, nothing made, on the path of every request
+        }
         Set<String> replaced = new HashSet<>();
         for (Charge charge : charges) {
             if (!charge.policy().shadow()) {

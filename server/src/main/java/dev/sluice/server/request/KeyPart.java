@@ -63,20 +63,29 @@ public sealed interface KeyPart {
      */
     record Cookie(String name) implements KeyPart {
         public String valueOf(ClientRequest request) {
-            String header = request.header("Cookie");
-            if (header == null) {
+            List<String> values = values(request);
+            if (values.isEmpty()) {
                 return null;
             }
+            String value = values.get(0);
+            return decoded(value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")
+                    ? value.substring(1, value.length() - 1) : value);
+        }
+
+        /** The values of this cookie in the (first) {@code Cookie} header, as sent, in order. */
+        private List<String> values(ClientRequest request) {
+            String header = request.header("Cookie");
+            if (header == null) {
+                return List.of();
+            }
+            List<String> values = new java.util.ArrayList<>(1);
             for (String pair : header.split(";")) {
                 int equals = pair.indexOf('=');
                 if (equals > 0 && pair.substring(0, equals).trim().equals(name)) {
-                    String value = pair.substring(equals + 1).trim();
-                    value = value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")
-                            ? value.substring(1, value.length() - 1) : value;
-                    return decoded(value);
+                    values.add(pair.substring(equals + 1).trim());
                 }
             }
-            return null;
+            return values;
         }
 
         /** {@code value} with its percent-escapes decoded as UTF-8; one that is not an escape is kept as it is. */
@@ -101,14 +110,7 @@ public sealed interface KeyPart {
         }
 
         public int timesGiven(ClientRequest request) {
-            String header = request.header("Cookie");
-            int times = 0;
-            for (String pair : header == null ? new String[0] : header.split(";")) {
-                int equals = pair.indexOf('=');
-                if (equals > 0 && pair.substring(0, equals).trim().equals(name)) {
-                    times++;
-                }
-            }
+            int times = values(request).size();
             return request.headerCount("Cookie") > 1 ? Math.max(2, times) : times;
         }
 
