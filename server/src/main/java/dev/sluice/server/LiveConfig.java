@@ -415,16 +415,18 @@ public final class LiveConfig implements AutoCloseable {
      * only at the next edit).
      */
     private static Map<Path, String> otherFiles(ServerConfig config) {
-        Path password = config.storePassword() == null ? null : config.storePassword().file();
-        if (config.storeTrust() == null && password == null) {
+        java.util.Set<Path> store = new java.util.HashSet<>();
+        if (config.storeTrust() != null) {
+            store.add(config.storeTrust());
+        }
+        if (config.storePassword() != null && config.storePassword().file() != null) {
+            store.add(config.storePassword().file());
+        }
+        if (store.isEmpty()) {
             return config.envoy().files();
         }
         Map<Path, String> files = new java.util.HashMap<>(config.envoy().files());
-        for (Path file : new Path[] {config.storeTrust(), password}) {
-            if (file != null) {
-                files.putAll(ConfigLoader.snapshot(java.util.Set.of(file)));
-            }
-        }
+        files.putAll(ConfigLoader.snapshot(store));
         return files;
     }
 

@@ -185,11 +185,7 @@ public final class Policies {
      * refused before any policy is charged.
      */
     public CompletionStage<Verdict> decide(ClientRequest request) {
-        CompletionStage<Verdict> decided = decide(charges(request));
-        return request instanceof Descriptor ? decided : decided.thenApply(verdict -> {
-            rejections.told(request, verdict);
-            return verdict;
-        });
+        return decided(charges(request), () -> false, request instanceof Descriptor ? null : request);
     }
 
     /**
@@ -242,8 +238,13 @@ public final class Policies {
     private List<Charge> charges(ClientRequest request, List<Descriptor.Entry> decides) {
         List<Charge> charges = new ArrayList<>();
         for (PolicyConfig policy : config.policies()) {
-            if (policy.match().headers() != null && policy.match().matchesApartFromHeaders(request)) {
-                for (String header : policy.match().headers().keySet()) {
+            PolicyConfig.Match match = policy.match();
+            if (!match.matchesApartFromHeaders(request)
+                    || request instanceof Descriptor && !match.descriptor().equals(decides)) {
+                continue;
+            }
+            if (match.headers() != null) {
+                for (String header : match.headers().keySet()) {
                     // which of two values would the upstream read? As for a key's header: refused, not guessed (a
                     // client that sent X-Plan: pro before the X-Plan: free its proxy added would pick its own tier)
                     if (request.headerCount(header) > 1) {
@@ -251,10 +252,9 @@ public final class Policies {
                                 + request.headerCount(header) + " times; it is given once");
                     }
                 }
-            }
-            if (!policy.match().matches(request)
-                    || request instanceof Descriptor && !policy.match().descriptor().equals(decides)) {
-                continue;
+                if (!match.matchesHeaders(request)) {
+                    continue;
+                }
             }
             String key = KeyPart.keyOf(policy.key(), request, policy.skipIfMissing(), policy.name());
             if (key != null) {
@@ -380,9 +380,21 @@ public final class Policies {
      * slow Redis, after Envoy had given up at its 20 ms). What was charged before stays charged.
      */
     public CompletionStage<Verdict> decide(List<Charge> charges, java.util.function.BooleanSupplier abandoned) {
+        return decided(charges, abandoned, null);
+    }
+
+    /**
+     * {@link #decide(List, java.util.function.BooleanSupplier)}, its rejections told to the log when they are those of
+     * {@code request}, an HTTP request (null: none to tell), in the one stage every decision has.
+     */
+    private CompletionStage<Verdict> decided(List<Charge> charges, java.util.function.BooleanSupplier abandoned,
+                                             ClientRequest request) {
         return next(charges, 0, new ArrayList<>(charges.size()), abandoned).thenApply(verdict -> {
             if (!abandoned.getAsBoolean()) { // one whose caller has gone is answered to no one
                 metrics.requested(verdict);
+            }
+            if (request != null) {
+                rejections.told(request, verdict);
             }
             return verdict;
         });

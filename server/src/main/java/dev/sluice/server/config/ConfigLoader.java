@@ -419,8 +419,7 @@ public final class ConfigLoader {
      * policy of Envoy's descriptors has Envoy's own {@code replaces} instead.
      */
     private List<PolicyConfig> withReplaces(List<Node> items, List<PolicyConfig> policies) throws ConfigException {
-        Map<String, PolicyConfig> byName = new HashMap<>();
-        policies.forEach(policy -> byName.put(policy.name(), policy));
+        Map<String, PolicyConfig> byName = byName(policies);
         List<PolicyConfig> replacing = new ArrayList<>(policies);
         for (int i = 0; i < items.size(); i++) {
             Node node = valueOf(items.get(i), "replaces");
@@ -453,15 +452,10 @@ public final class ConfigLoader {
             replacing.set(i, policy.withReplaces(replaced));
         }
         // no cycle: a request that every policy of one would charge would be charged by none (a review found it)
-        Map<String, Integer> at = new HashMap<>();
-        for (int i = 0; i < replacing.size(); i++) {
-            at.put(replacing.get(i).name(), i);
-        }
-        for (int i = 0; i < replacing.size(); i++) {
-            List<String> cycle = cycleFrom(replacing.get(i).name(), byName(replacing), new ArrayList<>());
-            if (cycle != null) {
-                String first = cycle.get(0);
-                int item = at.get(first);
+        Map<String, PolicyConfig> replacingByName = byName(replacing);
+        for (int item = 0; item < replacing.size(); item++) {
+            List<String> cycle = cycleFrom(replacing.get(item).name(), replacingByName, new ArrayList<>());
+            if (cycle != null) { // told at this policy's entry that begins it
                 int entry = replacing.get(item).replaces().indexOf(cycle.get(1));
                 throw error(list(valueOf(items.get(item), "replaces"), "").get(entry), "policies[" + item
                         + "].replaces[" + entry + "]", "the policies replace one another in a cycle ("
@@ -518,7 +512,7 @@ public final class ConfigLoader {
     private String rejectBody(Node node, String field) throws ConfigException {
         String text = scalar(node, field);
         try {
-            com.fasterxml.jackson.databind.JsonNode read = REJECT_BODY.readTree(text);
+            com.fasterxml.jackson.databind.JsonNode read = StrictJson.READER.readTree(text);
             if (read == null || !read.isObject()) {
                 throw error(node, field, "expected a JSON object, such as '{\"message\": \"API rate limit exceeded\"}',"
                         + " got \"" + text + "\"");
@@ -529,12 +523,6 @@ public final class ConfigLoader {
                     + " '{\"message\": \"API rate limit exceeded\"}'");
         }
     }
-
-    /** Reads {@code reject_body}: a field given twice is refused, as in the API's bodies. */
-    private static final com.fasterxml.jackson.databind.ObjectMapper REJECT_BODY =
-            new com.fasterxml.jackson.databind.ObjectMapper()
-                    .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-                    .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** The sets of response headers {@code node}, a list of {@code ietf} and {@code legacy}, names. */
     private Set<ServerConfig.HeaderSet> headerSets(Node node, String field) throws ConfigException {

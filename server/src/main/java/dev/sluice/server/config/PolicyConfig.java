@@ -103,8 +103,13 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
         }
 
         public boolean matches(ClientRequest request) {
-            return matchesApartFromHeaders(request) && (headers == null || headers.entrySet().stream()
-                    .allMatch(header -> header.getValue().equals(request.header(header.getKey()))));
+            return matchesApartFromHeaders(request) && matchesHeaders(request);
+        }
+
+        /** Whether {@code request}'s {@link #headers} are those this match names (any, when it names none). */
+        public boolean matchesHeaders(ClientRequest request) {
+            return headers == null || headers.entrySet().stream()
+                    .allMatch(header -> header.getValue().equals(request.header(header.getKey())));
         }
 
         /** Whether {@code request} matches all but {@link #headers}: the headers a match reads are those of such. */

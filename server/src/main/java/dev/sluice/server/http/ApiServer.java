@@ -234,13 +234,8 @@ public final class ApiServer implements AutoCloseable, Drains {
         });
     }
 
-    /**
-     * Reads request bodies strictly: a field given twice, or anything after the object, is a 400, not a guess (the
-     * last {@code "policy"} of two would otherwise decide, and {@code {...}{...}} be read as its first object).
-     */
-    private static final com.fasterxml.jackson.databind.ObjectMapper BODIES = com.fasterxml.jackson.databind.json.JsonMapper
-            .builder().enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
+    /** Reads request bodies strictly: a field given twice, or anything after the object, is a 400, not a guess. */
+    private static final com.fasterxml.jackson.databind.ObjectMapper BODIES = dev.sluice.server.config.StrictJson.READER;
 
     private static JsonNode parse(HttpServerResponse response, Buffer body, String example) {
         if (body.length() > MAX_BODY) {

@@ -117,17 +117,7 @@ public final class TrustedProxies {
      */
     private static byte[] bytes(String text) {
         Integer ipv4 = ipv4(text);
-        if (ipv4 != null) {
-            return java.nio.ByteBuffer.allocate(4).putInt(ipv4).array();
-        }
-        if (!isAddress(text)) {
-            return null;
-        }
-        try {
-            return java.net.InetAddress.getByName(text).getAddress(); // a literal: no name is looked up
-        } catch (java.net.UnknownHostException e) {
-            return null;
-        }
+        return ipv4 != null ? java.nio.ByteBuffer.allocate(4).putInt(ipv4).array() : ipv6(text);
     }
 
     /** The networks as written. */
@@ -240,19 +230,20 @@ public final class TrustedProxies {
 
     /** Whether {@code text} is an IP address: dotted IPv4, or an IPv6 literal (read without any name lookup). */
     public static boolean isAddress(String text) {
-        if (ipv4(text) != null) {
-            return true;
-        }
+        return ipv4(text) != null || ipv6(text) != null;
+    }
+
+    /** The bytes of the IPv6 literal {@code text} (4 for an IPv4-mapped one), or null when it is none. */
+    private static byte[] ipv6(String text) {
         if (text.indexOf(':') < 0 || !text.chars().allMatch(c -> Character.digit(c, 16) >= 0 && c < 128 || c == ':' || c == '.')) {
-            return false;
+            return null;
         }
         try {
             // only hex digits, colons and dots: Java parses it as a literal and never asks a resolver (it answers an
             // IPv4-mapped address, ::ffff:10.0.0.1, as the IPv4 one)
-            java.net.InetAddress.getByName(text);
-            return true;
+            return java.net.InetAddress.getByName(text).getAddress();
         } catch (java.net.UnknownHostException e) {
-            return false;
+            return null;
         }
     }
 
