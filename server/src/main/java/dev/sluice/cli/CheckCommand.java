@@ -63,7 +63,10 @@ final class CheckCommand implements Callable<Integer> {
                 ? policy.mode() + " up to " + DurationFormat.format(policy.rule().maxDelayNanos()) : policy.mode();
     }
 
-    /** A cost other than 1 a request, and a policy that passes over a request missing a key part. */
+    /**
+     * A cost other than 1 a request, how a rejection is answered, the policies replaced, a store of the policy's own, and
+     * a policy that passes over a request missing a key part.
+     */
     private static String cost(PolicyConfig policy) {
         String cost = policy.costHeader() != null ? ", cost header:" + policy.costHeader()
                 : policy.cost() != 1 ? ", cost " + policy.cost() : "";
@@ -71,6 +74,7 @@ final class CheckCommand implements Callable<Integer> {
                 ? cost + ", rejects with " + policy.rejectStatus() : cost;
         rejecting = policy.rejection().body() == null ? rejecting : rejecting + ", reject body " + policy.rejection().body();
         rejecting = policy.replaces().isEmpty() ? rejecting : rejecting + ", replaces " + policy.replaces();
+        rejecting = policy.maxKeys() == 0 ? rejecting : rejecting + ", own store of " + policy.maxKeys() + " keys";
         return policy.skipIfMissing() ? rejecting + ", skip_if_missing" : rejecting;
     }
 

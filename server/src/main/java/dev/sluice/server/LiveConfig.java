@@ -75,6 +75,8 @@ public final class LiveConfig implements AutoCloseable {
      */
     static volatile Duration sweepPeriod = Duration.ofSeconds(10);
     private ScheduledExecutorService sweeper;
+    /** The stores of the policies that have one of their own, kept across reloads. */
+    private final OwnStores ownStores = new OwnStores();
     /** Once closed, reloads do nothing. Guarded by this. */
     private boolean closed;
     /** What the watcher saw at its last look, to apply an edit only once it has stayed the same for a period. */
@@ -134,7 +136,12 @@ public final class LiveConfig implements AutoCloseable {
         live.store = store;
         live.storeGiven = true;
         metrics.watch(store, store instanceof InMemoryStore ? "memory" : store instanceof RedisStore ? "redis" : "other");
-        live.policies = new Policies(config, store, metrics);
+        Map<String, InMemoryStore> own = live.ownStores.update(config);
+        metrics.watchOwn(own);
+        if (!own.isEmpty()) {
+            live.sweep();
+        }
+        live.policies = new Policies(config, store, own, metrics, Map.of());
         return live;
     }
 
@@ -315,7 +322,12 @@ public final class LiveConfig implements AutoCloseable {
             storeSettings = settings;
             storeTimeoutNanos = config.storeTimeoutNanos();
         }
-        policies = new Policies(config, store, metrics, policies == null ? java.util.Map.of() : policies.inFlight());
+        Map<String, InMemoryStore> own = ownStores.update(config);
+        metrics.watchOwn(own);
+        if (!own.isEmpty()) {
+            sweep();
+        }
+        policies = new Policies(config, store, own, metrics, policies == null ? Map.of() : policies.inFlight());
         if (old != null && old != store) {
             // the decisions it was making have had their store_timeout, however long it was (a review found a store
             // of a 10 s timeout closed at 5 s, its waiting decisions failed), and the grace beyond it
@@ -446,7 +458,10 @@ public final class LiveConfig implements AutoCloseable {
         }
     }
 
-    /** Starts dropping the expired keys of the store in use, while it is an in-memory store of the server's own. */
+    /**
+     * Starts dropping the expired keys of the store in use, while it is an in-memory store of the server's own, and
+     * of the policies' own stores.
+     */
     private synchronized void sweep() {
         if (sweeper != null) {
             return;
@@ -462,6 +477,7 @@ public final class LiveConfig implements AutoCloseable {
                 if (store instanceof InMemoryStore memory && !storeGiven) {
                     memory.cleanUp();
                 }
+                ownStores.cleanUp();
             } catch (RuntimeException e) { // an exception would end every later sweep without a word
                 LOG.log(System.Logger.Level.WARNING, "dropping expired keys failed (tried again in " + period + " ms)", e);
             }

@@ -66,16 +66,19 @@ public final class Policies {
     /** The HTTP requests the policies reject, told to the operator's log, a line a policy every ten seconds at most. */
     private final RejectionLog rejections = new RejectionLog();
 
+    /** Policies on {@code store}, those with a {@code max_keys} each on a fresh store of its own. */
     public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
-        this(config, store, metrics, Map.of());
+        this(config, store, OwnStores.of(config), metrics, Map.of());
     }
 
     /**
-     * Policies on {@code store}; concurrency policies keep the in-flight counts of {@code previous} (the
-     * policies this configuration replaces) where their limit and key are unchanged, since requests in flight under the
-     * old configuration are still in flight.
+     * Policies on {@code store}, those with a {@code max_keys} each on its store in {@code own} (by policy name);
+     * concurrency policies keep the in-flight counts of {@code previous} (the policies this configuration replaces)
+     * where their limit and key are unchanged, since requests in flight under the old configuration are still in
+     * flight.
      */
-    public Policies(ServerConfig config, Store store, ServerMetrics metrics, Map<String, ConcurrencyLimiter> previous) {
+    public Policies(ServerConfig config, Store store, Map<String, ? extends Store> own, ServerMetrics metrics,
+                    Map<String, ConcurrencyLimiter> previous) {
         this.config = config;
         this.store = store;
         this.metrics = metrics;
@@ -85,7 +88,12 @@ public final class Policies {
         for (PolicyConfig policy : config.policies()) {
             metrics.watchDecisions(policy.name());
             if (policy.inFlight() == null) {
-                limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(store).build());
+                Store its = policy.maxKeys() > 0 ? own.get(policy.name()) : store;
+                if (its == null) {
+                    throw new IllegalArgumentException("policy " + policy.name() + " has max_keys " + policy.maxKeys()
+                            + " and no store of its own among " + own.keySet());
+                }
+                limiters.put(policy.name(), RateLimiter.builder().rule(policy.rule()).store(its).build());
             } else {
                 String prefix = prefix(policy);
                 metrics.watchInFlight(policy.name());

@@ -213,6 +213,7 @@ class ServiceCommandsTest {
                     limits: [10/1s]
                     cost: 3
                     reject_status: 503
+                    max_keys: 2000
                 """);
         StringWriter err = new StringWriter();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -221,7 +222,8 @@ class ServiceCommandsTest {
         assertThat(err.toString()).isEmpty();
         assertThat(status).isZero();
         assertThat(out.toString().lines()).containsExactly(file + ": ok, 1 policy, store memory",
-                "  heavy: gcra [10/1s], reject, key [header:X-User], cost 3, rejects with 503, skip_if_missing");
+                "  heavy: gcra [10/1s], reject, key [header:X-User], cost 3, rejects with 503, own store of 2000 keys,"
+                        + " skip_if_missing");
     }
 
     @org.junit.jupiter.api.Test

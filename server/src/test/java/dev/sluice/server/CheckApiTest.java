@@ -337,7 +337,10 @@ class CheckApiTest {
         assertThat(Policies.storedKey(live.policies().policy("per-user"), short256)).endsWith(":" + short256);
     }
 
-    /** A review found /v1/policies leaving out which requests a policy takes, at what cost, and its max delay. */
+    /**
+     * A review found /v1/policies leaving out which requests a policy takes, at what cost, and its max delay; a store
+     * of a policy's own is shown too.
+     */
     @Test
     void thePoliciesSayWhatTheyMatchTheirCostAndTheirMaxDelay() throws Exception {
         String config = """
@@ -357,6 +360,7 @@ class CheckApiTest {
                     limits: [100/1m]
                     cost: 2
                     reject_status: 503
+                    max_keys: 5000
                 """;
         try (LiveConfig own = LiveConfig.of(ConfigLoader.parse("p.yaml", config), new ServerMetrics());
              ApiServer api = ApiServer.start(own, "127.0.0.1", 0)) {
@@ -367,7 +371,7 @@ class CheckApiTest {
                     + "\"skip_if_missing\":true,\"match\":{\"path\":\"/api/**\",\"methods\":[\"POST\",\"PUT\"],"
                     + "\"host\":\"api.example.com\"}},"
                     + "{\"name\":\"all\",\"algorithm\":\"fixed-window\",\"limits\":[\"100/1m\"],\"key\":[\"ip\"],"
-                    + "\"mode\":\"reject\",\"cost\":2,\"reject_status\":503}]");
+                    + "\"mode\":\"reject\",\"cost\":2,\"reject_status\":503,\"max_keys\":5000}]");
         }
     }
 

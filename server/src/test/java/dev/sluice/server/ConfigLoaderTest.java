@@ -115,8 +115,12 @@ class ConfigLoaderTest {
             "a host of YAML's null|policies:\\n  - name: p\\n    match:\\n      host: ~\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.host: \"~\" is YAML's null: leave the field out, or give it a value",
             "a name of YAML's null|policies:\\n  - name: null\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].name: \"null\" is YAML's null: leave the field out, or give it a value",
             "keys of Redis|store: redis://localhost:6379\\nmax_keys: 10\\npolicies: []|t.yaml:2: max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
+            "a policy's keys of Redis|store: redis://localhost:6379\\npolicies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    max_keys: 10|t.yaml:7: policies[0].max_keys: bounds the in-memory store only; Redis keeps keys until their TTL, bounded by its own maxmemory",
+            "a policy of no keys|policies:\\n  - name: p\\n    key: [ip]\\n    max_keys: 0\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].max_keys: expected a whole number >= 1, got \"0\"",
+            "a policy's keys past the heap|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]\\n    max_keys: 100000001|t.yaml:6: policies[0].max_keys: at most 100000000 (about 100 bytes of heap a key), got 100000001",
+            "keys of a concurrency policy|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: concurrency\\n    limits: [5/1m]\\n    max_keys: 10|t.yaml:6: policies[0].max_keys: is for rate policies; a concurrency policy holds its own places, at most 100000 leases at once",
             "a bad limit|policies:\\n  - name: p\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [10/1s, 10/0s]|t.yaml:5: policies[0].limits[1]: bad limit \"10/0s\": period must be > 0, got \"0s\"",
-            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, mode, name, refill, reject_body, reject_status, replaces, skip_if_missing]",
+            "an unknown policy field|policies:\\n  - name: p\\n    keys: [ip]|t.yaml:3: policies[0].keys: unknown field \"keys\"; expected one of [algorithm, burst, cost, key, limits, match, max_delay, max_keys, mode, name, refill, reject_body, reject_status, replaces, skip_if_missing]",
             "a missing key|policies:\\n  - name: p\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:2: policies[0].key: missing",
             "a bad glob|policies:\\n  - name: p\\n    match:\\n      path: /api/**x\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/api/**x\": ** must be a whole segment, as in /api/**",
             "a glob escaped|policies:\\n  - name: p\\n    match:\\n      path: /caf%C3%A9\\n    key: [ip]\\n    algorithm: gcra\\n    limits: [1/1s]|t.yaml:4: policies[0].match.path: bad glob \"/caf%C3%A9\": an escape: paths are matched decoded, so a pattern is written decoded (/café, not /caf%C3%A9)",
@@ -242,6 +246,8 @@ class ConfigLoaderTest {
         assertThat(config.store()).isEqualTo("memory");
         assertThat(config.maxKeys()).isEqualTo(1_000_000);
         assertThat(ConfigLoader.parse("t.yaml", "max_keys: 5000\n" + GOOD).maxKeys()).isEqualTo(5_000);
+        assertThat(config.policy("p").maxKeys()).as("on the shared store").isZero();
+        assertThat(ConfigLoader.parse("t.yaml", GOOD + "    max_keys: 300\n").policy("p").maxKeys()).isEqualTo(300);
         assertThat(config.policy("p").cost()).isEqualTo(1);
         assertThat(config.policy("p").match()).isEqualTo(PolicyConfig.Match.ALL);
     }

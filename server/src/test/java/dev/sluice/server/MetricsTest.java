@@ -21,6 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /** {@code GET /metrics}: Prometheus text with the names of docs/server.md, fed by real decisions and a real Redis failing. */
 class MetricsTest {
     private static final HttpClient CLIENT = HttpClient.newHttpClient();
+    private static final String SHARED_KEYS = "sluice_store_keys{pool=\"shared\"}";
     private static final Pattern SAMPLE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\\{[^}]*})?) (\\S+)$");
 
     private static HttpResponse<String> call(ApiServer server, String path, String body) throws Exception {
@@ -137,10 +138,10 @@ class MetricsTest {
                 }
                 boolean rejects = whenFull == dev.sluice.store.WhenFull.REJECT;
                 Map<String, Double> samples = scrape(server);
-                assertThat(samples).as("%s", whenFull).containsEntry("sluice_store_keys", 2.0)
-                        .containsEntry("sluice_store_max_keys", 2.0)
-                        .containsEntry("sluice_store_turned_away_total", rejects ? 3.0 : 0.0)
-                        .containsEntry("sluice_store_evicted_total", rejects ? 0.0 : 3.0)
+                assertThat(samples).as("%s", whenFull).containsEntry("sluice_store_keys{pool=\"shared\"}", 2.0)
+                        .containsEntry("sluice_store_max_keys{pool=\"shared\"}", 2.0)
+                        .containsEntry("sluice_store_turned_away_total{pool=\"shared\"}", rejects ? 3.0 : 0.0)
+                        .containsEntry("sluice_store_evicted_total{pool=\"shared\"}", rejects ? 0.0 : 3.0)
                         .containsEntry("sluice_decisions_total{outcome=\"rejected\",policy=\"p\"}", rejects ? 3.0 : 0.0);
             }
         }
@@ -160,14 +161,65 @@ class MetricsTest {
             for (int i = 0; i < 50; i++) {
                 call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k" + i + "\"}");
             }
-            assertThat(scrape(server).get("sluice_store_keys")).isGreaterThan(0.0);
+            assertThat(scrape(server).get(SHARED_KEYS)).isGreaterThan(0.0);
             long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
-            while (scrape(server).get("sluice_store_keys") > 0 && System.nanoTime() < deadline) {
+            while (scrape(server).get(SHARED_KEYS) > 0 && System.nanoTime() < deadline) {
                 Thread.sleep(50);
             }
-            assertThat(scrape(server)).containsEntry("sluice_store_keys", 0.0);
+            assertThat(scrape(server)).containsEntry(SHARED_KEYS, 0.0);
         } finally {
             LiveConfig.sweepPeriod = before;
+        }
+    }
+
+    /**
+     * A policy's own store (its max_keys) is a pool of its own in the room's meters. A reload that takes the policy away
+     * takes its two gauges away, which would read NaN for good, and keeps its counts, which never go back; one that
+     * changes its max_keys counts what the replaced store evicted.
+     */
+    @Test
+    void aPolicysOwnStoreIsCountedAsAPoolOfItsOwn(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        String policies = """
+                policies:
+                  - name: p
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [5/1d]
+                  - name: own
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [5/1d]
+                    max_keys: %d
+                """;
+        java.nio.file.Path file = dir.resolve("sluice.yaml");
+        java.nio.file.Files.writeString(file, policies.formatted(2));
+        try (LiveConfig live = LiveConfig.load(file, new ServerMetrics());
+             ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+            for (String key : new String[] {"a", "b", "c", "d", "e"}) {
+                call(server, "/v1/check", "{\"policy\":\"own\",\"key\":\"" + key + "\"}");
+            }
+            call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"a\"}");
+            assertThat(scrape(server)).containsEntry("sluice_store_keys{pool=\"own\"}", 2.0)
+                    .containsEntry("sluice_store_max_keys{pool=\"own\"}", 2.0)
+                    .containsEntry("sluice_store_evicted_total{pool=\"own\"}", 3.0)
+                    .containsEntry("sluice_store_turned_away_total{pool=\"own\"}", 0.0)
+                    .containsEntry(SHARED_KEYS, 1.0)
+                    .containsEntry("sluice_store_max_keys{pool=\"shared\"}", 1_000_000.0)
+                    .containsEntry("sluice_store_evicted_total{pool=\"shared\"}", 0.0);
+            java.nio.file.Files.writeString(file, policies.formatted(3));
+            assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+            for (String key : new String[] {"f", "g", "h", "i"}) {
+                call(server, "/v1/check", "{\"policy\":\"own\",\"key\":\"" + key + "\"}");
+            }
+            assertThat(scrape(server)).containsEntry("sluice_store_keys{pool=\"own\"}", 3.0)
+                    .containsEntry("sluice_store_max_keys{pool=\"own\"}", 3.0)
+                    .as("3 by the replaced store, 1 by the new").containsEntry("sluice_store_evicted_total{pool=\"own\"}", 4.0);
+            java.nio.file.Files.writeString(file, policies.formatted(3).substring(0, policies.formatted(3).indexOf("  - name: own")));
+            assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+            assertThat(scrape(server)).doesNotContainKeys("sluice_store_keys{pool=\"own\"}",
+                            "sluice_store_max_keys{pool=\"own\"}")
+                    .containsEntry("sluice_store_evicted_total{pool=\"own\"}", 4.0).containsEntry(SHARED_KEYS, 1.0);
         }
     }
 

@@ -187,6 +187,79 @@ class ReloadTest {
         assertThat(remaining("kept", "10.0.0.7")).as("the key decided last was kept").isEqualTo(1);
     }
 
+    /**
+     * A policy's own {@code max_keys} gives it a store of its own, as nginx gives each zone its memory: a flood of new
+     * keys of another policy, which fills and evicts from the shared store, leaves its keys alone. On one store, the
+     * login key rejected below was evicted by the flood, and admitted again.
+     */
+    @Test
+    void aPolicyOfItsOwnMaxKeysKeepsItsKeysThroughAFloodOfAnotherPolicysKeys() throws Exception {
+        Files.writeString(file, """
+                max_keys: 4
+                policies:
+                  - name: login
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                    max_keys: 3
+                  - name: search
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                """);
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        InMemoryStore shared = (InMemoryStore) live.store();
+        assertThat(remaining("login", "10.0.0.1")).isEqualTo(1);
+        assertThat(remaining("login", "10.0.0.1")).isZero();
+        for (int i = 0; i < 100; i++) {
+            remaining("search", "10.1.0." + i);
+        }
+        assertThat(shared.evicted()).as("the flood filled the shared store").isGreaterThanOrEqualTo(96);
+        Policies policies = live.policies();
+        assertThat(policies.check(policies.policy("login"), "10.0.0.1", 1).toCompletableFuture().get().decision()
+                .allowed()).as("the login key kept, still over its limit").isFalse();
+        // counted apart, as a pool of its own
+        String text = live.metrics().scrape();
+        assertThat(text).contains("sluice_store_keys{pool=\"login\"} 1.0", "sluice_store_max_keys{pool=\"login\"} 3.0",
+                "sluice_store_evicted_total{pool=\"login\"} 0.0", "sluice_store_max_keys{pool=\"shared\"} 4.0",
+                "sluice_store_evicted_total{pool=\"shared\"} " + shared.evicted() + ".0");
+        // its own store is bounded as the shared one is: its least recently decided keys leave for new ones
+        for (int i = 2; i < 12; i++) {
+            remaining("login", "10.0.0." + i);
+        }
+        assertThat(live.metrics().scrape()).contains("sluice_store_keys{pool=\"login\"} 3.0")
+                .containsPattern("sluice_store_evicted_total\\{pool=\"login\"} (8|9|10)\\.0");
+    }
+
+    /**
+     * A reload keeps a policy's own store, and its counters, while its name and max_keys stay; a change of its max_keys
+     * starts it afresh, as a change of the top-level one does; a change of the top-level one leaves it alone.
+     */
+    @Test
+    void aPolicysOwnStoreIsKeptByAReloadUntilItsMaxKeysChanges() throws Exception {
+        String policies = """
+                policies:
+                  - name: login
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [3/1h]
+                    max_keys: %d
+                """;
+        Files.writeString(file, policies.formatted(10));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(remaining("login", "10.0.0.1")).isEqualTo(2);
+        Files.writeString(file, "max_keys: 50\n" + policies.formatted(10));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(remaining("login", "10.0.0.1")).as("the shared store changed, not its own").isEqualTo(1);
+        Files.writeString(file, "max_keys: 50\n" + policies.formatted(20));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(remaining("login", "10.0.0.1")).as("its own max_keys changed: a fresh start").isEqualTo(2);
+        Files.writeString(file, "max_keys: 50\n" + policies.formatted(20).replace("    max_keys: 20\n", ""));
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(remaining("login", "10.0.0.1")).as("on the shared store now: a fresh start").isEqualTo(2);
+        assertThat(((InMemoryStore) live.store()).size()).isEqualTo(1);
+    }
+
     @Test
     void aMissingFileIsRefusedToo() throws Exception {
         Files.delete(file);

@@ -59,7 +59,7 @@ public final class ConfigLoader {
     /** The longest store_timeout: a day, the Redis store's bound. */
     private static final long MOST_STORE_TIMEOUT = 86_400_000_000_000L;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
-            "cost", "mode", "max_delay", "skip_if_missing", "reject_status", "reject_body", "replaces");
+            "cost", "mode", "max_delay", "skip_if_missing", "reject_status", "reject_body", "replaces", "max_keys");
     private static final Set<String> MATCH = Set.of("path", "methods", "host", "headers", "domain", "descriptor");
     /** A header's name, as HTTP writes one (a token). */
     private static final Pattern HEADER_NAME = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
@@ -203,18 +203,8 @@ public final class ConfigLoader {
                 throw error(node, "store_connect", e.getMessage());
             }
         }
-        long maxKeys = InMemoryStore.DEFAULT_MAX_KEYS;
-        if (top.containsKey("max_keys")) {
-            Node node = top.get("max_keys");
-            if (!store.equals("memory")) {
-                throw error(node, "max_keys", "bounds the in-memory store only; Redis keeps keys until their TTL, bounded"
-                        + " by its own maxmemory");
-            }
-            maxKeys = whole(node, "max_keys", 1);
-            if (maxKeys > MOST_KEYS) {
-                throw error(node, "max_keys", "at most " + MOST_KEYS + " (about 100 bytes of heap a key), got " + maxKeys);
-            }
-        }
+        long maxKeys = top.containsKey("max_keys") ? maxKeys(top.get("max_keys"), "max_keys", store)
+                : InMemoryStore.DEFAULT_MAX_KEYS;
         List<String> proxies = new ArrayList<>();
         if (top.containsKey("trusted_proxies")) {
             List<Node> items = list(top.get("trusted_proxies"), "trusted_proxies");
@@ -255,6 +245,15 @@ public final class ConfigLoader {
                 policy = policy.withRejection(new PolicyConfig.Rejection(status != items.get(i)
                         ? rejectStatus(status, "policies[" + i + "].reject_status") : rejection.status(),
                         body != items.get(i) ? rejectBody(body, "policies[" + i + "].reject_body") : rejection.body()));
+            }
+            Node most = valueOf(items.get(i), "max_keys");
+            if (most != items.get(i)) {
+                if (policy.inFlight() != null) {
+                    throw error(most, "policies[" + i + "].max_keys", "is for rate policies; a concurrency policy"
+                            + " holds its own places, at most " + dev.sluice.ConcurrencyLimiter.DEFAULT_MAX_PLACES
+                            + " leases at once");
+                }
+                policy = policy.withMaxKeys(maxKeys(most, "policies[" + i + "].max_keys", store));
             }
             // told at the field's own line, wherever it stands in the policy (a review found them at the first)
             Integer first = names.putIfAbsent(policy.name(), line(valueOf(items.get(i), "name")));
@@ -321,6 +320,22 @@ public final class ConfigLoader {
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
                 List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust,
                 inBackground, password);
+    }
+
+    /**
+     * A {@code max_keys}: the most keys an in-memory store holds, the one every policy shares or a policy's own
+     * (nginx's zone); Redis has no such bound.
+     */
+    private long maxKeys(Node node, String field, String store) throws ConfigException {
+        if (!store.equals("memory")) {
+            throw error(node, field, "bounds the in-memory store only; Redis keeps keys until their TTL, bounded"
+                    + " by its own maxmemory");
+        }
+        long most = whole(node, field, 1);
+        if (most > MOST_KEYS) {
+            throw error(node, field, "at most " + MOST_KEYS + " (about 100 bytes of heap a key), got " + most);
+        }
+        return most;
     }
 
     /**

@@ -29,10 +29,13 @@ import java.util.stream.Collectors;
  * @param replaces      the HTTP policies this one takes the place of: a request this policy charges (it matches, and
  *                      has its key) is not charged by them, as a route's own limit stands in for a general one (Kong's
  *                      plugin on a route, Envoy's {@code replaces})
+ * @param maxKeys       the most keys of a store of this policy's own ({@code max_keys}, in memory: nginx's zone), so
+ *                      that a flood of new keys of another policy cannot evict this one's (a login limit reset by a
+ *                      flood of search keys); 0: the keys live in the store every other policy shares
  */
 public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
                            String costHeader, boolean shadow, boolean skipIfMissing, Rejection rejection,
-                           List<String> replaces) {
+                           List<String> replaces, long maxKeys) {
     /** {@code 429 Too Many Requests}, unless {@code reject_status} says otherwise. */
     public static final int DEFAULT_REJECT_STATUS = 429;
 
@@ -48,7 +51,7 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
     /** A policy that rejects as {@link Rejection#DEFAULT} and replaces none. */
     public PolicyConfig(String name, Match match, List<KeyPart> key, Rule rule, Limit inFlight, long cost,
                         String costHeader, boolean shadow, boolean skipIfMissing) {
-        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, Rejection.DEFAULT, List.of());
+        this(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, Rejection.DEFAULT, List.of(), 0);
     }
 
     /** The status of a request this policy rejects. */
@@ -59,19 +62,25 @@ public record PolicyConfig(String name, Match match, List<KeyPart> key, Rule rul
     /** This policy, answering the requests it rejects as {@code answered}. */
     public PolicyConfig withRejection(Rejection answered) {
         return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, answered,
-                replaces);
+                replaces, maxKeys);
     }
 
     /** This policy under the name {@code other}. */
     public PolicyConfig named(String other) {
         return new PolicyConfig(other, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejection,
-                replaces);
+                replaces, maxKeys);
     }
 
     /** This policy, taking the place of the policies named {@code others}. */
     public PolicyConfig withReplaces(List<String> others) {
         return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejection,
-                List.copyOf(others));
+                List.copyOf(others), maxKeys);
+    }
+
+    /** This policy, its keys held by a store of its own of {@code most} keys ({@code max_keys}), or 0: the shared one. */
+    public PolicyConfig withMaxKeys(long most) {
+        return new PolicyConfig(name, match, key, rule, inFlight, cost, costHeader, shadow, skipIfMissing, rejection,
+                replaces, most);
     }
 
     /**

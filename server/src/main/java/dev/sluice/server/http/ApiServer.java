@@ -481,6 +481,9 @@ public final class ApiServer implements AutoCloseable, Drains {
             if (!policy.replaces().isEmpty()) {
                 policy.replaces().forEach(item.putArray("replaces")::add);
             }
+            if (policy.maxKeys() > 0) {
+                item.put("max_keys", policy.maxKeys());
+            }
             PolicyConfig.Match match = policy.match();
             if (match.domain() != null) { // a policy for Envoy's rate limit service
                 ArrayNode descriptor = item.put("domain", match.domain()).putArray("descriptor");

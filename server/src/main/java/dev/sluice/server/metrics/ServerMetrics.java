@@ -78,9 +78,8 @@ public final class ServerMetrics implements AutoCloseable {
      */
     private final Map<RedisStore, String> retiring = new java.util.IdentityHashMap<>();
     private final Traffic traffic = new Traffic();
-    /** The new keys turned away by in-memory stores a reload replaced. */
-    private volatile long retiredTurnedAway;
-    private volatile long retiredEvicted;
+    /** The in-memory stores' room: the shared store's and the policies' own. */
+    private final RoomMeters room;
 
     /** Whether the last reload was applied (or none was tried): {@code sluice_config_last_reload_successful}. */
     private volatile boolean configInForce = true;
@@ -118,6 +117,7 @@ public final class ServerMetrics implements AutoCloseable {
         this.own = application == null;
         this.application = application;
         this.collections = own ? new JvmGcMetrics() : null;
+        this.room = new RoomMeters(registry, this::remove);
         // buckets from 1 µs: Micrometer's default first bucket, 1 ms, held nearly every decision of a healthy store (an
         // in-memory one takes about a microsecond, a Redis on the same network tens of them), so the dashboard's
         // median read 0.5 ms whatever the store did (a review found it)
@@ -151,20 +151,6 @@ public final class ServerMetrics implements AutoCloseable {
                         ? 0 : 1)
                 .description("1 while the store answers; 0 while the Redis store's circuit breaker is open (the store"
                         + " failed calls in a row, and decisions follow on_store_failure)").register(registry);
-        // the in-memory store's room: once full, it evicts the keys idle longest (by default), or turns new keys away
-        Gauge.builder("sluice.store.keys", this, metrics -> metrics.store instanceof InMemoryStore memory
-                        ? memory.size() : Double.NaN)
-                .description("Keys the in-memory store holds; NaN on Redis").register(registry);
-        Gauge.builder("sluice.store.max.keys", this, metrics -> metrics.store instanceof InMemoryStore memory
-                        ? memory.maxKeys() : Double.NaN)
-                .description("Keys the in-memory store may hold; NaN on Redis").register(registry);
-        FunctionCounter.builder("sluice.store.turned.away", this, ServerMetrics::turnedAway)
-                .description("Decisions on a new key the in-memory store had no room for, rejected or admitted without"
-                        + " being stored (a store built so; the server's evicts)")
-                .register(registry);
-        FunctionCounter.builder("sluice.store.evicted", this, ServerMetrics::evicted)
-                .description("Keys the full in-memory store evicted, the least recently decided, to make room for new"
-                        + " ones; each lost its state").register(registry);
         if (own) {
             new ClassLoaderMetrics().bindTo(registry);
             new JvmMemoryMetrics().bindTo(registry);
@@ -194,6 +180,14 @@ public final class ServerMetrics implements AutoCloseable {
             removeFrom(application, meter.getId());
         }
         TAKEN.remove(application);
+    }
+
+    /** Takes {@code meter} out of Sluice's registry, and out of the application's registry under it. */
+    private void remove(Meter meter) {
+        registry.remove(meter);
+        if (!own) {
+            removeFrom(application, meter.getId());
+        }
     }
 
     /**
@@ -237,23 +231,10 @@ public final class ServerMetrics implements AutoCloseable {
         }
     }
 
-    /** The new keys turned away by the in-memory stores, the current one and those a reload replaced. */
-    private synchronized double turnedAway() {
-        return retiredTurnedAway + (store instanceof InMemoryStore memory ? memory.turnedAway() : 0);
-    }
-
-    /** The keys evicted by the in-memory stores, the current one and those a reload replaced. */
-    private synchronized double evicted() {
-        return retiredEvicted + (store instanceof InMemoryStore memory ? memory.evicted() : 0);
-    }
-
     /** Counts the failures of {@code current}, the store the policies now decide on, of kind {@code kind}. */
     public void watch(Store current, String kind) {
+        room.shared(current);
         synchronized (this) {
-            if (store instanceof InMemoryStore memory && memory != current) {
-                retiredTurnedAway += memory.turnedAway();
-                retiredEvicted += memory.evicted();
-            }
             if (store instanceof RedisStore redis && redis != current) {
                 retiring.put(redis, storeKind); // counted as it finishes; its counts kept once it is closed (retired)
             }
@@ -267,6 +248,14 @@ public final class ServerMetrics implements AutoCloseable {
                         .tag("store", kind).description(event.description).register(registry);
             }
         }
+    }
+
+    /**
+     * The stores of the policies that have one of their own ({@code max_keys} in a policy), by policy name, now: each
+     * counted as a pool of {@code sluice_store_keys} and the rest; a pool not in {@code own} is gone.
+     */
+    public void watchOwn(Map<String, InMemoryStore> own) {
+        room.own(own);
     }
 
     /** {@code old}, replaced by a reload, is closed: its counts are final, and kept as they are. */
