@@ -93,6 +93,22 @@ final class ServletClientRequest extends ReceivedRequest {
         return Collections.list(request.getHeaders(name)).size();
     }
 
+    /**
+     * The user the application authenticated, {@code getUserPrincipal()}: the container's login, or Spring Security's
+     * once its filter has run (this filter after it); null for an anonymous request. Never the {@code Authorization}
+     * header's, as the gateway reads it: here the application can say who checked out.
+     */
+    @Override
+    public String user() {
+        java.security.Principal principal = request.getUserPrincipal();
+        return principal == null ? null : principal.getName();
+    }
+
+    @Override
+    public int userCount() {
+        return user() == null ? 0 : 1;
+    }
+
     @Override
     protected String remoteAddress() {
         return request.getRemoteAddr();

@@ -22,6 +22,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.EnumSet;
@@ -707,8 +708,9 @@ class SluiceFilterTest {
 
     /**
      * {@code metrics: global}: Sluice's meters go to Micrometer's global registry, to which Spring Boot adds its own, so
-     * the application serves them with its own ({@code /actuator/prometheus}); the JVM's are the application's
-     * business; a filter destroyed takes its meters away. A past weakness: they were in a registry of their own only.
+     * the application serves them with its own ({@code /actuator/prometheus}), each filter's tagged with its name; the
+     * JVM's are the application's business; a filter destroyed takes its meters away. A past weakness: they were in a
+     * registry of their own only.
      */
     @Test
     void theMetersCanGoToTheApplicationsRegistry(@TempDir Path dir) throws Exception {
@@ -719,16 +721,26 @@ class SluiceFilterTest {
         io.micrometer.core.instrument.Metrics.globalRegistry.add(application);
         try {
             Path file = Files.writeString(dir.resolve("sluice.yaml"), CONFIG);
-            FilterHolder holder = new FilterHolder(SluiceFilter.class);
-            holder.setInitParameter("config", file.toString());
-            holder.setInitParameter("metrics", "global");
-            start(holder);
+            // two filters, as one before the application's authentication and one after (a review found the second
+            // refused): each filter's meters tagged with its name
+            FilterHolder[] holders = new FilterHolder[2];
+            for (int i = 0; i < 2; i++) {
+                holders[i] = new FilterHolder(SluiceFilter.class);
+                holders[i].setName(i == 0 ? "before" : "after");
+                holders[i].setInitParameter("config", file.toString());
+                holders[i].setInitParameter("metrics", "global");
+            }
+            start(holders);
             assertThat(get("/by-ip").statusCode()).isEqualTo(200);
             assertThat(get("/by-ip").statusCode()).isEqualTo(429);
             String text = application.scrape();
-            assertThat(text).contains("sluice_decisions_total{outcome=\"allowed\",policy=\"per-ip\"} 1.0",
-                    "sluice_decisions_total{outcome=\"rejected\",policy=\"per-ip\"} 1.0",
-                    "sluice_requests_total{outcome=\"rejected\"} 1.0", "orders_placed_total 1.0");
+            assertThat(text).contains(
+                    "sluice_decisions_total{filter=\"before\",outcome=\"allowed\",policy=\"per-ip\"} 1.0",
+                    "sluice_decisions_total{filter=\"before\",outcome=\"rejected\",policy=\"per-ip\"} 1.0",
+                    "sluice_requests_total{filter=\"before\",outcome=\"rejected\"} 1.0",
+                    "sluice_decisions_total{filter=\"after\",outcome=\"allowed\",policy=\"per-ip\"} 1.0",
+                    "sluice_decisions_total{filter=\"after\",outcome=\"rejected\",policy=\"per-ip\"} 0.0",
+                    "sluice_requests_total{filter=\"after\",outcome=\"allowed\"} 1.0", "orders_placed_total 1.0");
             assertThat(text).as("the JVM's meters are the application's to add").doesNotContain("jvm_");
             jetty.stop();
             assertThat(application.scrape()).doesNotContain("sluice_").contains("orders_placed_total 1.0");
@@ -781,5 +793,69 @@ class SluiceFilterTest {
         noFile.setName("limits");
         assertThatThrownBy(() -> start(noFile)).hasStackTraceContaining("filter limits: init parameter config: missing;"
                 + " it names the sluice.yaml whose policies the filter enforces");
+    }
+
+    /**
+     * {@code user} is the user the application authenticated, here Jetty's own login (Basic, checked against its
+     * users), as Spring Security's principal would be: each user counted apart, and never the user a request's
+     * Authorization header names where the container checked none (a path outside the constraint), which the client
+     * could make up. A review found no key part that reads who is logged in.
+     */
+    @Test
+    void aUserIsTheOneTheApplicationAuthenticated() throws Exception {
+        live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", """
+                policies:
+                  - name: per-user
+                    match: {path: /private/**}
+                    key: [user]
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                  - name: per-user-if-any
+                    match: {path: /public/**}
+                    key: [user]
+                    skip_if_missing: true
+                    algorithm: fixed-window
+                    limits: [1/1h]
+                """), new ServerMetrics());
+        jetty = new Server();
+        ServerConnector connector = new ServerConnector(jetty);
+        connector.setHost("127.0.0.1");
+        jetty.addConnector(connector);
+        shop = new ServletContextHandler("/shop", ServletContextHandler.SECURITY);
+        shop.addServlet(new ServletHolder(application), "/*");
+        shop.addFilter(new FilterHolder(new SluiceFilter(live)), "/*", EnumSet.allOf(DispatcherType.class));
+        org.eclipse.jetty.security.UserStore users = new org.eclipse.jetty.security.UserStore();
+        for (String user : new String[] {"alice", "bob"}) {
+            users.addUser(user, new org.eclipse.jetty.util.security.Password(user + "-secret"), new String[] {"user"});
+        }
+        org.eclipse.jetty.security.HashLoginService login = new org.eclipse.jetty.security.HashLoginService("shop");
+        login.setUserStore(users);
+        org.eclipse.jetty.ee10.servlet.security.ConstraintSecurityHandler security =
+                (org.eclipse.jetty.ee10.servlet.security.ConstraintSecurityHandler) shop.getSecurityHandler();
+        security.setLoginService(login);
+        security.setAuthenticator(new org.eclipse.jetty.security.authentication.BasicAuthenticator());
+        org.eclipse.jetty.ee10.servlet.security.ConstraintMapping mapping =
+                new org.eclipse.jetty.ee10.servlet.security.ConstraintMapping();
+        mapping.setPathSpec("/private/*");
+        mapping.setConstraint(org.eclipse.jetty.security.Constraint.from("user"));
+        security.addConstraintMapping(mapping);
+        jetty.setHandler(shop);
+        jetty.start();
+        port = connector.getLocalPort();
+        java.util.function.Function<String, String> basic = credentials -> "Basic "
+                + java.util.Base64.getEncoder().encodeToString(credentials.getBytes(StandardCharsets.UTF_8));
+        assertThat(get("/private/a", "Authorization", basic.apply("alice:alice-secret")).statusCode()).isEqualTo(200);
+        HttpResponse<String> second = get("/private/a", "Authorization", basic.apply("alice:alice-secret"));
+        assertThat(second.statusCode()).isEqualTo(200);
+        assertThat(second.headers().firstValue("X-RateLimit-Remaining")).hasValue("0");
+        assertThat(get("/private/b", "Authorization", basic.apply("alice:alice-secret")).statusCode()).isEqualTo(429);
+        assertThat(get("/private/a", "Authorization", basic.apply("bob:bob-secret")).statusCode())
+                .as("another user, another key").isEqualTo(200);
+        assertThat(get("/private/a", "Authorization", basic.apply("bob:wrong")).statusCode())
+                .as("the container refuses it before the filter").isEqualTo(401);
+        for (int i = 0; i < 3; i++) { // no login on this path: no user, whatever the header claims
+            assertThat(get("/public/x", "Authorization", basic.apply("alice:made-up")).statusCode()).isEqualTo(200);
+        }
+        assertThat(reached).hasValue(6);
     }
 }

@@ -53,11 +53,17 @@ public final class ServerMetrics implements AutoCloseable {
     private final boolean own;
     private final MeterRegistry application;
     /**
-     * The applications' registries that hold a {@code ServerMetrics}'s meters now: a second one's, of the same names,
-     * would be the first's (its gauges reading the first's state), and the first's closing would take them away.
+     * The names ({@code filter} tags) of the {@code ServerMetrics} whose meters an application's registry holds now, by
+     * registry, those a composite (the global registry) reaches included: a second one's meters of the same name and
+     * tags would be the first's (its gauges reading the first's state), and the first's closing would take them away.
+     * Guarded by itself.
      */
-    private static final java.util.Set<MeterRegistry> TAKEN =
-            java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
+    private static final Map<MeterRegistry, java.util.Set<String>> TAKEN = new java.util.WeakHashMap<>();
+    /** The tag that tells apart the meters of each {@code ServerMetrics} in one application's registry. */
+    public static final String NAME_TAG = "filter";
+    /** In an application's registry: this one's {@link #NAME_TAG}, and the registries it is taken in. */
+    private final String name;
+    private final java.util.List<MeterRegistry> takenIn;
     /**
      * The JVM's collections, heard through listeners on the JVM's own beans: they outlive this unless closed. Null in
      * an application's registry, which has the JVM's meters of its own.
@@ -86,7 +92,12 @@ public final class ServerMetrics implements AutoCloseable {
 
     /** Sluice's meters and the JVM's, in a Prometheus registry of their own ({@link #scrape}: the server's /metrics). */
     public ServerMetrics() {
-        this(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), (MeterRegistry) null);
+        this(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), null, null);
+    }
+
+    /** {@link #ServerMetrics(MeterRegistry, String)} named {@code sluice}. */
+    public ServerMetrics(MeterRegistry application) {
+        this(application, "sluice");
     }
 
     /**
@@ -95,25 +106,69 @@ public final class ServerMetrics implements AutoCloseable {
      * {@code /actuator/prometheus}). The JVM's meters are left to the application, which has its own; {@link #close}
      * removes Sluice's from the registry, those of this one only.
      *
-     * @throws IllegalArgumentException if another {@code ServerMetrics}, not closed, has its meters there: one to a
-     *                                  registry, as a second one's meters of the same names would be the first's
+     * <p>Each meter is tagged {@code filter=name}, so that several (two filters, one before the application's
+     * authentication and one after; the contexts a test framework keeps alive in one JVM) keep meters of their own: a
+     * name another one holds in that registry, or in one under it, is taken with {@code -2}, {@code -3}, ... after it.
+     * Before, a second was refused, and a second filter stopped the application's start.
      */
-    public ServerMetrics(MeterRegistry application) {
-        this(over(java.util.Objects.requireNonNull(application, "the application's registry")), application);
+    public ServerMetrics(MeterRegistry application, String name) {
+        this(java.util.Objects.requireNonNull(application, "the application's registry"),
+                free(application, java.util.Objects.requireNonNull(name, "the name")));
     }
 
-    /** A composite over {@code application}, which it is the one {@code ServerMetrics} of. */
-    private static MeterRegistry over(MeterRegistry application) {
-        if (!TAKEN.add(application)) {
-            throw new IllegalArgumentException("the application's registry (a " + application.getClass().getSimpleName()
-                    + ") holds the meters of another ServerMetrics, not closed: one to a registry, as a second's, of the"
-                    + " same names, would be the first's");
+    private ServerMetrics(MeterRegistry application, Taken taken) {
+        this(over(application, taken.name()), application, taken);
+    }
+
+    /** A name, and the registries it was taken in. */
+    private record Taken(String name, java.util.List<MeterRegistry> registries) {
+    }
+
+    /** {@code name}, or the first of {@code name-2}, {@code name-3}, ... that no registry {@code application} reaches holds. */
+    private static Taken free(MeterRegistry application, String name) {
+        java.util.List<MeterRegistry> reached = new java.util.ArrayList<>();
+        reach(application, reached);
+        synchronized (TAKEN) {
+            String free = name;
+            for (int n = 2; holds(reached, free); n++) {
+                free = name + "-" + n;
+            }
+            for (MeterRegistry one : reached) {
+                TAKEN.computeIfAbsent(one, r -> new java.util.HashSet<>()).add(free);
+            }
+            return new Taken(free, java.util.List.copyOf(reached));
         }
-        return new io.micrometer.core.instrument.composite.CompositeMeterRegistry().add(application);
     }
 
-    private ServerMetrics(MeterRegistry registry, MeterRegistry application) {
+    private static boolean holds(java.util.List<MeterRegistry> registries, String name) {
+        return registries.stream().anyMatch(one -> TAKEN.getOrDefault(one, java.util.Set.of()).contains(name));
+    }
+
+    /** {@code registry} and every registry under it, if it is a composite. */
+    private static void reach(MeterRegistry registry, java.util.List<MeterRegistry> reached) {
+        reached.add(registry);
+        if (registry instanceof io.micrometer.core.instrument.composite.CompositeMeterRegistry composite) {
+            composite.getRegistries().forEach(under -> reach(under, reached));
+        }
+    }
+
+    /** A composite over {@code application} whose meters are tagged with {@code name}. */
+    private static MeterRegistry over(MeterRegistry application, String name) {
+        io.micrometer.core.instrument.composite.CompositeMeterRegistry composite =
+                new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
+        composite.config().commonTags(NAME_TAG, name);
+        return composite.add(application);
+    }
+
+    /** The name this one's meters are tagged with in an application's registry ({@link #NAME_TAG}); null in its own. */
+    public String name() {
+        return name;
+    }
+
+    private ServerMetrics(MeterRegistry registry, MeterRegistry application, Taken taken) {
         this.registry = registry;
+        this.name = taken == null ? null : taken.name();
+        this.takenIn = taken == null ? java.util.List.of() : taken.registries();
         this.own = application == null;
         this.application = application;
         this.collections = own ? new JvmGcMetrics() : null;
@@ -179,7 +234,14 @@ public final class ServerMetrics implements AutoCloseable {
         for (Meter meter : registry.getMeters()) {
             removeFrom(application, meter.getId());
         }
-        TAKEN.remove(application);
+        synchronized (TAKEN) {
+            for (MeterRegistry one : takenIn) {
+                java.util.Set<String> names = TAKEN.get(one);
+                if (names != null) {
+                    names.remove(name);
+                }
+            }
+        }
     }
 
     /** Takes {@code meter} out of Sluice's registry, and out of the application's registry under it. */

@@ -38,6 +38,41 @@ public interface ClientRequest {
     /** The first value of a query parameter, or null. */
     String query(String name);
 
+    /**
+     * The request's user, or null: as nginx's {@code $remote_user}, the user name of an {@code Authorization: Basic}
+     * header, which the gateway does not check (the upstream does, or a layer before it); the servlet filter's
+     * requests answer the user the application authenticated instead.
+     */
+    default String user() {
+        return ClientRequest.basicUser(header("Authorization"));
+    }
+
+    /** How many times the request gives its user: a user given twice is ambiguous. */
+    default int userCount() {
+        return headerCount("Authorization");
+    }
+
+    /**
+     * The user name of {@code authorization} when it is {@code Basic} credentials (the scheme in any case), the text
+     * before the first {@code :} of their Base64, read as UTF-8 (RFC 7617); else null, as for credentials that are no
+     * Base64 of user and password, which nginx's {@code $remote_user} leaves empty too.
+     */
+    static String basicUser(String authorization) {
+        if (authorization == null || authorization.length() < 6
+                || !authorization.regionMatches(true, 0, "Basic ", 0, 6)) {
+            return null;
+        }
+        byte[] decoded;
+        try {
+            decoded = java.util.Base64.getDecoder().decode(authorization.substring(6).strip());
+        } catch (IllegalArgumentException notBase64) {
+            return null;
+        }
+        String credentials = new String(decoded, java.nio.charset.StandardCharsets.UTF_8);
+        int colon = credentials.indexOf(':');
+        return colon < 0 ? null : credentials.substring(0, colon);
+    }
+
     /** How many times a query parameter is given: a value that decides (a key) must be given once. */
     default int queryCount(String name) {
         return query(name) == null ? 0 : 1;

@@ -181,6 +181,25 @@ public sealed interface KeyPart {
         }
     }
 
+    /**
+     * The request's user ({@link ClientRequest#user}): in the servlet filter, the one the application authenticated
+     * (the container's or Spring Security's principal); in the gateway, the user name of {@code Authorization: Basic},
+     * nginx's {@code $remote_user}. Missing for a request without one.
+     */
+    record User() implements KeyPart {
+        public String valueOf(ClientRequest request) {
+            return request.user();
+        }
+
+        public int timesGiven(ClientRequest request) {
+            return request.userCount();
+        }
+
+        public String toString() {
+            return "user";
+        }
+    }
+
     /** A fixed text: one counter for every request the policy matches. */
     record Const(String text) implements KeyPart {
         public String valueOf(ClientRequest request) {
@@ -194,7 +213,7 @@ public sealed interface KeyPart {
 
     /**
      * Reads {@code ip}, {@code header:NAME}, {@code cookie:NAME}, {@code query:NAME}, {@code route}, {@code method}, {@code host},
-     * {@code descriptor:KEY} or {@code const:TEXT}; an {@link IllegalArgumentException} says what is wrong.
+     * {@code user}, {@code descriptor:KEY} or {@code const:TEXT}; an {@link IllegalArgumentException} says what is wrong.
      */
     static KeyPart parse(String text) {
         switch (text) {
@@ -206,6 +225,8 @@ public sealed interface KeyPart {
                 return new Method();
             case "host":
                 return new Host();
+            case "user":
+                return new User();
             default:
                 break;
         }
@@ -245,8 +266,8 @@ public sealed interface KeyPart {
             return new Const(text.substring("const:".length()));
         }
         throw new IllegalArgumentException("unknown key part \"" + text
-                + "\": expected ip, header:NAME, cookie:NAME, query:NAME, route, method, host, descriptor:KEY or"
-                + " const:TEXT");
+                + "\": expected ip, header:NAME, cookie:NAME, query:NAME, route, method, host, user, descriptor:KEY"
+                + " or const:TEXT");
     }
 
     /**
@@ -265,6 +286,7 @@ public sealed interface KeyPart {
             if (part.timesGiven(request) > 1) { // before a value that is missing: a cookie in a second Cookie header
                 throw new BadRequest((part instanceof Header header ? "header " + header.name()
                         : part instanceof Cookie cookie ? "cookie " + cookie.name()
+                        : part instanceof User ? "header Authorization"
                         : "query parameter " + ((Query) part).name()) + " (the key of policy " + policy + "): given "
                         + part.timesGiven(request) + " times; a key is given once");
             }

@@ -83,6 +83,13 @@ class CheckRequestTest {
                 limits: [1/2s]
                 mode: delay
                 max_delay: 5s
+              - name: per-user
+                match:
+                  path: /account/**
+                key: [user]
+                skip_if_missing: true
+                algorithm: fixed-window
+                limits: [1/1h]
               - name: reads-per-method
                 match:
                   path: /reads
@@ -321,6 +328,22 @@ class CheckRequestTest {
         String team = "{\"method\":\"GET\",\"path\":\"/teams\",\"headers\":{\"x-team\":\"blue\"}}";
         assertThat(post(team).statusCode()).isEqualTo(200);
         assertThat(post(team).statusCode()).isEqualTo(429);
+    }
+
+    /** {@code user}: the user of Basic credentials, as nginx's $remote_user; none with another scheme. */
+    @Test
+    void theUserIsTheUserOfBasicCredentials() throws Exception {
+        java.util.function.Function<String, String> asked = authorization -> "{\"method\":\"GET\",\"path\":"
+                + "\"/account/me\",\"headers\":{\"Authorization\":\"" + authorization + "\"}}";
+        String alice = "Basic " + java.util.Base64.getEncoder().encodeToString("alice:one".getBytes());
+        String aliceAgain = "Basic " + java.util.Base64.getEncoder().encodeToString("alice:two".getBytes());
+        String bob = "Basic " + java.util.Base64.getEncoder().encodeToString("bob:one".getBytes());
+        assertThat(post(asked.apply(alice)).statusCode()).isEqualTo(200);
+        assertThat(post(asked.apply(aliceAgain)).statusCode()).as("the user, whatever the password").isEqualTo(429);
+        assertThat(post(asked.apply(bob)).statusCode()).isEqualTo(200);
+        for (int i = 0; i < 2; i++) {
+            assertThat(checked(JSON.readTree(post(asked.apply("Bearer abc")).body()))).isEmpty();
+        }
     }
 
     @Test

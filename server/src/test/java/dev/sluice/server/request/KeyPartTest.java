@@ -104,6 +104,40 @@ class KeyPartTest {
                 .hasMessage("cookie sid (the key of policy sessions): given 2 times; a key is given once");
     }
 
+    /**
+     * {@code user}, nginx's {@code $remote_user} in the gateway: the user name of {@code Authorization: Basic} (the
+     * scheme in any case, the name before the first colon, UTF-8); missing for any other scheme or for credentials
+     * that are not Base64 of a user and a password; two Authorization headers refused as a header given twice is.
+     */
+    @Test
+    void theUserIsTheUserNameOfBasicCredentials() {
+        java.util.function.Function<String, ClientRequest> authorized = authorization -> new Fixed("GET", "/", null,
+                "10.0.0.7", Map.of("authorization", authorization), Map.of());
+        String encoded = java.util.Base64.getEncoder().encodeToString("José:pa:ss".getBytes(
+                java.nio.charset.StandardCharsets.UTF_8));
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply("Basic " + encoded), false, "p")).isEqualTo("José");
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply("basic  " + encoded + " "), false, "p"))
+                .isEqualTo("José");
+        assertThat(KeyPart.keyOf(parts("user", "ip"), authorized.apply("Bearer " + encoded), false, "p"))
+                .isEqualTo("|10.0.0.7");
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply("Basic %%%"), true, "p")).isNull();
+        String noColon = java.util.Base64.getEncoder().encodeToString("alice".getBytes());
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply("Basic " + noColon), true, "p")).isNull();
+        assertThat(KeyPart.keyOf(parts("user"), REQUEST, true, "p")).isNull();
+        ClientRequest twice = new ClientRequest() {
+            public String method() { return "GET"; }
+            public String path() { return "/"; }
+            public String host() { return null; }
+            public String ip() { return "10.0.0.7"; }
+            public String header(String name) { return name.equalsIgnoreCase("Authorization") ? "Basic " + encoded : null; }
+            public int headerCount(String name) { return name.equalsIgnoreCase("Authorization") ? 2 : 0; }
+            public String query(String name) { return null; }
+        };
+        assertThatThrownBy(() -> KeyPart.keyOf(parts("user"), twice, false, "logins"))
+                .isInstanceOf(BadRequest.class)
+                .hasMessage("header Authorization (the key of policy logins): given 2 times; a key is given once");
+    }
+
     @Test
     void aRepeatedQueryParameterIsCountedAndKeepsItsFirstValue() {
         QueryString query = QueryString.parse("user=a&tag=x&user=b&user=c&page");
@@ -116,7 +150,7 @@ class KeyPartTest {
 
     @Test
     void partsPrintAsTheyAreWritten() {
-        for (String text : List.of("ip", "header:X-API-Key", "cookie:sid", "query:page", "route", "method", "host",
+        for (String text : List.of("ip", "header:X-API-Key", "cookie:sid", "query:page", "route", "method", "host", "user",
                 "const:all")) {
             assertThat(KeyPart.parse(text).toString()).isEqualTo(text);
         }
@@ -126,7 +160,7 @@ class KeyPartTest {
     void refusesUnknownParts() {
         assertThatThrownBy(() -> KeyPart.parse("jwt:sub")).hasMessage(
                 "unknown key part \"jwt:sub\": expected ip, header:NAME, cookie:NAME, query:NAME, route, method, host,"
-                        + " descriptor:KEY or const:TEXT");
+                        + " user, descriptor:KEY or const:TEXT");
         assertThatThrownBy(() -> KeyPart.parse("cookie:a b")).hasMessage("bad cookie name in \"cookie:a b\": expected a"
                 + " token (letters, digits and !#$%&'*+.^_`|~-)");
         assertThatThrownBy(() -> KeyPart.parse("header:")).hasMessage("bad header name in \"header:\": expected an"
