@@ -95,6 +95,18 @@ public final class RedisServer implements AutoCloseable {
                 "--tls-key-file", certificate.key().toString(), "--tls-auth-clients", "no");
     }
 
+    /**
+     * Starts a replica of {@code primary} (itself {@link #startTls started with TLS}) that speaks TLS as
+     * {@link #startTls} does and replicates over TLS ({@code tls-replication yes}, trusting {@code certificate}), so that
+     * it names its TLS port to the primary, and so to the sentinels that ask the primary of its replicas.
+     */
+    public static RedisServer startTlsReplica(SelfSignedCertificate certificate, RedisServer primary) throws IOException {
+        return start("--tls-port", FREE_TLS_PORT, "--tls-cert-file", certificate.certificate().toString(),
+                "--tls-key-file", certificate.key().toString(), "--tls-auth-clients", "no",
+                "--tls-ca-cert-file", certificate.certificate().toString(), "--tls-replication", "yes",
+                "--replicaof", "127.0.0.1", Integer.toString(primary.tlsPort()));
+    }
+
     /** The value of {@code --tls-port} given to {@link #start} for a free port of its choosing, one per attempt. */
     static final String FREE_TLS_PORT = "free";
 
