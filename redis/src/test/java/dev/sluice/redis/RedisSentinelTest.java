@@ -164,6 +164,9 @@ class RedisSentinelTest {
             try (RedisStore store = RedisStore.builder(uri).trust(certificate.trusted()).timeout(Duration.ofSeconds(2))
                     .raiseFailures(true).build()) {
                 assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).remaining()).isEqualTo(999);
+                try (Resp resp = primary.connect()) { // replication is asynchronous: k on the replica before the kill
+                    assertThat(resp.call("WAIT", "1", "5000")).isEqualTo(1L);
+                }
                 primary.kill();
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
                 boolean decided = false;

@@ -130,8 +130,20 @@ public final class LiveConfig implements AutoCloseable {
      * A configuration that does not come from a file, decided on {@code store} whatever its {@code store} setting
      * says: a store the caller made (a {@code RedisStore} built with settings of its own, a store shared with
      * limiters of the application), which the caller keeps and closes.
+     *
+     * @throws IllegalArgumentException if a policy has a {@code max_keys} of its own and {@code store} is not an
+     *                                  in-memory store
      */
     public static LiveConfig of(ServerConfig config, Store store, ServerMetrics metrics) {
+        for (dev.sluice.server.config.PolicyConfig policy : config.policies()) {
+            // its own store is in this process's memory: on a store shared by servers, its limit would be each
+            // server's alone, and so as many times higher as there are servers (a review found it silent)
+            if (policy.maxKeys() > 0 && !(store instanceof InMemoryStore)) {
+                throw new IllegalArgumentException("policy " + policy.name() + ": max_keys " + policy.maxKeys()
+                        + " gives it an in-memory store of its own, and the store given is a "
+                        + store.getClass().getSimpleName() + ", which its limit would not be shared on");
+            }
+        }
         LiveConfig live = new LiveConfig(null, metrics);
         live.store = store;
         live.storeGiven = true;

@@ -44,9 +44,4 @@ final class OwnStores {
         }
         now.values().forEach(InMemoryStore::cleanUp);
     }
-
-    /** Fresh stores for {@code config}'s policies that have a {@code max_keys}: a configuration never reloaded. */
-    static Map<String, InMemoryStore> of(ServerConfig config) {
-        return new OwnStores().update(config);
-    }
 }

@@ -66,11 +66,6 @@ public final class Policies {
     /** The HTTP requests the policies reject, told to the operator's log, a line a policy every ten seconds at most. */
     private final RejectionLog rejections = new RejectionLog();
 
-    /** Policies on {@code store}, those with a {@code max_keys} each on a fresh store of its own. */
-    public Policies(ServerConfig config, Store store, ServerMetrics metrics) {
-        this(config, store, OwnStores.of(config), metrics, Map.of());
-    }
-
     /**
      * Policies on {@code store}, those with a {@code max_keys} each on its store in {@code own} (by policy name);
      * concurrency policies keep the in-flight counts of {@code previous} (the policies this configuration replaces)

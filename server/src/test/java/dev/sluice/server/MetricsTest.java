@@ -104,7 +104,7 @@ class MetricsTest {
         assertThat(application.get("sluice.decisions").tags("policy", "p", "outcome", "allowed").counter().count())
                 .isZero();
         assertThat(application.get("sluice.requests").tags("outcome", "rejected").counter().count()).isEqualTo(1.0);
-        assertThat(application.get("sluice.gateway.failures").tags("what", "502", "application", "shop", "filter",
+        assertThat(application.get("sluice.gateway.failures").tags("what", "502", "application", "shop", "sluice_filter",
                 "sluice").counter().count()).isEqualTo(1.0);
         assertThat(application.getMeters()).noneMatch(meter -> meter.getId().getName().startsWith("jvm."));
         org.assertj.core.api.Assertions.assertThatThrownBy(metrics::scrape).hasMessage("Sluice's metrics are in the"
@@ -125,7 +125,7 @@ class MetricsTest {
 
     /**
      * Several in one application's registry (two filters, one before the application's authentication and one after;
-     * the contexts a test framework keeps in one JVM) each keep meters of their own, told apart by the tag filter: a
+     * the contexts a test framework keeps in one JVM) each keep meters of their own, told apart by the tag sluice_filter: a
      * name taken is taken again with -2, -3, ... after it, in the registry or in one a composite over it reaches
      * (Micrometer's global registry over Spring's). A review found the second refused, which stopped the
      * application's start, and one on Spring's registry beside one on the global registry over it sharing meters.
@@ -145,16 +145,23 @@ class MetricsTest {
             before.rejected("login");
             after.rejected("login");
             after.rejected("login");
-            assertThat(application.get("sluice.decisions").tags("filter", "limits", "policy", "login", "outcome",
+            assertThat(application.get("sluice.decisions").tags("sluice_filter", "limits", "policy", "login", "outcome",
                     "rejected").counter().count()).isEqualTo(1.0);
-            assertThat(application.get("sluice.decisions").tags("filter", "limits-2", "policy", "login", "outcome",
+            assertThat(application.get("sluice.decisions").tags("sluice_filter", "limits-2", "policy", "login", "outcome",
                     "rejected").counter().count()).isEqualTo(2.0);
             after.close();
-            assertThat(application.find("sluice.decisions").tags("filter", "limits-2").counters()).isEmpty();
-            assertThat(application.get("sluice.decisions").tags("filter", "limits", "policy", "login", "outcome",
+            assertThat(application.find("sluice.decisions").tags("sluice_filter", "limits-2").counters()).isEmpty();
+            assertThat(application.get("sluice.decisions").tags("sluice_filter", "limits", "policy", "login", "outcome",
                     "rejected").counter().count()).isEqualTo(1.0);
             try (ServerMetrics again = new ServerMetrics(application, "limits")) {
                 assertThat(again.name()).as("limits-2 is free again").isEqualTo("limits-2");
+                again.rejected("login");
+                after.close(); // once more (Spring's destroy and the application's own): it took again's meters
+                assertThat(application.get("sluice.decisions").tags("sluice_filter", "limits-2", "policy", "login",
+                        "outcome", "rejected").counter().count()).isEqualTo(1.0);
+                try (ServerMetrics fourth = new ServerMetrics(application, "limits")) {
+                    assertThat(fourth.name()).as("and its name").isEqualTo("limits-4");
+                }
             }
         }
     }

@@ -232,6 +232,28 @@ class ReloadTest {
     }
 
     /**
+     * A policy's own store is in the process's memory: beside a store the caller gives that is not (Redis, shared by
+     * servers), its limit would be each server's alone. Refused, naming the policy (a review found it silent).
+     */
+    @Test
+    void aPolicysOwnStoreIsRefusedBesideAGivenStoreThatIsNotInMemory() throws Exception {
+        dev.sluice.server.config.ServerConfig config = dev.sluice.server.config.ConfigLoader.parse("t.yaml",
+                "policies:\n  - name: login\n    key: [ip]\n    algorithm: gcra\n    limits: [1/1s]\n"
+                        + "    max_keys: 10\n");
+        try (ServerMetrics metrics = new ServerMetrics()) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> LiveConfig.of(config,
+                            new dev.sluice.testkit.BrokenStore(), metrics))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("policy login: max_keys 10 gives it an in-memory store of its own, and the store given"
+                            + " is a BrokenStore, which its limit would not be shared on");
+            try (LiveConfig live = LiveConfig.of(config, new InMemoryStore(), metrics)) {
+                assertThat(live.policies().check(live.policies().policy("login"), "k", 1).toCompletableFuture().get()
+                        .decision().allowed()).isTrue();
+            }
+        }
+    }
+
+    /**
      * A reload keeps a policy's own store, and its counters, while its name and max_keys stay; a change of its max_keys
      * starts it afresh, as a change of the top-level one does; a change of the top-level one leaves it alone.
      */

@@ -138,7 +138,7 @@ public final class SluiceFilter implements Filter {
      * The metrics the init parameter {@code metrics} asks for: {@code own} (the default), a registry of their own,
      * the JVM's meters with them, served by {@code live().metrics().scrape()}; {@code global}, Micrometer's
      * {@code Metrics.globalRegistry}, which Spring Boot adds its own registries to, so that Sluice's meters are served
-     * with the application's ({@code /actuator/prometheus}), each tagged {@code filter} with the filter's name.
+     * with the application's ({@code /actuator/prometheus}), each tagged {@code sluice_filter} with the filter's name.
      */
     private static ServerMetrics metrics(FilterConfig config) throws ServletException {
         String metrics = config.getInitParameter("metrics");
@@ -146,7 +146,7 @@ public final class SluiceFilter implements Filter {
             return new ServerMetrics();
         }
         if (metrics.equals("global")) {
-            // tagged filter=<its name>: two filters (one before the application's authentication, one after), or the
+            // tagged sluice_filter=<its name>: two filters (one before the application's authentication, one after), or the
             // contexts a test framework keeps in one JVM, each have meters of their own (a review found the second
             // filter refused, and the application's start with it)
             return new ServerMetrics(io.micrometer.core.instrument.Metrics.globalRegistry, config.getFilterName());

@@ -735,12 +735,12 @@ class SluiceFilterTest {
             assertThat(get("/by-ip").statusCode()).isEqualTo(429);
             String text = application.scrape();
             assertThat(text).contains(
-                    "sluice_decisions_total{filter=\"before\",outcome=\"allowed\",policy=\"per-ip\"} 1.0",
-                    "sluice_decisions_total{filter=\"before\",outcome=\"rejected\",policy=\"per-ip\"} 1.0",
-                    "sluice_requests_total{filter=\"before\",outcome=\"rejected\"} 1.0",
-                    "sluice_decisions_total{filter=\"after\",outcome=\"allowed\",policy=\"per-ip\"} 1.0",
-                    "sluice_decisions_total{filter=\"after\",outcome=\"rejected\",policy=\"per-ip\"} 0.0",
-                    "sluice_requests_total{filter=\"after\",outcome=\"allowed\"} 1.0", "orders_placed_total 1.0");
+                    "sluice_decisions_total{outcome=\"allowed\",policy=\"per-ip\",sluice_filter=\"before\"} 1.0",
+                    "sluice_decisions_total{outcome=\"rejected\",policy=\"per-ip\",sluice_filter=\"before\"} 1.0",
+                    "sluice_requests_total{outcome=\"rejected\",sluice_filter=\"before\"} 1.0",
+                    "sluice_decisions_total{outcome=\"allowed\",policy=\"per-ip\",sluice_filter=\"after\"} 1.0",
+                    "sluice_decisions_total{outcome=\"rejected\",policy=\"per-ip\",sluice_filter=\"after\"} 0.0",
+                    "sluice_requests_total{outcome=\"allowed\",sluice_filter=\"after\"} 1.0", "orders_placed_total 1.0");
             assertThat(text).as("the JVM's meters are the application's to add").doesNotContain("jvm_");
             jetty.stop();
             assertThat(application.scrape()).doesNotContain("sluice_").contains("orders_placed_total 1.0");

@@ -54,8 +54,10 @@ public final class ConfigLoader {
             "store_password_env", "on_store_failure",
             "store_timeout", "max_keys", "reject_status", "reject_body",
             "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
-    /** The most {@code max_keys} may be: at about 100 bytes a key, 10 GB of heap. */
+    /** The most {@code max_keys} may be, of every store together: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
+    /** The pool of {@code sluice_store_keys} that is the store the policies share. */
+    public static final String SHARED_POOL = "shared";
     /** The longest store_timeout: a day, the Redis store's bound. */
     private static final long MOST_STORE_TIMEOUT = 86_400_000_000_000L;
     private static final Set<String> POLICY = Set.of("name", "match", "key", "algorithm", "limits", "burst", "refill",
@@ -230,6 +232,7 @@ public final class ConfigLoader {
                 top.containsKey("reject_body") ? rejectBody(top.get("reject_body"), "reject_body") : null);
         List<PolicyConfig> policies = new ArrayList<>();
         Map<String, Integer> names = new HashMap<>();
+        long allKeys = maxKeys; // the keys of every in-memory store: the shared one's and the policies' own
         for (int i = 0; i < items.size(); i++) {
             PolicyConfig policy = policy(items.get(i), "policies[" + i + "]", !store.equals("memory"));
             Node status = valueOf(items.get(i), "reject_status");
@@ -253,7 +256,20 @@ public final class ConfigLoader {
                             + " holds its own places, at most " + dev.sluice.ConcurrencyLimiter.DEFAULT_MAX_PLACES
                             + " leases at once");
                 }
-                policy = policy.withMaxKeys(maxKeys(most, "policies[" + i + "].max_keys", store));
+                String field = "policies[" + i + "].max_keys";
+                policy = policy.withMaxKeys(maxKeys(most, field, store));
+                if (policy.name().equals(SHARED_POOL)) {
+                    // its pool would be the shared store's in sluice_store_keys{pool} (a review found it taken over)
+                    throw error(most, field, "a policy named " + SHARED_POOL + " cannot have a store of its own:"
+                            + " sluice_store_keys{pool=\"" + SHARED_POOL + "\"} is the store the policies share;"
+                            + " rename the policy");
+                }
+                allKeys += policy.maxKeys();
+                if (allKeys > MOST_KEYS) {
+                    throw error(most, field, "the stores together hold at most " + MOST_KEYS + " keys (about 100"
+                            + " bytes of heap a key), and max_keys " + maxKeys + " and the policies' own so far come to "
+                            + allKeys);
+                }
             }
             // told at the field's own line, wherever it stands in the policy (a review found them at the first)
             Integer first = names.putIfAbsent(policy.name(), line(valueOf(items.get(i), "name")));

@@ -24,7 +24,7 @@ import java.util.function.Consumer;
  * they would read NaN for good.
  */
 final class RoomMeters {
-    static final String SHARED = "shared";
+    static final String SHARED = dev.sluice.server.config.ConfigLoader.SHARED_POOL;
 
     private final MeterRegistry registry;
     /** Takes a meter out of the registry, and out of the application's under it. */

@@ -60,10 +60,11 @@ public final class ServerMetrics implements AutoCloseable {
      */
     private static final Map<MeterRegistry, java.util.Set<String>> TAKEN = new java.util.WeakHashMap<>();
     /** The tag that tells apart the meters of each {@code ServerMetrics} in one application's registry. */
-    public static final String NAME_TAG = "filter";
+    public static final String NAME_TAG = "sluice_filter";
     /** In an application's registry: this one's {@link #NAME_TAG}, and the registries it is taken in. */
     private final String name;
     private final java.util.List<MeterRegistry> takenIn;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     /**
      * The JVM's collections, heard through listeners on the JVM's own beans: they outlive this unless closed. Null in
      * an application's registry, which has the JVM's meters of its own.
@@ -106,9 +107,10 @@ public final class ServerMetrics implements AutoCloseable {
      * {@code /actuator/prometheus}). The JVM's meters are left to the application, which has its own; {@link #close}
      * removes Sluice's from the registry, those of this one only.
      *
-     * <p>Each meter is tagged {@code filter=name}, so that several (two filters, one before the application's
+     * <p>Each meter is tagged {@code sluice_filter=name}, so that several (two filters, one before the application's
      * authentication and one after; the contexts a test framework keeps alive in one JVM) keep meters of their own: a
-     * name another one holds in that registry, or in one under it, is taken with {@code -2}, {@code -3}, ... after it.
+     * name another one holds in that registry, or in one under it as this one is made, is taken with {@code -2},
+     * {@code -3}, ... after it. One {@code ServerMetrics} to one {@code LiveConfig}.
      * Before, a second was refused, and a second filter stopped the application's start.
      */
     public ServerMetrics(MeterRegistry application, String name) {
@@ -223,6 +225,10 @@ public final class ServerMetrics implements AutoCloseable {
      */
     @Override
     public void close() {
+        // once: a second close would take the meters of the same ids, and the name, of one made since (a review)
+        if (closed.getAndSet(true)) {
+            return;
+        }
         if (own) {
             collections.close();
             return;

@@ -54,8 +54,10 @@ public interface ClientRequest {
 
     /**
      * The user name of {@code authorization} when it is {@code Basic} credentials (the scheme in any case), the text
-     * before the first {@code :} of their Base64, read as UTF-8 (RFC 7617); else null, as for credentials that are no
-     * Base64 of user and password, which nginx's {@code $remote_user} leaves empty too.
+     * before the first {@code :} of their Base64, read as UTF-8 (RFC 7617), or, when it is not UTF-8, one char a byte
+     * (ISO-8859-1, the charset of older clients), so that no two names read the same; else null, as for credentials
+     * that are no Base64 of user and password, or of an empty user, which nginx's {@code $remote_user} leaves empty
+     * too (a review found names of bytes past UTF-8 read as one, U+FFFD, and an empty user counted as a key).
      */
     static String basicUser(String authorization) {
         if (authorization == null || authorization.length() < 6
@@ -68,9 +70,15 @@ public interface ClientRequest {
         } catch (IllegalArgumentException notBase64) {
             return null;
         }
-        String credentials = new String(decoded, java.nio.charset.StandardCharsets.UTF_8);
+        String credentials;
+        try {
+            credentials = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                    .decode(java.nio.ByteBuffer.wrap(decoded)).toString();
+        } catch (java.nio.charset.CharacterCodingException notUtf8) {
+            credentials = new String(decoded, java.nio.charset.StandardCharsets.ISO_8859_1);
+        }
         int colon = credentials.indexOf(':');
-        return colon < 0 ? null : credentials.substring(0, colon);
+        return colon <= 0 ? null : credentials.substring(0, colon);
     }
 
     /** How many times a query parameter is given: a value that decides (a key) must be given once. */

@@ -106,8 +106,9 @@ class KeyPartTest {
 
     /**
      * {@code user}, nginx's {@code $remote_user} in the gateway: the user name of {@code Authorization: Basic} (the
-     * scheme in any case, the name before the first colon, UTF-8); missing for any other scheme or for credentials
-     * that are not Base64 of a user and a password; two Authorization headers refused as a header given twice is.
+     * scheme in any case, the name before the first colon, UTF-8, or ISO-8859-1 when not UTF-8); missing for any other
+     * scheme, for credentials that are not Base64 of a user and a password, and for an empty user; two Authorization
+     * headers refused as a header given twice is.
      */
     @Test
     void theUserIsTheUserNameOfBasicCredentials() {
@@ -124,6 +125,20 @@ class KeyPartTest {
         String noColon = java.util.Base64.getEncoder().encodeToString("alice".getBytes());
         assertThat(KeyPart.keyOf(parts("user"), authorized.apply("Basic " + noColon), true, "p")).isNull();
         assertThat(KeyPart.keyOf(parts("user"), REQUEST, true, "p")).isNull();
+        String empty = java.util.Base64.getEncoder().encodeToString(":secret".getBytes());
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply("Basic " + empty), true, "p"))
+                .as("an empty user is none").isNull();
+        // bytes that are not UTF-8 are read one char a byte: two such names are two keys, not one U+FFFD (a review)
+        java.util.function.Function<byte[], String> latin = name -> {
+            byte[] credentials = java.util.Arrays.copyOf(name, name.length + 2);
+            credentials[name.length] = ':';
+            credentials[name.length + 1] = 'x';
+            return "Basic " + java.util.Base64.getEncoder().encodeToString(credentials);
+        };
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply(latin.apply(new byte[] {'J', 'o', 's', (byte) 0xE9})),
+                false, "p")).isEqualTo("José");
+        assertThat(KeyPart.keyOf(parts("user"), authorized.apply(latin.apply(new byte[] {'J', 'o', 's', (byte) 0xE8})),
+                false, "p")).isEqualTo("Josè");
         ClientRequest twice = new ClientRequest() {
             public String method() { return "GET"; }
             public String path() { return "/"; }
