@@ -263,7 +263,12 @@ public final class RateLimiter {
         return acquire(key, 1, maxWait);
     }
 
-    /** Forgets everything about {@code key}. */
+    /**
+     * Forgets everything about {@code key}: its next decision finds it untouched. On Redis, other processes that
+     * remember a rejection of it ({@code RedisStore}'s rejections remembered, on by default) go on answering it
+     * rejected until that rejection's {@code retry_after}; build their stores with {@code rememberRejections(false)}
+     * where keys are reset.
+     */
     public void reset(String key) {
         if (key == null || key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
@@ -348,8 +353,18 @@ public final class RateLimiter {
             return this;
         }
 
-        /** Where keys live (default: a new {@link InMemoryStore}). */
+        /**
+         * Where keys live (default: a new {@link InMemoryStore}). A store keeps one state per key, read as the state
+         * of whichever rule decides it: a limiter whose rule changes (its limits or algorithm, at a deploy) on a store
+         * that outlives it (Redis) gives the new rule a namespace of its own, or finds what the old rule left.
+         *
+         * @throws IllegalArgumentException for null, as the builder's other parts: a store that is not there (a
+         *                                  bean not made) was a private in-memory one, each process limiting alone
+         */
         public Builder store(Store store) {
+            if (store == null) {
+                throw new IllegalArgumentException("store must not be null");
+            }
             this.store = store;
             return this;
         }

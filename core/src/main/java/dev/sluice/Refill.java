@@ -4,7 +4,11 @@ import java.util.Locale;
 
 /** How a token bucket gets its tokens back. */
 public enum Refill {
-    /** Continuously, {@code L/P} tokens per nanosecond: the token bucket of Bucket4j and Guava. */
+    /**
+     * Continuously, {@code L/P} tokens per nanosecond, as Bucket4j's greedy refill. A key starts full, and a cost
+     * above its burst is never admitted; Guava's {@code RateLimiter} starts empty and lets any cost through by
+     * making the next request wait for it.
+     */
     GREEDY,
     /** {@code L} tokens at once every {@code P}, counted from the request that found the bucket full. */
     INTERVAL;

@@ -298,6 +298,8 @@ class RateLimiterFacesTest {
                 .hasMessage("bad limit: null; expected L/P such as 600/1m");
         assertThatThrownBy(() -> RateLimiter.builder().delay(null)).hasMessage("delay mode needs a max delay, got null");
         assertThatThrownBy(() -> RateLimiter.builder().sleeper(null)).hasMessage("sleeper must not be null");
+        assertThatThrownBy(() -> RateLimiter.builder().store(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("store must not be null");
         assertThatThrownBy(() -> RateLimiter.builder().listener(null)).hasMessage("listener must not be null");
         org.assertj.core.api.Assertions.assertThatCode(() -> RateLimiter.builder().delay(Duration.ofSeconds(Long.MAX_VALUE)))
                 .doesNotThrowAnyException();

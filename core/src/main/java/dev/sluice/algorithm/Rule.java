@@ -223,13 +223,6 @@ public final class Rule {
         return mode == Mode.DELAY || mode == Mode.SHAPING && maxDelayNanos != NO_MAX_DELAY;
     }
 
-    /**
-     * Decides a request of {@code cost} on a key whose state is {@code state} ({@code null} when the key is
-     * untouched) at {@code now}, nanoseconds since the epoch.
-     *
-     * @throws IllegalArgumentException if the cost is negative or the time is outside
-     *                                  {@code [0, MAX_TIME_NANOS]}; no decision is made
-     */
     /** @throws IllegalArgumentException naming {@code now} if it is outside {@code [0, MAX_TIME_NANOS]} */
     public static void checkTime(long now) {
         if (now < 0 || now > MAX_TIME_NANOS) {
@@ -238,6 +231,14 @@ public final class Rule {
         }
     }
 
+    /**
+     * Decides a request of {@code cost} on a key whose state is {@code state} ({@code null} when the key is
+     * untouched) at {@code now}, nanoseconds since the epoch.
+     *
+     * @throws IllegalArgumentException if the cost is negative or the time is outside
+     *                                  {@code [0, MAX_TIME_NANOS]}; no decision is made
+     * @throws IllegalStateException    if {@code state} was made by a rule of another algorithm or number of limits
+     */
     public Outcome decide(KeyState state, long now, long cost) {
         if (cost < 0) {
             throw new IllegalArgumentException("cost must be a whole number >= 0, got " + cost);
