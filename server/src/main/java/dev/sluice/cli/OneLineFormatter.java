@@ -31,8 +31,13 @@ final class OneLineFormatter extends Formatter {
         return line.append(System.lineSeparator()).toString();
     }
 
-    /** {@code text} with its line breaks written {@code \n}. */
+    /**
+     * {@code text} with its line breaks written {@code \n}, and its other control characters but tabs written
+     * <code>&#92;uXXXX</code>: a message may hold what a client sent (a path, an Envoy domain), and an escape sequence written
+     * as it is would rewrite what a terminal shows (a review found only line breaks taken care of).
+     */
     static String oneLine(String text) {
-        return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n");
+        return dev.sluice.server.LogText.printable(
+                text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n"), true);
     }
 }

@@ -29,23 +29,7 @@ final class RejectionLog {
         }
     }
 
-    /**
-     * {@code text} with its control characters escaped: a path is decoded ({@code %0A} is a line break), and one
-     * written as it is would let a client add lines of its own making to the log.
-     */
-    static String printable(String text) {
-        StringBuilder out = null;
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (c < 0x20 || c == 0x7f || c >= 0x80 && c < 0xa0 || c == '\u2028' || c == '\u2029') {
-                if (out == null) {
-                    out = new StringBuilder(text.length() + 8).append(text, 0, i);
-                }
-                out.append(String.format("\\u%04x", (int) c));
-            } else if (out != null) {
-                out.append(c);
-            }
-        }
-        return out == null ? text : out.toString();
+    private static String printable(String text) {
+        return LogText.printable(text, false);
     }
 }

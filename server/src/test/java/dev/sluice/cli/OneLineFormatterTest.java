@@ -31,4 +31,17 @@ class OneLineFormatterTest {
                         + "\\\\nthird \\| java\\.io\\.IOException: refused\\\\n\\tat .*Caused by: java\\.lang\\."
                         + "IllegalStateException: deeper.*");
     }
+
+    /**
+     * A message may hold what a client sent (a path, an Envoy domain): its control characters are written \\uXXXX, so
+     * that a terminal's escape sequence (ESC [2J clears the screen) or a bare CR cannot rewrite what the log shows (a
+     * review found only line breaks taken care of).
+     */
+    @Test
+    void controlCharactersAClientSentAreWrittenEscaped() {
+        LogRecord record = new LogRecord(Level.WARNING, "domain \u001b[2Jedge\u0007 tab\there \u2028end");
+        record.setLoggerName("sluice");
+        String line = new OneLineFormatter().format(record);
+        assertThat(line).contains("sluice: domain \\u001b[2Jedge\\u0007 tab\there \\u2028end");
+    }
 }

@@ -279,7 +279,7 @@ public final class ConfigLoader {
             }
             if (policy.inFlight() != null && !store.equals("memory")) {
                 throw error(valueOf(items.get(i), "algorithm"), "policies[" + i + "].algorithm", "concurrency is counted in the memory of each server,"
-                        + " so servers sharing " + store + " would each count their own; use store: memory");
+                        + " so servers sharing " + RedisStore.shown(store) + " would each count their own; use store: memory");
             }
             policies.add(policy);
         }

@@ -511,17 +511,28 @@ final class Forwarder {
      */
     private static void copy(Iterable<Map.Entry<String, String>> from, List<String> connection,
                              BiConsumer<String, String> to) {
+        String[] named = options(connection);
+        for (Map.Entry<String, String> header : from) {
+            String name = header.getKey();
+            if (goesOn(name, named)) {
+                to.accept(name, header.getValue());
+            }
+        }
+    }
+
+    /** The options of a message's {@code Connection} headers: the header names they take off it. */
+    static String[] options(List<String> connection) {
         // every line of it (a review found the second ignored); the callers make no list for a message without one
         String[] named = connection.isEmpty() ? NONE : String.join(",", connection).split(",");
         for (int i = 0; i < named.length; i++) {
             named[i] = named[i].trim();
         }
-        for (Map.Entry<String, String> header : from) {
-            String name = header.getKey();
-            if (!among(HOP_BY_HOP, name) && (!among(named, name) || among(NEVER_NAMED_AWAY, name))) {
-                to.accept(name, header.getValue());
-            }
-        }
+        return named;
+    }
+
+    /** Whether the header {@code name} goes on to the next hop, its message's Connection options {@code named}. */
+    static boolean goesOn(String name, String[] named) {
+        return !among(HOP_BY_HOP, name) && (!among(named, name) || among(NEVER_NAMED_AWAY, name));
     }
 
     /**

@@ -17,6 +17,8 @@ import java.util.List;
 final class ProxiedRequest extends ReceivedRequest {
     private final HttpServerRequest request;
     private String path;
+    /** The options of the request's Connection headers, once a policy has read a header. */
+    private String[] named;
 
     ProxiedRequest(HttpServerRequest request, TrustedProxies proxies) {
         super(proxies);
@@ -36,14 +38,29 @@ final class ProxiedRequest extends ReceivedRequest {
         return path;
     }
 
+    /**
+     * The first value of the header as the upstream gets it: none for a hop-by-hop header, or one the request's
+     * {@code Connection} names, which the gateway takes off. A review sent {@code X-API-Key: <new each time>} with
+     * {@code Connection: X-API-Key}: the policy keyed by it charged a fresh key, and the upstream served the
+     * request as anonymous, past every limit.
+     */
     @Override
     public String header(String name) {
-        return ClientRequest.headerAsSent(name, request.getHeader(name));
+        return goesOn(name) ? ClientRequest.headerAsSent(name, request.getHeader(name)) : null;
     }
 
     @Override
     public int headerCount(String name) {
-        return request.headers().getAll(name).size();
+        return goesOn(name) ? request.headers().getAll(name).size() : 0;
+    }
+
+    /** Whether the header {@code name} goes upstream; the request's Connection options read once. */
+    private boolean goesOn(String name) {
+        if (named == null) {
+            List<String> connection = request.headers().getAll(io.vertx.core.http.HttpHeaders.CONNECTION);
+            named = Forwarder.options(connection);
+        }
+        return Forwarder.goesOn(name, named);
     }
 
     /**

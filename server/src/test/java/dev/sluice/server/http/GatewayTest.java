@@ -1267,6 +1267,27 @@ class GatewayTest {
                 .doesNotContain("x-up-hop", "proxy-authenticate", "keep-alive");
     }
 
+    /**
+     * A header the gateway takes off (one a Connection header names, or a hop-by-hop one) is not the policies' either:
+     * they decide the request the upstream gets. A review sent a new X-User each time with Connection: X-User; the
+     * policy keyed by it charged a fresh key each time, and the upstream got the request without it, never limited.
+     */
+    @Test
+    void aHeaderTheGatewayTakesOffIsNoneOfThePolicies() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gateway.port())) {
+                socket.setSoTimeout(10_000);
+                socket.getOutputStream().write(("GET /api/items HTTP/1.1\r\nHost: example.test\r\nX-User: made-up-" + i
+                        + "\r\nConnection: close, X-User\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                socket.getInputStream().readAllBytes();
+            }
+        }
+        // per-user allows 2 an hour by X-User: all three were the same key, the empty one, as the upstream saw them
+        assertThat(live.metrics().scrape()).contains("sluice_decisions_total{outcome=\"allowed\",policy=\"per-user\"} 2.0")
+                .contains("sluice_decisions_total{outcome=\"rejected\",policy=\"per-user\"} 1.0");
+        assertThat(upstream.seen).hasSize(2).allSatisfy(seen -> assertThat(seen).doesNotContainKey("x-user"));
+    }
+
     @Test
     void anUpstreamThatStaysSilentGives504() throws Exception {
         reopen(upstream.uri(), 1_000);
