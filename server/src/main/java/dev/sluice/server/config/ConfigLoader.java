@@ -53,7 +53,8 @@ public final class ConfigLoader {
     private static final Set<String> TOP = Set.of("store", "store_trust", "store_connect", "store_password_file",
             "store_password_env", "on_store_failure",
             "store_timeout", "max_keys", "reject_status", "reject_body",
-            "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains");
+            "trusted_proxies", "headers", "envoy_headers", "policies", "envoy_configs", "envoy_merge_domains",
+            "dashboard_keys");
     /** The most {@code max_keys} may be, of every store together: at about 100 bytes a key, 10 GB of heap. */
     private static final long MOST_KEYS = 100_000_000;
     /** The pool of {@code sluice_store_keys} that is the store the policies share. */
@@ -207,6 +208,16 @@ public final class ConfigLoader {
         }
         long maxKeys = top.containsKey("max_keys") ? maxKeys(top.get("max_keys"), "max_keys", store)
                 : InMemoryStore.DEFAULT_MAX_KEYS;
+        boolean keysShown = false;
+        if (top.containsKey("dashboard_keys")) {
+            String value = scalar(top.get("dashboard_keys"), "dashboard_keys");
+            if (!value.equals("masked") && !value.equals("shown")) {
+                throw error(top.get("dashboard_keys"), "dashboard_keys", "expected masked (the default: a key's"
+                        + " headers, cookies, query parameters, users and descriptor values masked) or shown, got \""
+                        + value + "\"");
+            }
+            keysShown = value.equals("shown");
+        }
         List<String> proxies = new ArrayList<>();
         if (top.containsKey("trusted_proxies")) {
             List<Node> items = list(top.get("trusted_proxies"), "trusted_proxies");
@@ -335,7 +346,7 @@ public final class ConfigLoader {
         }
         return new ServerConfig(store, onFailure, timeout, maxKeys, List.copyOf(proxies), headers, envoyHeaders,
                 List.copyOf(policies), envoy, top.containsKey("store") ? line(top.get("store")) : 0, trust,
-                inBackground, password);
+                inBackground, password, keysShown);
     }
 
     /**

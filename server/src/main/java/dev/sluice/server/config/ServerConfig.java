@@ -24,11 +24,14 @@ import java.util.Set;
  *                       is connected to in the background, each decision meanwhile {@code on_store_failure}'s
  * @param storePassword  the Redis store's password given apart from its address ({@code store_password_file},
  *                       {@code store_password_env}); null without one
+ * @param dashboardKeysShown {@code dashboard_keys: shown}: the dashboard's busiest keys shown whole; by default the
+ *                       parts a client may hold a secret in (a header, a cookie, a query parameter, a user, a
+ *                       descriptor's value) are masked
  */
 public record ServerConfig(String store, FailurePolicy onStoreFailure, long storeTimeoutNanos, long maxKeys,
                            List<String> trustedProxies, Set<HeaderSet> headers, Set<HeaderSet> envoyHeaders,
                            List<PolicyConfig> policies, Envoy envoy, int storeLine, java.nio.file.Path storeTrust,
-                           boolean storeInBackground, StorePassword storePassword) {
+                           boolean storeInBackground, StorePassword storePassword, boolean dashboardKeysShown) {
     /**
      * A password read from a secret: where from ({@code file}: the file, watched as the configuration is, so that a
      * secret rotated in place opens a new store; or the environment variable), and what it is, never shown.

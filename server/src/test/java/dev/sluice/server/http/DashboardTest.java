@@ -70,4 +70,47 @@ class DashboardTest {
             assertThat(quiet.getByXPath(".//canvas")).hasSize(1);
         }
     }
+
+    /**
+     * The busiest keys leave {@code /v1/stats} masked where a client may hold a secret in them (a header, a cookie, a
+     * query parameter, a user, a descriptor's value): {@code /v1/stats} answers anyone who reaches the port, and a
+     * review found it serving the ten busiest API keys whole. An address and a route stay as they are;
+     * {@code dashboard_keys: shown} shows them all.
+     */
+    @Test
+    void keysAClientMayHoldASecretInAreMasked() throws Exception {
+        String config = """
+                policies:
+                  - name: by-key
+                    key: [header:X-API-Key, route]
+                    algorithm: fixed-window
+                    limits: [3/1h]
+                  - name: by-ip
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [3/1h]
+                """;
+        String request = "{\"method\":\"GET\",\"path\":\"/api/items\",\"ip\":\"10.0.0.7\","
+                + "\"headers\":{\"X-API-Key\":\"sk_live_0123456789\"}}";
+        String hash = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                .digest("sk_live_0123456789".getBytes(java.nio.charset.StandardCharsets.UTF_8)), 0, 4);
+        for (String shown : new String[] {"", "dashboard_keys: shown\n"}) {
+            try (LiveConfig live = LiveConfig.of(ConfigLoader.parse("d.yaml", shown + config), new ServerMetrics());
+                 ApiServer server = ApiServer.start(live, "127.0.0.1", 0)) {
+                CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/check-request"))
+                        .POST(HttpRequest.BodyPublishers.ofString(request)).build(), HttpResponse.BodyHandlers.ofString());
+                check(server, "{\"policy\":\"by-key\",\"key\":\"short\"}"); // not the parts joined: masked whole
+                String stats = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                        + "/v1/stats")).build(), HttpResponse.BodyHandlers.ofString()).body();
+                if (shown.isEmpty()) {
+                    assertThat(stats).contains("{\"key\":\"sk_l…" + hash + "|/api/items\",\"requests\":1,\"rejected\":0}",
+                                    "{\"key\":\"10.0.0.7\",\"requests\":1,\"rejected\":0}")
+                            .containsPattern("\\{\"key\":\"…[0-9a-f]{8}\",\"requests\":1,")
+                            .doesNotContain("sk_live_0123456789", "short");
+                } else {
+                    assertThat(stats).contains("{\"key\":\"sk_live_0123456789|/api/items\",", "{\"key\":\"short\",");
+                }
+            }
+        }
+    }
 }
