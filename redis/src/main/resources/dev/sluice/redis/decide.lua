@@ -213,8 +213,14 @@ function log.parse(section)
   if n == nil then
     -- the text of Sluice before the count of costs ("n ms ns c ..."), until such keys expire: summed once
     n, at = string.match(section, '^(%d+) ?()')
+    if n == nil then return nil end -- no log's: read as untouched (see below)
     used = 0
-    for c in string.gmatch(string.sub(section, at), '%d+ %d+ (%d+)') do used = used + tonumber(c) end
+    local entries = 0
+    for c in string.gmatch(string.sub(section, at), '%d+ %d+ (%d+)') do
+      used = used + tonumber(c)
+      entries = entries + 1
+    end
+    if entries ~= tonumber(n) then return nil end
   end
   s.n, s.used, s.pos, s.stop = tonumber(n), tonumber(used), at, #section
   if s.n == 0 then return nil end
@@ -222,6 +228,9 @@ function log.parse(section)
   -- (an entry is at most 13 + 6 + 5 digits and two spaces: a cost is at most the limit, 10,000)
   local from = math.max(1, #section - 48)
   local at_last, ms, ns, c = string.match(section, ' ()(%d+) (%d+) (%d+)$', from)
+  -- none: the state of another algorithm (a limiter whose rule changed at a deploy, its keys still here), read as
+  -- untouched rather than decided as garbage or failed (a review found such a key failing every call until it expired)
+  if at_last == nil then return nil end
   s.last, s.last_at = {tonumber(ms), tonumber(ns), tonumber(c)}, at_last
   return s
 end
@@ -439,9 +448,18 @@ if stored then
       -- read as text, only what the decision needs (the sliding log)
       if section ~= '' then states[i] = limits[i].alg.parse(section) end
     else
-      local fields = {}
-      for word in string.gmatch(section, '%S+') do fields[#fields + 1] = word end
-      if #fields > 0 then states[i] = (limits[i].alg.load(fields, 1)) end
+      local fields, numbers = {}, true
+      for word in string.gmatch(section, '%S+') do
+        fields[#fields + 1] = word
+        numbers = numbers and tonumber(word) ~= nil
+      end
+      if #fields > 0 then
+        local loaded, after = limits[i].alg.load(fields, 1)
+        -- a state of another algorithm (a limiter whose rule changed at a deploy, its keys still here) is read as
+        -- untouched where it is not this algorithm's count of numbers, not failed (a review found a fixed window's
+        -- state failing every call of a gcra, a sliding window's, a sliding log's, until it expired)
+        if numbers and after == #fields + 1 then states[i] = loaded end
+      end
     end
   end
 end

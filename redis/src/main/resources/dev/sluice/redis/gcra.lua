@@ -113,7 +113,10 @@ local function decide(key, nm, nn, cost, ttl_margin)
       local rest
       cm, cn, rest = string.match(stored, '^([^ |]+) ([^ |]+)|?(.*)$')
       cm, cn = tonumber(cm), tonumber(cn)
-      a, b, c = string.match(rest, '^([^ |]+) ([^ |]+) ([^ |]+)')
+      -- decide.lua's first limit, if it is three numbers, a gcra's: anything else (another algorithm's state, of a
+      -- limiter whose rule changed at a deploy) is read as untouched, not failed
+      a, b, c = string.match(rest, '^(%d+) (%d+) (%d+)|')
+      if a == nil then a, b, c = string.match(rest, '^(%d+) (%d+) (%d+)$') end
       a, b, c = tonumber(a), tonumber(b), tonumber(c)
     end
     if cm > nm or (cm == nm and cn > nn) then tm, tn = cm, cn end

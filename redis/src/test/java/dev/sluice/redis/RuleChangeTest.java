@@ -1,0 +1,75 @@
+package dev.sluice.redis;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.Limit;
+import dev.sluice.algorithm.Rule;
+import dev.sluice.store.Store;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A limiter whose rule changes at a deploy finds on Redis the keys its old rule left, until they expire. A review
+ * found a fixed window's key failing every call of a gcra or a sliding window, and any other algorithm's failing a
+ * sliding log's (an error of the script, so that each decision was the failure policy's: every request admitted
+ * uncounted, or rejected) until it expired. A state that cannot be the new algorithm's is read as untouched; the same
+ * algorithm carries on from what it counted.
+ */
+class RuleChangeTest {
+    /** Every algorithm, a token bucket of each refill: 5 a minute. */
+    private static List<Rule> rules(int limits) {
+        List<Rule> rules = new ArrayList<>();
+        for (Algorithm algorithm : Algorithm.values()) {
+            rules.add(rule(algorithm, "5/1m", limits));
+        }
+        rules.add(rule(Algorithm.TOKEN_BUCKET, "5/1m refill=interval", limits));
+        return rules;
+    }
+
+    private static Rule rule(Algorithm algorithm, String limit, int limits) {
+        return Rule.of(algorithm, limits == 1 ? List.of(Limit.parse(limit))
+                : List.of(Limit.parse(limit), Limit.parse("50/1h")));
+    }
+
+    @Test
+    void everyChangeOfRuleIsDecidedNotFailed() {
+        RedisStore store = SharedRedis.store(); // raises a failed call instead of deciding by the failure policy
+        for (Rule before : rules(1)) {
+            for (int limits = 1; limits <= 2; limits++) {
+                for (Rule after : rules(limits)) {
+                    String key = "rule-change-" + System.nanoTime();
+                    store.decide(before, key, 1, Store.STORE_CLOCK);
+                    store.decide(before, key, 1, Store.STORE_CLOCK);
+                    Decision decided = store.decide(after, key, 1, Store.STORE_CLOCK);
+                    assertThat(decided.remaining()).as("%s then %s", before, after).isBetween(0L, 4L);
+                }
+            }
+        }
+    }
+
+    /** The changes that failed: the state is another algorithm's, so the key starts afresh. */
+    @Test
+    void aStateThatCannotBeTheNewAlgorithmsIsUntouched() {
+        RedisStore store = SharedRedis.store();
+        Algorithm[][] changes = {
+                {Algorithm.FIXED_WINDOW, Algorithm.GCRA}, {Algorithm.FIXED_WINDOW, Algorithm.SLIDING_WINDOW},
+                {Algorithm.FIXED_WINDOW, Algorithm.SLIDING_LOG}, {Algorithm.GCRA, Algorithm.SLIDING_LOG},
+                {Algorithm.SLIDING_WINDOW, Algorithm.SLIDING_LOG}, {Algorithm.SLIDING_LOG, Algorithm.GCRA},
+                {Algorithm.SLIDING_LOG, Algorithm.FIXED_WINDOW}, {Algorithm.GCRA, Algorithm.FIXED_WINDOW}};
+        for (Algorithm[] change : changes) {
+            for (int limits = 1; limits <= 2; limits++) {
+                String key = "rule-change-fresh-" + System.nanoTime();
+                Rule before = rule(change[0], "5/1m", 1);
+                store.decide(before, key, 1, Store.STORE_CLOCK);
+                store.decide(before, key, 1, Store.STORE_CLOCK);
+                Decision decided = store.decide(rule(change[1], "5/1m", limits), key, 1, Store.STORE_CLOCK);
+                assertThat(decided.allowed()).as("%s then %s", change[0], change[1]).isTrue();
+                assertThat(decided.remaining()).as("%s then %s, %s limits", change[0], change[1], limits).isEqualTo(4);
+            }
+        }
+    }
+}
