@@ -92,7 +92,9 @@ final class Gcra implements Transition<Gcra.Tat> {
 
     @Override
     public Tat advance(Tat state, long t) {
-        return state == null || !isAfter(state, t) ? null : state;
+        // a fraction over another L (a gcra of other limits decided this key: a rule changed) is no TAT of this
+        // one, and would break 0 <= frac < L in every sum below: untouched, as the Redis store reads it
+        return state == null || state.frac >= rate || !isAfter(state, t) ? null : state;
     }
 
     private static boolean isAfter(Tat tat, long t) {

@@ -51,7 +51,10 @@ final class IntervalBucket implements Transition<IntervalBucket.Tokens> {
 
     @Override
     public Tokens advance(Tokens state, long t) {
-        if (state == null || t < state.nextRefill) {
+        if (state == null || state.tokens > capacity) {
+            return null; // more than it holds: another rule's (a larger burst), untouched, as the Redis store reads it
+        }
+        if (t < state.nextRefill) {
             return state;
         }
         long refills = (t - state.nextRefill) / period + 1;

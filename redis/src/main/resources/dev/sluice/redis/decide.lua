@@ -101,7 +101,11 @@ function fixed.reset(l, s, t)
   if s == nil then return 0 end
   return (window_end(l, t))
 end
-function fixed.load(f, i) return {w = tonumber(f[i]), n = tonumber(f[i + 1])}, i + 2 end
+function fixed.load(f, i, l)
+  local w, n = tonumber(f[i]), tonumber(f[i + 1])
+  if w == nil or n == nil or n < 0 then return nil, 0 end
+  return {w = w, n = n}, i + 2
+end
 function fixed.save(s) return num(s.w) .. ' ' .. num(s.n) end
 end
 
@@ -185,7 +189,11 @@ function sliding.reset(l, s, t)
   if s.curr > 0 then return to_end + l[4] end
   return to_end
 end
-function sliding.load(f, i) return {w = tonumber(f[i]), prev = tonumber(f[i + 1]), curr = tonumber(f[i + 2])}, i + 3 end
+function sliding.load(f, i, l)
+  local w, prev, curr = tonumber(f[i]), tonumber(f[i + 1]), tonumber(f[i + 2])
+  if w == nil or prev == nil or curr == nil or prev < 0 or curr < 0 then return nil, 0 end
+  return {w = w, prev = prev, curr = curr}, i + 3
+end
 function sliding.save(s) return num(s.w) .. ' ' .. num(s.prev) .. ' ' .. num(s.curr) end
 end
 
@@ -356,7 +364,12 @@ function gcra.reset(l, s, t)
   if s.frac > 0 then return n + 1 end
   return n
 end
-function gcra.load(f, i) return {tat = {tonumber(f[i]), tonumber(f[i + 1])}, frac = tonumber(f[i + 2])}, i + 3 end
+function gcra.load(f, i, l)
+  local ms, ns, frac = tonumber(f[i]), tonumber(f[i + 1]), tonumber(f[i + 2])
+  -- a fraction over another L (a limit changed at a deploy) is no TAT of this one: 0 <= frac < L
+  if ms == nil or ns == nil or frac == nil or ns < 0 or ns >= NS or frac < 0 or frac >= l[1] then return nil, 0 end
+  return {tat = {ms, ns}, frac = frac}, i + 3
+end
 function gcra.save(s) return num(s.tat[1]) .. ' ' .. num(s.tat[2]) .. ' ' .. num(s.frac) end
 end
 
@@ -395,7 +408,12 @@ function interval.reset(l, s, t)
   if s == nil then return 0 end
   return diff(s.next, t) + (refills_until(l, s.tokens, l[3]) - 1) * l[4]
 end
-function interval.load(f, i) return {next = {tonumber(f[i]), tonumber(f[i + 1])}, tokens = tonumber(f[i + 2])}, i + 3 end
+function interval.load(f, i, l)
+  local ms, ns, tokens = tonumber(f[i]), tonumber(f[i + 1]), tonumber(f[i + 2])
+  -- more tokens than the burst holds: another rule's (a gcra's fraction, a larger burst before a deploy)
+  if ms == nil or ns == nil or tokens == nil or ns < 0 or ns >= NS or tokens > l[3] then return nil, 0 end
+  return {next = {ms, ns}, tokens = tokens}, i + 3
+end
 function interval.save(s) return num(s.next[1]) .. ' ' .. num(s.next[2]) .. ' ' .. num(s.tokens) end
 end
 
@@ -448,17 +466,15 @@ if stored then
       -- read as text, only what the decision needs (the sliding log)
       if section ~= '' then states[i] = limits[i].alg.parse(section) end
     else
-      local fields, numbers = {}, true
-      for word in string.gmatch(section, '%S+') do
-        fields[#fields + 1] = word
-        numbers = numbers and tonumber(word) ~= nil
-      end
+      local fields = {}
+      for word in string.gmatch(section, '%S+') do fields[#fields + 1] = word end
       if #fields > 0 then
-        local loaded, after = limits[i].alg.load(fields, 1)
-        -- a state of another algorithm (a limiter whose rule changed at a deploy, its keys still here) is read as
-        -- untouched where it is not this algorithm's count of numbers, not failed (a review found a fixed window's
-        -- state failing every call of a gcra, a sliding window's, a sliding log's, until it expired)
-        if numbers and after == #fields + 1 then states[i] = loaded end
+        local loaded, after = limits[i].alg.load(fields, 1, limits[i])
+        -- a state of another rule (a limiter whose rule changed at a deploy, its keys still here) is read as
+        -- untouched where it cannot be this one's (not its count of numbers, or out of its ranges), not failed (a
+        -- review found a fixed window's state failing every call of a gcra, a sliding window's, a sliding log's,
+        -- until it expired)
+        if after == #fields + 1 then states[i] = loaded end
       end
     end
   end

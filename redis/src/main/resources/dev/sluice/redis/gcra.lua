@@ -120,6 +120,9 @@ local function decide(key, nm, nn, cost, ttl_margin)
       a, b, c = tonumber(a), tonumber(b), tonumber(c)
     end
     if cm > nm or (cm == nm and cn > nn) then tm, tn = cm, cn end
+    -- a fraction over another L (a limit changed at a deploy), or a nanosecond part that is none (another algorithm's
+    -- state): no TAT of this rule, so untouched, as decide.lua reads it
+    if a and (c >= L or b >= NS) then a = nil end
     if a then
       am, an, af = a, b, c
       -- a TAT not after t leaves the key untouched

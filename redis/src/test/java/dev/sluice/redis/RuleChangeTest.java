@@ -72,4 +72,41 @@ class RuleChangeTest {
             }
         }
     }
+
+    /**
+     * The same algorithm under other limits carries on from what it counted, alike in memory and on Redis: a state
+     * that cannot be the new limits' (a gcra fraction over another L, an interval bucket fuller than the new burst) is
+     * untouched in both, where it broke gcra's 0 <= frac < L in memory and was kept on Redis.
+     */
+    @Test
+    void aLimitChangedUnderOneAlgorithmIsReadAlikeInMemoryAndOnRedis() {
+        RedisStore redis = SharedRedis.store();
+        String[][] changes = {{"gcra", "3/1s", "2/1s"}, {"gcra", "7/1s", "3/1s"}, {"gcra", "2/1s", "5/1s burst=9"},
+                {"token-bucket", "10/1s refill=interval", "4/1s refill=interval"},
+                {"token-bucket", "4/1s refill=interval burst=8", "4/1s refill=interval"},
+                {"fixed-window", "5/1s", "2/1s"}, {"sliding-window", "5/1s", "3/2s"}, {"sliding-log", "5/1s", "2/1s"}};
+        long start = 1_490_868_000_000_000_000L;
+        for (String[] change : changes) {
+            Algorithm algorithm = Algorithm.parse(change[0]);
+            Rule before = Rule.of(algorithm, List.of(Limit.parse(change[1])));
+            Rule after = Rule.of(algorithm, List.of(Limit.parse(change[2])));
+            for (int taken = 1; taken <= 4; taken++) {
+                dev.sluice.store.InMemoryStore memory = new dev.sluice.store.InMemoryStore();
+                String key = "limit-change-" + System.nanoTime();
+                List<String> inMemory = new ArrayList<>();
+                List<String> onRedis = new ArrayList<>();
+                long t = start;
+                for (int i = 0; i < taken; i++, t += 1_000_000) {
+                    inMemory.add(memory.decide(before, key, 1, t).toString());
+                    onRedis.add(redis.decide(before, key, 1, t).toString());
+                }
+                for (int i = 0; i < 6; i++, t += 50_000_000) {
+                    inMemory.add(memory.decide(after, key, 1, t).toString());
+                    onRedis.add(redis.decide(after, key, 1, t).toString());
+                }
+                assertThat(onRedis).as("%s %s then %s, %s taken", change[0], change[1], change[2], taken)
+                        .isEqualTo(inMemory);
+            }
+        }
+    }
 }

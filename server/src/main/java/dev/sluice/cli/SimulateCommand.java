@@ -350,7 +350,7 @@ final class SimulateCommand implements Callable<Integer> {
             return;
         }
         if (!store.startsWith("redis://") && !store.startsWith("redis-cluster://")) {
-            throw new BadInput("--store: \"" + store + "\" is not a store: use memory, redis://HOST:PORT or "
+            throw new BadInput("--store: \"" + RedisStore.shown(store) + "\" is not a store: use memory, redis://HOST:PORT or "
                     + "redis-cluster://HOST:PORT,HOST:PORT");
         }
         option("--store " + RedisStore.shown(store), () -> {

@@ -39,9 +39,9 @@ class OneLineFormatterTest {
      */
     @Test
     void controlCharactersAClientSentAreWrittenEscaped() {
-        LogRecord record = new LogRecord(Level.WARNING, "domain \u001b[2Jedge\u0007 tab\there \u2028end");
+        LogRecord record = new LogRecord(Level.WARNING, "domain \u001b[2Jedge\u0007 tab\there \u2028end \u202egnp.exe");
         record.setLoggerName("sluice");
         String line = new OneLineFormatter().format(record);
-        assertThat(line).contains("sluice: domain \\u001b[2Jedge\\u0007 tab\there \\u2028end");
+        assertThat(line).contains("sluice: domain \\u001b[2Jedge\\u0007 tab\there \\u2028end \\u202egnp.exe");
     }
 }

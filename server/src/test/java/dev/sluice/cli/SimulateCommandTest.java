@@ -335,6 +335,11 @@ class SimulateCommandTest {
         assertThat(run.status()).isEqualTo(2);
         assertThat(run.err()).isEqualTo("error: --store: \"memroy\" is not a store: use memory, redis://HOST:PORT or"
                 + " redis-cluster://HOST:PORT,HOST:PORT\n");
+        // its password never shown (a review found it printed whole)
+        Run secret = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--store", "rediss://:s3cret@h:6380",
+                "--trace", "-");
+        assertThat(secret.err()).isEqualTo("error: --store: \"rediss://:****@h:6380\" is not a store: use memory,"
+                + " redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT\n");
     }
 
     /**

@@ -286,8 +286,8 @@ class MetricsTest {
                     .containsEntry("sluice_decisions_total{outcome=\"shadow_rejected\",policy=\"s\"}", 0.0)
                     .containsEntry("sluice_config_last_reload_successful", 1.0);
             for (int i = 0; i < 3; i++) {
-                call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"k\"}");
-                call(server, "/v1/check", "{\"policy\":\"s\",\"key\":\"k\"}");
+                call(server, "/v1/check", "{\"policy\":\"p\",\"key\":\"10.0.0.9\"}");
+                call(server, "/v1/check", "{\"policy\":\"s\",\"key\":\"10.0.0.9\"}");
             }
             Map<String, Double> samples = scrape(server);
             assertThat(samples).containsEntry("sluice_decisions_total{outcome=\"allowed\",policy=\"p\"}", 2.0)
@@ -310,7 +310,7 @@ class MetricsTest {
             assertThat(samples.keySet()).anyMatch(name -> name.startsWith("jvm_memory_used_bytes{"));
 
             String stats = call(server, "/v1/stats", null).body();
-            assertThat(stats).contains("\"top_keys\":[{\"key\":\"k\",\"requests\":3,\"rejected\":1}]");
+            assertThat(stats).contains("\"top_keys\":[{\"key\":\"10.0.0.9\",\"requests\":3,\"rejected\":1}]");
             assertThat(call(server, "/", null).body()).contains("<title>Sluice</title>").contains("/v1/stats");
         }
     }

@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
  * The dashboard ({@code GET /}): one page that polls {@code GET /v1/stats} every two seconds and draws, per
@@ -67,9 +68,9 @@ final class Dashboard {
                 seconds.addArray().add(second.epochSecond()).add(second.admitted()).add(second.rejected());
             }
             ArrayNode top = item.putArray("top_keys");
-            boolean[] masked = policies.config().dashboardKeysShown() ? null : masked(policy);
+            boolean whole = policies.config().dashboardKeysShown();
             for (Traffic.KeyCount key : traffic.topKeys(policy.name(), TOP)) {
-                top.addObject().put("key", masked == null ? key.key() : shown(key.key(), masked))
+                top.addObject().put("key", whole ? key.key() : shown(key.key(), policy.key()))
                         .put("requests", key.requests()).put("rejected", key.rejected());
             }
         }
@@ -77,43 +78,57 @@ final class Dashboard {
     }
 
     /**
-     * Which parts of {@code policy}'s key a client may hold a secret in, and so are masked ({@code dashboard_keys:
-     * masked}, the default): a header's, a cookie's, a query parameter's, a user's, a descriptor's value (an API key,
-     * a session). The busiest keys were served whole by {@code /v1/stats}, which answers anyone who reaches the port:
-     * with a policy keyed by {@code header:X-API-Key}, the ten busiest API keys (a review found it). Null: none.
+     * {@code key}, a key of a policy keyed by {@code parts}, as the dashboard shows it ({@code dashboard_keys: masked},
+     * the default): the parts a client may hold a secret in (a header's, a cookie's, a query parameter's, a user's, a
+     * descriptor's value: an API key, a session) masked, and the others (an address, a route, a method, a host, a
+     * constant) shown where they look like one. The busiest keys were served whole by {@code /v1/stats}, which answers
+     * anyone who reaches the port: with a policy keyed by {@code header:X-API-Key}, the ten busiest API keys (a review
+     * found it). {@code /v1/check} names keys as its caller likes ({@code "sk_live_..."} for a policy keyed by
+     * {@code ip}): a part that does not look like what its kind gives, or a key that is not the parts joined, is
+     * masked.
      */
-    private static boolean[] masked(PolicyConfig policy) {
-        boolean[] masked = new boolean[policy.key().size()];
-        boolean any = false;
-        for (int i = 0; i < masked.length; i++) {
-            KeyPart part = policy.key().get(i);
-            masked[i] = part instanceof KeyPart.Header || part instanceof KeyPart.Cookie
-                    || part instanceof KeyPart.Query || part instanceof KeyPart.User
-                    || part instanceof KeyPart.DescriptorValue;
-            any |= masked[i];
+    static String shown(String key, List<KeyPart> parts) {
+        String[] values = key.split("\\|", -1);
+        if (values.length != parts.size()) {
+            return mask(key);
         }
-        return any ? masked : null;
+        for (int i = 0; i < values.length; i++) {
+            if (!plain(parts.get(i), values[i])) {
+                values[i] = mask(values[i]);
+            }
+        }
+        return String.join("|", values);
+    }
+
+    private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile("[0-9A-Fa-f:.]*");
+    private static final java.util.regex.Pattern METHOD = java.util.regex.Pattern.compile("[A-Z]*");
+    private static final java.util.regex.Pattern HOST = java.util.regex.Pattern.compile("[a-z0-9.\\-\\[\\]:]*");
+
+    /** Whether {@code value} of {@code part} is shown as it is: a part that holds no secret, looking like its kind. */
+    private static boolean plain(KeyPart part, String value) {
+        if (part instanceof KeyPart.Ip) {
+            return ADDRESS.matcher(value).matches();
+        }
+        if (part instanceof KeyPart.Route) {
+            return value.isEmpty() || value.startsWith("/");
+        }
+        if (part instanceof KeyPart.Method) {
+            return METHOD.matcher(value).matches();
+        }
+        if (part instanceof KeyPart.Host) {
+            return HOST.matcher(value).matches();
+        }
+        if (part instanceof KeyPart.Const constant) {
+            return value.equals(constant.text());
+        }
+        return false; // a header, a cookie, a query parameter, a user, a descriptor's value
     }
 
     /**
-     * {@code key} with its parts at {@code masked} masked: a long value keeps its first 4 characters, and each is
-     * followed by the first 8 hex digits of its SHA-256, so that an operator tells keys apart and finds one they hold,
-     * and nobody can use one. A key that is not the policy's parts joined ({@code /v1/check} names keys as it likes)
-     * is masked whole.
+     * {@code value} masked: the first 8 hex digits of its SHA-256, so that an operator tells keys apart and finds one
+     * they hold, and nobody can use one; a value of 24 characters or more keeps its first 4 (an API key's prefix, with
+     * 20 characters or more still unknown: a shorter one, a PIN, would be guessed through its hash).
      */
-    static String shown(String key, boolean[] masked) {
-        String[] parts = key.split("\\|", -1);
-        if (parts.length != masked.length) {
-            return mask(key);
-        }
-        for (int i = 0; i < parts.length; i++) {
-            if (masked[i]) {
-                parts[i] = mask(parts[i]);
-            }
-        }
-        return String.join("|", parts);
-    }
-
     private static String mask(String value) {
         if (value.isEmpty()) {
             return value; // a part missing: nothing to hide
@@ -125,6 +140,6 @@ final class Dashboard {
             throw new IllegalStateException(e); // every JVM has it
         }
         String hash = java.util.HexFormat.of().formatHex(digest, 0, 4);
-        return (value.length() >= 12 ? value.substring(0, 4) : "") + "…" + hash;
+        return (value.length() >= 24 ? value.substring(0, 4) : "") + "…" + hash;
     }
 }

@@ -57,7 +57,7 @@ import java.util.function.BiConsumer;
 final class Forwarder {
     private static final String[] HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate",
             "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect"};
-    private static final String[] NONE = {};
+    static final String[] NONE = {};
     /** The methods a request may be repeated with, the upstream left as if it had been sent once (RFC 9110 §9.2.2). */
     private static final Set<HttpMethod> IDEMPOTENT = Set.of(HttpMethod.GET, HttpMethod.HEAD, HttpMethod.OPTIONS,
             HttpMethod.TRACE, HttpMethod.PUT, HttpMethod.DELETE);

@@ -56,9 +56,10 @@ final class ProxiedRequest extends ReceivedRequest {
 
     /** Whether the header {@code name} goes upstream; the request's Connection options read once. */
     private boolean goesOn(String name) {
-        if (named == null) {
-            List<String> connection = request.headers().getAll(io.vertx.core.http.HttpHeaders.CONNECTION);
-            named = Forwarder.options(connection);
+        if (named == null) { // no list made for a request without a Connection header (HTTP/2's, most of HTTP/1.1's)
+            named = request.headers().contains(io.vertx.core.http.HttpHeaders.CONNECTION)
+                    ? Forwarder.options(request.headers().getAll(io.vertx.core.http.HttpHeaders.CONNECTION))
+                    : Forwarder.NONE;
         }
         return Forwarder.goesOn(name, named);
     }
