@@ -1,0 +1,74 @@
+package dev.sluice.bench;
+
+import dev.sluice.Algorithm;
+import dev.sluice.RateLimiter;
+import io.github.bucket4j.Bucket;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One key, each algorithm of the in-memory store: {@link OneKeyBenchmark} measures gcra (and the greedy token
+ * bucket, which decides with it) against the peers; this measures the others, so that no algorithm's decision goes
+ * unmeasured (a past note found the interval refill's never run). Bucket4j's interval refill is beside Sluice's,
+ * the one peer that has it. {@code outcome=admitted} is a rate no thread can exhaust; {@code outcome=rejected} is 1
+ * a second: after the first, every decision rejects. An admitting sliding log is 1,000,000 per 10 µs, so that its
+ * log, an entry for each instant it admitted within its period, copied at each admission, stays at tens of entries.
+ *
+ * <pre>java -jar bench/target/benchmarks.jar AlgorithmsBenchmark -t 1</pre>
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(1)
+public class AlgorithmsBenchmark {
+    @Param({"fixed-window", "sliding-window", "sliding-log", "token-bucket-interval"})
+    public String algorithm;
+
+    @Param({"admitted", "rejected"})
+    public String outcome;
+
+    private RateLimiter sluice;
+    private Bucket bucket4jInterval;
+
+    @Setup
+    public void setUp() {
+        long rate = outcome.equals("rejected") ? 1 : 1_000_000_000L;
+        RateLimiter.Builder builder = RateLimiter.builder();
+        if (algorithm.equals("token-bucket-interval")) {
+            builder.algorithm(Algorithm.TOKEN_BUCKET).limit(rate + "/1s refill=interval");
+        } else if (algorithm.equals("sliding-log") && outcome.equals("admitted")) {
+            // a log holds an entry for each instant it admitted within its period: over 10 µs, tens of entries
+            builder.algorithm(Algorithm.SLIDING_LOG).limit("1000000/10us");
+        } else {
+            builder.algorithm(Algorithm.parse(algorithm)).limit(rate + "/1s");
+        }
+        sluice = builder.build();
+        bucket4jInterval = Bucket.builder()
+                .addLimit(limit -> limit.capacity(rate).refillIntervally(rate, Duration.ofSeconds(1))).build();
+    }
+
+    @Benchmark
+    public boolean sluice() {
+        return sluice.tryAcquire("the-key").allowed();
+    }
+
+    /** Bucket4j's interval refill, the same whatever {@link #algorithm} says: the peer of token-bucket-interval. */
+    @Benchmark
+    public boolean bucket4jInterval() {
+        return bucket4jInterval.tryConsume(1);
+    }
+}
