@@ -2,7 +2,6 @@ package dev.sluice.bench;
 
 import dev.sluice.Algorithm;
 import dev.sluice.RateLimiter;
-import io.github.bucket4j.Bucket;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -15,14 +14,13 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 /**
  * One key, each algorithm of the in-memory store: {@link OneKeyBenchmark} measures gcra (and the greedy token
  * bucket, which decides with it) against the peers; this measures the others, so that no algorithm's decision goes
- * unmeasured (a past note found the interval refill's never run). Bucket4j's interval refill is beside Sluice's,
- * the one peer that has it. {@code outcome=admitted} is a rate no thread can exhaust; {@code outcome=rejected} is 1
+ * unmeasured (a past note found the interval refill's never run); {@code OneKeyBenchmark.bucket4jInterval} is the
+ * peer of its interval refill. {@code outcome=admitted} is a rate no thread can exhaust; {@code outcome=rejected} is 1
  * a second: after the first, every decision rejects. An admitting sliding log is 1,000,000 per 10 µs, so that its
  * log, an entry for each instant it admitted within its period, copied at each admission, stays at tens of entries.
  *
@@ -42,7 +40,6 @@ public class AlgorithmsBenchmark {
     public String outcome;
 
     private RateLimiter sluice;
-    private Bucket bucket4jInterval;
 
     @Setup
     public void setUp() {
@@ -57,18 +54,10 @@ public class AlgorithmsBenchmark {
             builder.algorithm(Algorithm.parse(algorithm)).limit(rate + "/1s");
         }
         sluice = builder.build();
-        bucket4jInterval = Bucket.builder()
-                .addLimit(limit -> limit.capacity(rate).refillIntervally(rate, Duration.ofSeconds(1))).build();
     }
 
     @Benchmark
     public boolean sluice() {
         return sluice.tryAcquire("the-key").allowed();
-    }
-
-    /** Bucket4j's interval refill, the same whatever {@link #algorithm} says: the peer of token-bucket-interval. */
-    @Benchmark
-    public boolean bucket4jInterval() {
-        return bucket4jInterval.tryConsume(1);
     }
 }

@@ -39,6 +39,7 @@ public class OneKeyBenchmark {
 
     private RateLimiter sluice;
     private Bucket bucket4j;
+    private Bucket bucket4jInterval;
     private com.google.common.util.concurrent.RateLimiter guava;
     private io.github.resilience4j.ratelimiter.RateLimiter resilience4j;
 
@@ -48,6 +49,8 @@ public class OneKeyBenchmark {
         sluice = RateLimiter.builder().algorithm(Algorithm.GCRA).limit(rate + "/1s").build();
         bucket4j = Bucket.builder()
                 .addLimit(limit -> limit.capacity(rate).refillGreedy(rate, Duration.ofSeconds(1))).build();
+        bucket4jInterval = Bucket.builder()
+                .addLimit(limit -> limit.capacity(rate).refillIntervally(rate, Duration.ofSeconds(1))).build();
         guava = com.google.common.util.concurrent.RateLimiter.create(rate);
         resilience4j = io.github.resilience4j.ratelimiter.RateLimiter.of("bench", RateLimiterConfig.custom()
                 .limitForPeriod((int) Math.min(rate, Integer.MAX_VALUE)).limitRefreshPeriod(Duration.ofSeconds(1))
@@ -68,6 +71,12 @@ public class OneKeyBenchmark {
     @Benchmark
     public long bucket4jVerbose() {
         return bucket4j.tryConsumeAndReturnRemaining(1).getRemainingTokens();
+    }
+
+    /** Bucket4j's interval refill: the peer of AlgorithmsBenchmark's token-bucket-interval. */
+    @Benchmark
+    public boolean bucket4jInterval() {
+        return bucket4jInterval.tryConsume(1);
     }
 
     @Benchmark

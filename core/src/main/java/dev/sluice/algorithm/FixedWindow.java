@@ -54,7 +54,8 @@ final class FixedWindow implements Transition<FixedWindow.Window> {
 
     @Override
     public long remaining(Window state, long t) {
-        return limit - (state == null ? 0 : state.count);
+        // at least 0: a count past the limit is a window counted under a larger one (its limit lowered)
+        return Math.max(0, limit - (state == null ? 0 : state.count));
     }
 
     @Override

@@ -330,7 +330,9 @@ public final class Rule {
         KeyState[] current = new KeyState[count];
         boolean untouched = true;
         for (int i = 0; i < count; i++) {
-            current[i] = transitions[i].advance(state == null ? null : ((KeyState.Stack) state).limits[i], t);
+            // a stack of fewer limits (a rule of more limits since): the others untouched, as the Redis store reads them
+            KeyState[] stored = state == null ? null : ((KeyState.Stack) state).limits;
+            current[i] = transitions[i].advance(stored == null || i >= stored.length ? null : stored[i], t);
             untouched &= current[i] == null;
         }
         KeyState unchanged = untouched ? null : state;

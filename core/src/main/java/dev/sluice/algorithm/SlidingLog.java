@@ -109,7 +109,8 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
 
     @Override
     public long remaining(Log state, long t) {
-        return limit - (state == null ? 0 : state.used);
+        // at least 0: a sum past the limit is a log kept under a larger one (its limit lowered)
+        return Math.max(0, limit - (state == null ? 0 : state.used));
     }
 
     @Override

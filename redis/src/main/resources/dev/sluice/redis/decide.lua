@@ -96,7 +96,7 @@ function fixed.take(l, s, t, c)
   local _, w = window_end(l, t)
   return {w = w, n = (s and s.n or 0) + c}
 end
-function fixed.remaining(l, s, t) return l[1] - (s and s.n or 0) end
+function fixed.remaining(l, s, t) return math.max(0, l[1] - (s and s.n or 0)) end
 function fixed.reset(l, s, t)
   if s == nil then return 0 end
   return (window_end(l, t))
@@ -282,7 +282,7 @@ function log.take(l, s, t, c)
   s.used = s.used + c
   return s
 end
-function log.remaining(l, s, t) return l[1] - (s and s.used or 0) end
+function log.remaining(l, s, t) return math.max(0, l[1] - (s and s.used or 0)) end
 function log.reset(l, s, t)
   if s == nil then return 0 end
   return l[4] - diff(t, s.last)
@@ -410,7 +410,8 @@ function interval.reset(l, s, t)
 end
 function interval.load(f, i, l)
   local ms, ns, tokens = tonumber(f[i]), tonumber(f[i + 1]), tonumber(f[i + 2])
-  -- more tokens than the burst holds: another rule's (a gcra's fraction, a larger burst before a deploy)
+  -- more tokens than the burst holds: a larger burst's, before a deploy (a gcra's state, of the same three numbers,
+  -- may still pass for one: only a namespace of its own keeps a new rule clear of an old one's keys)
   if ms == nil or ns == nil or tokens == nil or ns < 0 or ns >= NS or tokens > l[3] then return nil, 0 end
   return {next = {ms, ns}, tokens = tokens}, i + 3
 end

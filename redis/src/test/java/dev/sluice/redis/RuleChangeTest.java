@@ -101,10 +101,41 @@ class RuleChangeTest {
                     onRedis.add(redis.decide(before, key, 1, t).toString());
                 }
                 for (int i = 0; i < 6; i++, t += 50_000_000) {
-                    inMemory.add(memory.decide(after, key, 1, t).toString());
+                    Decision decided = memory.decide(after, key, 1, t);
+                    // never below 0, even for a count past a lowered limit (a review found -2)
+                    assertThat(decided.remaining()).as("%s then %s", change[1], change[2]).isNotNegative();
+                    inMemory.add(decided.toString());
                     onRedis.add(redis.decide(after, key, 1, t).toString());
                 }
                 assertThat(onRedis).as("%s %s then %s, %s taken", change[0], change[1], change[2], taken)
+                        .isEqualTo(inMemory);
+            }
+        }
+    }
+
+    /**
+     * A key of several limits under a rule of more, or fewer: the limits it lacks are untouched, those it has beyond the
+     * rule's are left out, alike in memory and on Redis (a review found the in-memory store failing with an
+     * ArrayIndexOutOfBoundsException on a stack of fewer limits).
+     */
+    @Test
+    void aKeyOfMoreOrFewerLimitsIsReadAlikeInMemoryAndOnRedis() {
+        RedisStore redis = SharedRedis.store();
+        List<Limit> two = List.of(Limit.parse("3/1s"), Limit.parse("10/1m"));
+        List<Limit> three = List.of(Limit.parse("3/1s"), Limit.parse("10/1m"), Limit.parse("20/1h"));
+        for (Algorithm algorithm : new Algorithm[] {Algorithm.GCRA, Algorithm.FIXED_WINDOW, Algorithm.SLIDING_LOG}) {
+            for (List<List<Limit>> change : List.of(List.of(two, three), List.of(three, two))) {
+                dev.sluice.store.InMemoryStore memory = new dev.sluice.store.InMemoryStore();
+                String key = "limits-change-" + System.nanoTime();
+                List<String> inMemory = new ArrayList<>();
+                List<String> onRedis = new ArrayList<>();
+                long t = 1_490_868_000_000_000_000L;
+                for (int i = 0; i < 6; i++, t += 100_000_000) {
+                    Rule rule = Rule.of(algorithm, change.get(i < 2 ? 0 : 1));
+                    inMemory.add(memory.decide(rule, key, 1, t).toString());
+                    onRedis.add(redis.decide(rule, key, 1, t).toString());
+                }
+                assertThat(onRedis).as("%s, %s limits then %s", algorithm, change.get(0).size(), change.get(1).size())
                         .isEqualTo(inMemory);
             }
         }

@@ -100,9 +100,16 @@ final class Dashboard {
         return String.join("|", values);
     }
 
-    private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile("[0-9A-Fa-f:.]*");
-    private static final java.util.regex.Pattern METHOD = java.util.regex.Pattern.compile("[A-Z]*");
-    private static final java.util.regex.Pattern HOST = java.util.regex.Pattern.compile("[a-z0-9.\\-\\[\\]:]*");
+    /**
+     * An IPv4 address, or an IPv6 one (a colon at least: hex alone is an API key's look as much as an address's), or
+     * nothing (a part missing).
+     */
+    private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile(
+            "|(?:\\d{1,3}\\.){3}\\d{1,3}|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*");
+    private static final java.util.regex.Pattern METHOD = java.util.regex.Pattern.compile("[A-Z]{0,20}");
+    /** A host name of two labels or more (a UUID, a token of one, is no host's look), an IPv6 literal, or nothing. */
+    private static final java.util.regex.Pattern HOST = java.util.regex.Pattern.compile(
+            "|(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|\\[[0-9a-f:.]+]");
 
     /** Whether {@code value} of {@code part} is shown as it is: a part that holds no secret, looking like its kind. */
     private static boolean plain(KeyPart part, String value) {
@@ -116,10 +123,10 @@ final class Dashboard {
             return METHOD.matcher(value).matches();
         }
         if (part instanceof KeyPart.Host) {
-            return HOST.matcher(value).matches();
+            return value.length() <= 253 && HOST.matcher(value).matches();
         }
-        if (part instanceof KeyPart.Const constant) {
-            return value.equals(constant.text());
+        if (part instanceof KeyPart.Const constant) { // as the key holds it, its | and % escaped
+            return value.contentEquals(KeyPart.escaped(new StringBuilder(), constant.text()));
         }
         return false; // a header, a cookie, a query parameter, a user, a descriptor's value
     }

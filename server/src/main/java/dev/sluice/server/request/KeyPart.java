@@ -305,7 +305,7 @@ public sealed interface KeyPart {
     }
 
     /** Appends {@code value} with {@code |} (which joins the parts of a key) and {@code %} escaped. */
-    static StringBuilder escaped(StringBuilder key, String value) {
+    public static StringBuilder escaped(StringBuilder key, String value) {
         for (int c = 0; c < value.length(); c++) {
             char ch = value.charAt(c);
             switch (ch) {

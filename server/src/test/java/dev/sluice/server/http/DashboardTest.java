@@ -101,13 +101,15 @@ class DashboardTest {
                         .POST(HttpRequest.BodyPublishers.ofString(request)).build(), HttpResponse.BodyHandlers.ofString());
                 check(server, "{\"policy\":\"by-key\",\"key\":\"short\"}"); // not the parts joined: masked whole
                 check(server, "{\"policy\":\"by-ip\",\"key\":\"" + apiKey + "\"}"); // no address: masked
+                check(server, "{\"policy\":\"by-ip\",\"key\":\"3fa29c01deadbeef3fa29c01\"}"); // hex, no address
                 String stats = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
                         + "/v1/stats")).build(), HttpResponse.BodyHandlers.ofString()).body();
                 if (shown.isEmpty()) {
                     assertThat(stats).contains("{\"key\":\"sk_l…" + sha256(apiKey) + "|/api/items\",\"requests\":1,",
                                     "{\"key\":\"10.0.0.7\",\"requests\":1,", "{\"key\":\"…" + sha256("short") + "\",",
                                     "{\"key\":\"sk_l…" + sha256(apiKey) + "\",")
-                            .doesNotContain(apiKey, "short");
+                            .contains("{\"key\":\"3fa2…" + sha256("3fa29c01deadbeef3fa29c01") + "\",")
+                            .doesNotContain(apiKey, "short", "3fa29c01deadbeef3fa29c01\"");
                 } else {
                     assertThat(stats).contains("{\"key\":\"" + apiKey + "|/api/items\",", "{\"key\":\"short\",",
                             "{\"key\":\"" + apiKey + "\",");
