@@ -76,6 +76,15 @@ final class SimulateCommand implements Callable<Integer> {
             description = "memory (the default), redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT")
     String store = "memory";
 
+    /**
+     * The Redis password from an environment variable, as sluice.yaml's {@code store_password_env}: one written into
+     * {@code --store} is on the command line, which every user of the machine can read ({@code ps}; a review found no
+     * other way to give one).
+     */
+    @Option(names = "--store-password-env", paramLabel = "NAME",
+            description = "the environment variable that holds the Redis store's password, kept off the command line")
+    String storePasswordEnv;
+
     @Option(names = "--trace", required = true, paramLabel = "FILE|-", description = "the trace, CSV t_ms,key[,cost]")
     String trace;
 
@@ -347,11 +356,26 @@ final class SimulateCommand implements Callable<Integer> {
     /** Refuses, before the trace is read, a store that is none, or one that cannot decide the rule exactly. */
     private void checkStore(Rule rule) throws BadInput {
         if (store.equals("memory")) {
+            if (storePasswordEnv != null) {
+                throw new BadInput("--store-password-env: the in-memory store takes no password; it is for --store"
+                        + " redis://...");
+            }
             return;
         }
         if (!store.startsWith("redis://") && !store.startsWith("redis-cluster://")) {
             throw new BadInput("--store: \"" + RedisStore.shown(store) + "\" is not a store: use memory, redis://HOST:PORT or "
                     + "redis-cluster://HOST:PORT,HOST:PORT");
+        }
+        if (storePasswordEnv != null) {
+            String password = System.getenv(storePasswordEnv);
+            if (password == null || password.isEmpty()) {
+                throw new BadInput("--store-password-env " + storePasswordEnv + ": no such environment variable, or"
+                        + " an empty one");
+            }
+            if (RedisStore.hasPassword(store)) {
+                throw new BadInput("--store-password-env " + storePasswordEnv + ": the store's address has a password"
+                        + " of its own (" + RedisStore.shown(store) + "); give it one way");
+            }
         }
         option("--store " + RedisStore.shown(store), () -> {
             RedisStore.checkExact(rule);
@@ -366,7 +390,8 @@ final class SimulateCommand implements Callable<Integer> {
         }
         try {
             // every decision of a simulation must come from Redis: wait long, and fail loudly
-            return RedisStore.builder(store).timeout(Duration.ofSeconds(10)).raiseFailures(true).build();
+            RedisStore.Builder builder = RedisStore.builder(store).timeout(Duration.ofSeconds(10)).raiseFailures(true);
+            return (storePasswordEnv == null ? builder : builder.password(System.getenv(storePasswordEnv))).build();
         } catch (RuntimeException e) {
             throw new BadInput("--store " + RedisStore.shown(store) + ": cannot connect: "
                     + e.getMessage().replace(store, RedisStore.shown(store)));

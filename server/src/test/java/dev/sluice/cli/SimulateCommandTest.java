@@ -335,6 +335,15 @@ class SimulateCommandTest {
         assertThat(run.status()).isEqualTo(2);
         assertThat(run.err()).isEqualTo("error: --store: \"memroy\" is not a store: use memory, redis://HOST:PORT or"
                 + " redis-cluster://HOST:PORT,HOST:PORT\n");
+        // a password from the environment is for Redis, and given one way
+        Run memory = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--store-password-env", "PATH", "--trace",
+                "-");
+        assertThat(memory.err()).isEqualTo("error: --store-password-env: the in-memory store takes no password; it is"
+                + " for --store redis://...\n");
+        Run twice = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--store", "redis://:pw@127.0.0.1:1",
+                "--store-password-env", "PATH", "--trace", "-");
+        assertThat(twice.err()).isEqualTo("error: --store-password-env PATH: the store's address has a password of its"
+                + " own (redis://:****@127.0.0.1:1); give it one way\n");
         // its password never shown (a review found it printed whole)
         Run secret = simulate("", "--algorithm", "gcra", "--limit", "1/1s", "--store", "rediss://:s3cret@h:6380",
                 "--trace", "-");

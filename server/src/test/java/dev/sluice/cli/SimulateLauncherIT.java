@@ -39,10 +39,18 @@ class SimulateLauncherIT {
     }
 
     static Run sluice(List<String> args, String stdin) throws IOException, InterruptedException {
+        return sluice(args, stdin, java.util.Map.of());
+    }
+
+    /** {@link #sluice(List, String)} with {@code environment} added to this process's. */
+    static Run sluice(List<String> args, String stdin, java.util.Map<String, String> environment)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(ROOT.resolve("bin/sluice").toString());
         command.addAll(args);
-        Process process = new ProcessBuilder(command).directory(ROOT.toFile()).start();
+        ProcessBuilder builder = new ProcessBuilder(command).directory(ROOT.toFile());
+        builder.environment().putAll(environment);
+        Process process = builder.start();
         process.getOutputStream().write(stdin.getBytes(StandardCharsets.UTF_8));
         process.getOutputStream().close();
         // read both streams fully before waiting: a large output must not block the process

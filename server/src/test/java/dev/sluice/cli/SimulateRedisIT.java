@@ -134,6 +134,32 @@ class SimulateRedisIT {
         }
     }
 
+    /**
+     * {@code --store-password-env}: the password of a Redis that asks for one, from the environment, kept off the
+     * command line every user of the machine can read (a review found no other way than the address).
+     */
+    @Test
+    void aPasswordComesFromTheEnvironment() throws Exception {
+        try (RedisServer guarded = RedisServer.start()) {
+            try (dev.sluice.testkit.redis.Resp resp = guarded.connect()) {
+                resp.call("CONFIG", "SET", "requirepass", "s3cret-from-env");
+            }
+            List<String> args = List.of("simulate", "--algorithm", "gcra", "--limit", "1/1s", "--trace", "-",
+                    "--store", guarded.uri(), "--store-password-env", "SLUICE_TEST_PASSWORD");
+            SimulateLauncherIT.Run run = SimulateLauncherIT.sluice(args, "t_ms,key\n0,a\n0,a\n",
+                    java.util.Map.of("SLUICE_TEST_PASSWORD", "s3cret-from-env"));
+            assertThat(run.status()).as(run.err()).isZero();
+            assertThat(run.out().lines().skip(1).map(line -> line.split(",")[3])).containsExactly("true", "false");
+            SimulateLauncherIT.Run without = SimulateLauncherIT.sluice(args.subList(0, 9), "t_ms,key\n0,a\n");
+            assertThat(without.status()).isEqualTo(2);
+            assertThat(without.err()).contains("NOAUTH").doesNotContain("s3cret");
+            SimulateLauncherIT.Run unset = SimulateLauncherIT.sluice(args, "t_ms,key\n0,a\n");
+            assertThat(unset.status()).isEqualTo(2);
+            assertThat(unset.err()).isEqualTo("error: --store-password-env SLUICE_TEST_PASSWORD: no such environment"
+                    + " variable, or an empty one\n");
+        }
+    }
+
     @Test
     void anUnreachableRedisIsABadStore() throws Exception {
         SimulateLauncherIT.Run run = SimulateLauncherIT.sluice(List.of("simulate", "--algorithm", "gcra", "--limit",
