@@ -148,12 +148,7 @@ public final class LiveConfig implements AutoCloseable {
         live.store = store;
         live.storeGiven = true;
         metrics.watch(store, store instanceof InMemoryStore ? "memory" : store instanceof RedisStore ? "redis" : "other");
-        Map<String, InMemoryStore> own = live.ownStores.update(config);
-        metrics.watchOwn(own);
-        if (!own.isEmpty()) {
-            live.sweep();
-        }
-        live.policies = new Policies(config, store, own, metrics, Map.of());
+        live.policies = new Policies(config, store, live.ownStores(config), metrics, Map.of());
         return live;
     }
 
@@ -334,12 +329,7 @@ public final class LiveConfig implements AutoCloseable {
             storeSettings = settings;
             storeTimeoutNanos = config.storeTimeoutNanos();
         }
-        Map<String, InMemoryStore> own = ownStores.update(config);
-        metrics.watchOwn(own);
-        if (!own.isEmpty()) {
-            sweep();
-        }
-        policies = new Policies(config, store, own, metrics, policies == null ? Map.of() : policies.inFlight());
+        policies = new Policies(config, store, ownStores(config), metrics, policies == null ? Map.of() : policies.inFlight());
         if (old != null && old != store) {
             // the decisions it was making have had their store_timeout, however long it was (a review found a store
             // of a 10 s timeout closed at 5 s, its waiting decisions failed), and the grace beyond it
@@ -468,6 +458,16 @@ public final class LiveConfig implements AutoCloseable {
         } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
             return trust + " unreadable"; // the store's own opening says why
         }
+    }
+
+    /** The stores of {@code config}'s policies that have one of their own: counted, and swept of expired keys. */
+    private Map<String, InMemoryStore> ownStores(ServerConfig config) {
+        Map<String, InMemoryStore> own = ownStores.update(config);
+        metrics.watchOwn(own);
+        if (!own.isEmpty()) {
+            sweep();
+        }
+        return own;
     }
 
     /**
