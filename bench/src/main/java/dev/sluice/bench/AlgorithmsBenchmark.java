@@ -22,7 +22,8 @@ import java.util.concurrent.TimeUnit;
  * unmeasured (a past note found the interval refill's never run); {@code OneKeyBenchmark.bucket4jInterval} is the
  * peer of its interval refill. {@code outcome=admitted} is a rate no thread can exhaust; {@code outcome=rejected} is 1
  * a second: after the first, every decision rejects. An admitting sliding log is 1,000,000 per 10 µs, so that its
- * log, an entry for each instant it admitted within its period, copied at each admission, stays at tens of entries.
+ * log, an entry for each admission within its period, stays at tens of entries ({@link SlidingLogBenchmark} keeps
+ * longer ones).
  *
  * <pre>java -jar bench/target/benchmarks.jar AlgorithmsBenchmark -t 1</pre>
  */
@@ -48,7 +49,7 @@ public class AlgorithmsBenchmark {
         if (algorithm.equals("token-bucket-interval")) {
             builder.algorithm(Algorithm.TOKEN_BUCKET).limit(rate + "/1s refill=interval");
         } else if (algorithm.equals("sliding-log") && outcome.equals("admitted")) {
-            // a log holds an entry for each instant it admitted within its period: over 10 µs, tens of entries
+            // a log holds an entry for each admission within its period: over 10 µs, tens of entries
             builder.algorithm(Algorithm.SLIDING_LOG).limit("1000000/10us");
         } else {
             builder.algorithm(Algorithm.parse(algorithm)).limit(rate + "/1s");

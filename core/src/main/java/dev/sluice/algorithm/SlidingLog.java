@@ -2,37 +2,71 @@ package dev.sluice.algorithm;
 
 import dev.sluice.Limit;
 
-import java.util.Arrays;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * sliding-log: the log of admitted requests, exact over every window of length {@code P}.
  *
  * <p>An entry {@code (s, c)} counts at {@code t} iff {@code t − s < P}: it expires exactly {@code P} after
- * its admission, as {@code ZREMRANGEBYSCORE key -inf t−P} leaves it. Requests at the same instant share one
- * entry, so the log holds at most one entry per distinct admission time, and never more than {@code L}
- * entries: the cost of exactness is memory proportional to the limit, and a copy of the log on every
- * admission (states are immutable so that a store can swap them with one compare-and-set).
+ * its admission, as {@code ZREMRANGEBYSCORE key -inf t−P} leaves it. The log never holds more than {@code L}
+ * entries (each costs at least 1): the cost of exactness is memory proportional to the limit.
+ *
+ * <h2>Appending to an immutable log without copying it</h2>
+ *
+ * States are immutable so that a store can swap them with one compare-and-set, and a log copied whole at every
+ * admission cost each decision time proportional to its length (a limit of 10,000 copied 160 KB a decision). So a
+ * {@link Log} is the slots {@code [start, end)} of two arrays it shares with the logs before and after it:
+ * <ul>
+ *   <li>expiring entries moves {@code start} forward: the new log is a narrower view of the same arrays;
+ *   <li>appending writes slot {@code end} and widens the view by one, provided no other log took that slot
+ *       first. A slot is free while its cost is 0 (a cost is at least 1); a log takes it by setting its cost with a
+ *       compare-and-set from 0, so that of two threads appending to the same log one writes the slot and the other
+ *       copies. A slot is written once, before the log that holds it is published by the store's compare-and-set
+ *       (which orders the writes before any read of that log), and no log reads past its own {@code end}: a log
+ *       never sees what a later one appends. A slot taken by a log that then loses the store's compare-and-set
+ *       stays unused, and the next append from that state copies;
+ *   <li>when the arrays are full or the slot is taken, the new log copies its entries into arrays half as long
+ *       again: a copy of {@code n} entries comes after at least {@code n/2} appends, so an append costs amortised
+ *       constant time, and the arrays never hold more than about 1.5 {@code L} entries.
+ * </ul>
+ * Requests at the same instant each have an entry (one cannot add to an entry other logs share). The decisions
+ * are those of one entry per instant: the walk in {@link #wait} ends at a time, whichever of its entries it is.
  */
 final class SlidingLog implements Transition<SlidingLog.Log> {
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
+    /** Free slots a log's arrays gain at least when they are copied: a key's first log has none. */
+    private static final int LEAST_ROOM = 3;
+
     /**
-     * Admission times, oldest first and all distinct, with their costs; {@code used} is the sum of the costs.
+     * Admission times, oldest first, with their costs: slots {@code [start, end)} of the arrays;
+     * {@code used} is the sum of the costs.
      */
     static final class Log extends KeyState {
         final long[] times;
         final long[] costs;
+        final int start;
+        final int end;
         final long used;
         private final long expiresAt;
 
-        Log(long time, long[] times, long[] costs, long used, long expiresAt) {
+        Log(long time, long[] times, long[] costs, int start, int end, long used, long expiresAt) {
             super(time);
             this.times = times;
             this.costs = costs;
+            this.start = start;
+            this.end = end;
             this.used = used;
             this.expiresAt = expiresAt;
         }
 
         int size() {
-            return times.length;
+            return end - start;
+        }
+
+        /** Takes slot {@code end} for a log one entry longer, or says that it is taken or past the arrays. */
+        boolean claim(long cost) {
+            return end < costs.length && SLOT.compareAndSet(costs, end, 0L, cost);
         }
 
         @Override
@@ -54,20 +88,19 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
         if (state == null) {
             return null;
         }
-        int expired = 0;
+        int first = state.start;
         long freed = 0;
-        while (expired < state.size() && t - state.times[expired] >= period) {
-            freed += state.costs[expired];
-            expired++;
+        while (first < state.end && t - state.times[first] >= period) {
+            freed += state.costs[first];
+            first++;
         }
-        if (expired == 0) {
+        if (first == state.start) {
             return state;
         }
-        if (expired == state.size()) {
+        if (first == state.end) {
             return null;
         }
-        return new Log(state.time, Arrays.copyOfRange(state.times, expired, state.size()),
-                Arrays.copyOfRange(state.costs, expired, state.size()), state.used - freed, state.expiresAt);
+        return new Log(state.time, state.times, state.costs, first, state.end, state.used - freed, state.expiresAt);
     }
 
     @Override
@@ -79,7 +112,7 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
         if (used + cost <= limit) {
             return 0;
         }
-        for (int i = 0; ; i++) {
+        for (int i = state.start; ; i++) {
             used -= state.costs[i];
             if (used + cost <= limit) {
                 return state.times[i] + period - t;
@@ -92,19 +125,20 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
         // the newest entry is this one: the log is untouched once it expires
         long expiresAt = t + period;
         if (state == null) {
-            return new Log(t, new long[] {t}, new long[] {cost}, cost, expiresAt);
+            return new Log(t, new long[] {t}, new long[] {cost}, 0, 1, cost, expiresAt);
         }
-        int last = state.size() - 1;
-        if (state.times[last] == t) {
-            long[] costs = state.costs.clone();
-            costs[last] += cost;
-            return new Log(t, state.times, costs, state.used + cost, expiresAt);
+        if (state.claim(cost)) {
+            state.times[state.end] = t;
+            return new Log(t, state.times, state.costs, state.start, state.end + 1, state.used + cost, expiresAt);
         }
-        long[] times = Arrays.copyOf(state.times, last + 2);
-        long[] costs = Arrays.copyOf(state.costs, last + 2);
-        times[last + 1] = t;
-        costs[last + 1] = cost;
-        return new Log(t, times, costs, state.used + cost, expiresAt);
+        int size = state.size();
+        long[] times = new long[size + 1 + Math.max(size >> 1, LEAST_ROOM)];
+        long[] costs = new long[times.length];
+        System.arraycopy(state.times, state.start, times, 0, size);
+        System.arraycopy(state.costs, state.start, costs, 0, size);
+        times[size] = t;
+        costs[size] = cost;
+        return new Log(t, times, costs, 0, size + 1, state.used + cost, expiresAt);
     }
 
     @Override
@@ -115,6 +149,6 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
 
     @Override
     public long resetAfter(Log state, long t) {
-        return state == null ? 0 : state.times[state.size() - 1] + period - t;
+        return state == null ? 0 : state.times[state.end - 1] + period - t;
     }
 }
