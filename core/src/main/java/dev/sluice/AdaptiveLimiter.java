@@ -1,5 +1,6 @@
 package dev.sluice;
 
+import dev.sluice.algorithm.Rule;
 import java.time.Duration;
 
 /**
@@ -75,6 +76,7 @@ public final class AdaptiveLimiter {
         this.clock = b.clock;
         this.rate = b.initial > 0 ? b.initial : b.ceiling;
         long now = clock.nanos();
+        Rule.checkTime(now); // past it, now + interval could wrap, and advance() would loop for ever
         this.since = now;
         this.intervalEnd = now + interval;
     }
@@ -143,7 +145,9 @@ public final class AdaptiveLimiter {
                 }
             } else if (level == 0 && !congestedHere) {
                 long intervals = ceilDiv(cost - r, increase); // rate r + k·increase >= cost after k ends
-                long later = Math.multiplyHigh(intervals - 1, interval) != 0 ? Long.MAX_VALUE : (intervals - 1) * interval;
+                // saturated: a product past 2^63 has a high word of 0 and wraps negative (a review found a wait
+                // of −5.5·10^18 ns for 149,999 rises of a day each)
+                long later = intervals - 1 > Long.MAX_VALUE / interval ? Long.MAX_VALUE : (intervals - 1) * interval;
                 return later > Long.MAX_VALUE - (end - now) ? Long.MAX_VALUE : end - now + later;
             }
             long drained = Math.multiplyHigh(end - t, r) != 0 ? Long.MAX_VALUE : (end - t) * r;
@@ -178,7 +182,9 @@ public final class AdaptiveLimiter {
      * before the rest are taken in one step. Holds the lock.
      */
     private long advance() {
-        long now = Math.max(since, clock.nanos());
+        long read = clock.nanos();
+        Rule.checkTime(read);
+        long now = Math.max(since, read);
         while (now >= intervalEnd) {
             drainTo(intervalEnd);
             rate = next(rate, congested); // a rise, or none: the level stays (a fall comes at the signal)

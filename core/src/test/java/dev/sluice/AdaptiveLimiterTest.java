@@ -142,6 +142,35 @@ class AdaptiveLimiterTest {
         assertThat(climbing.tryAcquire(5).allowed()).isTrue();
     }
 
+    /** A past bug: a wait of many long intervals wrapped past 2^63 ns to a negative retry_after. */
+    @Test
+    void aWaitPastWhatALongHoldsIsTheLongestNotNegative() {
+        AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(200_000).floor(1).initial(1).increase(1)
+                .interval(Duration.ofDays(1)).clock(clock).build();
+        // 149,999 rises of one a day: the first interval's end and 149,998 days more, past 2^63 ns (106,751 days)
+        Decision far = limiter.tryAcquire(150_000);
+        assertThat(far.allowed()).isFalse();
+        assertThat(far.never()).isFalse();
+        assertThat(far.retryAfterNanos()).isEqualTo(Long.MAX_VALUE);
+        // inside a long: 100,000 rises, at the end of the 100,000th day
+        assertThat(limiter.tryAcquire(100_001).retryAfterNanos()).isEqualTo(100_000L * 86_400 * S);
+    }
+
+    /** A clock past the times a rule decides at is refused, where now + interval wrapped and the limiter looped. */
+    @Test
+    void refusesATimeBeyondWhatItDecides() {
+        ManualClock far = new ManualClock(Long.MAX_VALUE - 10);
+        assertThatThrownBy(() -> AdaptiveLimiter.builder().ceiling(10).clock(far).build())
+                .hasMessage("time must be between 0 and " + (1L << 62) + "ns since the epoch, got "
+                        + (Long.MAX_VALUE - 10) + "ns");
+        ManualClock late = new ManualClock((1L << 62) - S);
+        AdaptiveLimiter limiter = AdaptiveLimiter.builder().ceiling(10).clock(late).build();
+        assertThat(limiter.tryAcquire().allowed()).isTrue();
+        late.advanceNanos(2 * S);
+        assertThatThrownBy(limiter::tryAcquire).hasMessageStartingWith("time must be between 0 and ");
+        assertThatThrownBy(limiter::onOverload).hasMessageStartingWith("time must be between 0 and ");
+    }
+
     /** Congestion already seen in this interval lowered the rate and holds it at its end, and the wait knows it. */
     @Test
     void aWaitKnowsTheFallAlreadySignalled() {
