@@ -50,6 +50,7 @@ public final class Shaper implements AutoCloseable {
     private final long capacity;
     /** Guards {@link #closed} against a task added as the dispatcher decides to stop. */
     private final Object closing = new Object();
+    private final Object deciding = new Object();
     private final DelayQueue<Release> releases = new DelayQueue<>();
     private final AtomicLong sequence = new AtomicLong();
     private final Thread dispatcher;
@@ -91,8 +92,15 @@ public final class Shaper implements AutoCloseable {
             throw new RejectedExecutionException("the queue is full (" + capacity + " tasks): they wait behind tasks"
                     + " slower than their turns");
         }
-        long now = SystemClock.INSTANCE.nanos();
-        Decision decision = store.decide(rule, QUEUE, 1, now);
+        long now;
+        Decision decision;
+        // the time read and the decision together: a submitter paused between them was decided at the later time
+        // another had since left on the queue's key, but released from its own earlier one, ahead of that other
+        // (the time review); the rate held, the order did not
+        synchronized (deciding) {
+            now = SystemClock.INSTANCE.nanos();
+            decision = store.decide(rule, QUEUE, 1, now);
+        }
         if (!decision.allowed()) {
             throw new RejectedExecutionException("the queue is full (" + rule.limits().get(0).burst()
                     + " tasks); room again in " + DurationFormat.toMillisCeil(decision.retryAfterNanos()) + "ms");
