@@ -1,5 +1,6 @@
 package dev.sluice.server.envoy;
 
+import dev.sluice.Clock;
 import dev.sluice.Decision;
 import dev.sluice.Limit;
 import dev.sluice.server.Checked;
@@ -30,7 +31,6 @@ import io.grpc.stub.StreamObserver;
 
 import java.io.InputStream;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.logging.Level;
@@ -220,9 +220,7 @@ final class RateLimitService {
      */
     private static RateLimitResponse nothingAllowed(RateLimitRequest request, Call call) {
         // windows aligned to the epoch, as Envoy's are: what is left of the one now
-        Instant now = Instant.now();
-        long intoWindow = now.getEpochSecond() % call.nothingUnit().seconds() * 1_000_000_000L + now.getNano();
-        Duration reset = Duration.ofNanos(call.nothingUnit().nanos() - intoWindow);
+        Duration reset = Duration.ofNanos(untilWindowEnds(call.nothingUnit().nanos()));
         RateLimitResponse.Builder response = RateLimitResponse.newBuilder().setOverallCode(Code.OVER_LIMIT);
         for (int i = 0; i < request.getDescriptorsCount(); i++) {
             if (i != call.nothing()) {
@@ -376,15 +374,16 @@ final class RateLimitService {
                 code == Code.OVER_LIMIT ? 0 : decision.remaining(), Duration.ofNanos(reset));
     }
 
-    /** What is left, on the wall clock, of the window of {@code periodNanos} aligned to the epoch, as Envoy's are. */
+    /**
+     * What is left of the window of {@code periodNanos} aligned to the epoch, as Envoy's are, on the clock the
+     * in-memory store's windows follow ({@link Clock#system()}: the wall clock read once, then the monotonic one), so
+     * that the wall clock stepped after the start (NTP at a VM's boot) does not move it off the windows enforced.
+     */
     private static long untilWindowEnds(long periodNanos) {
         if (periodNanos % 1_000_000_000L != 0) {
             return 0; // no unit of Envoy's: a policy of sluice.yaml's in milliseconds
         }
-        Instant now = Instant.now();
-        long intoWindow = Math.floorMod(now.getEpochSecond(), periodNanos / 1_000_000_000L) * 1_000_000_000L
-                + now.getNano();
-        return periodNanos - intoWindow;
+        return periodNanos - Math.floorMod(Clock.system().nanos(), periodNanos);
     }
 
     /**
