@@ -164,7 +164,8 @@ final class RejectionMemory {
             Remembered under = new Remembered(rule, key);
             Rejection rejection = new Rejection(cost, sent + decision.retryAfterNanos(), sent, decision);
             rejections.put(under, rejection);
-            dueBy(Math.max(rejection.until, now + SWEEP_NANOS));
+            long sweepAt = now + SWEEP_NANOS;
+            dueBy(rejection.until - sweepAt > 0 ? rejection.until : sweepAt); // by difference, as nanoTime is read
             // a reset began meanwhile, and may have looked before the put; or the memory started again past the most
             // rules, and its rule is no longer among those a reset or an admission looks under, where the rejection
             // would outlive either (a review found five in 42,634 tries)
