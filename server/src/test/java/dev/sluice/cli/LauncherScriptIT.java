@@ -1,0 +1,70 @@
+package dev.sluice.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** What {@code bin/sluice} itself does before the jar runs: where it finds itself, which java it takes, what it runs. */
+class LauncherScriptIT {
+    private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
+    private static final Path SCRIPT = ROOT.resolve("bin/sluice");
+
+    @TempDir
+    Path dir;
+
+    private record Run(int exit, String output) {
+    }
+
+    private static Run run(List<String> command, Map<String, String> environment) throws Exception {
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().putAll(environment);
+        Process process = builder.start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        return new Run(process.exitValue(), output);
+    }
+
+    /** A past bug: through a link (on the PATH, the usual way) it looked for ./mvnw beside the link, and failed. */
+    @Test
+    void runsThroughALinkFromAnotherFolder() throws Exception {
+        Path link = Files.createSymbolicLink(Files.createDirectories(dir.resolve("bin")).resolve("sluice"), SCRIPT);
+        Path linkToLink = Files.createSymbolicLink(dir.resolve("sl"), Path.of("bin/sluice")); // a relative one too
+        assertThat(run(List.of(link.toString(), "--version"), Map.of())).isEqualTo(new Run(0, "sluice 0.1.0\n"));
+        assertThat(run(List.of(linkToLink.toString(), "--version"), Map.of())).isEqualTo(new Run(0, "sluice 0.1.0\n"));
+    }
+
+    @Test
+    void saysWhenItsJavaIsMissingOrTooOld() throws Exception {
+        Path old = Files.createDirectories(dir.resolve("old-jdk/bin")).resolve("java");
+        Files.writeString(old, "#!/bin/sh\necho '    java.specification.version = 11' >&2\n");
+        Files.setPosixFilePermissions(old, PosixFilePermissions.fromString("rwxr-xr-x"));
+        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("old-jdk").toString())))
+                .isEqualTo(new Run(1, "sluice: needs Java 17 or later; " + old
+                        + " is Java 11 (set JAVA_HOME to a JDK 17 or later)\n"));
+        Path none = dir.resolve("no-jdk");
+        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", none.toString())))
+                .isEqualTo(new Run(1, "sluice: JAVA_HOME is " + none
+                        + ", which has no bin/java; point it at a JDK 17 or later, or unset it\n"));
+    }
+
+    /** The JDK running this test, named by JAVA_HOME, is the one the script runs the jar with. */
+    @Test
+    void runsTheJarWithJavaHomesJavaAndFromACopy() throws Exception {
+        Path javaHome = Path.of(ProcessHandle.current().info().command().orElseThrow()).getParent().getParent();
+        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", javaHome.toString())))
+                .isEqualTo(new Run(0, "sluice 0.1.0\n"));
+        Path built = ROOT.resolve("server/target/sluice.jar");
+        Path running = ROOT.resolve("server/target/sluice-running.jar");
+        assertThat(running).exists();
+        assertThat(Files.mismatch(built, running)).as("the copy is the jar built").isEqualTo(-1);
+    }
+}
