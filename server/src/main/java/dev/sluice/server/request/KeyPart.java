@@ -72,6 +72,24 @@ public sealed interface KeyPart {
                     ? value.substring(1, value.length() - 1) : value);
         }
 
+        /**
+         * {@code value} with its percent-escapes decoded as a path's and a query's are: a cookie had a decoder of its
+         * own, which took non-ASCII digits for hex ({@code %٣١} read as {@code 1}), wrote each half of a character past
+         * U+FFFF as {@code ?}, and read bytes that are not UTF-8 as U+FFFD, so {@code sid=%ff} and {@code sid=%fe}
+         * were one key (the structure review): those are now a {@link BadRequest}, as they are in a query.
+         */
+        private String decoded(String value) {
+            if (value.indexOf('%') < 0) {
+                return value;
+            }
+            String decoded = ClientRequest.percentDecoded(value, false);
+            if (decoded == null) {
+                throw new BadRequest("cookie " + name + ": the escapes of \"" + value
+                        + "\" stand for bytes that are not UTF-8");
+            }
+            return decoded;
+        }
+
         /** The values of this cookie in the (first) {@code Cookie} header, as sent, in order. */
         private List<String> values(ClientRequest request) {
             String header = request.header("Cookie");
@@ -86,27 +104,6 @@ public sealed interface KeyPart {
                 }
             }
             return values;
-        }
-
-        /** {@code value} with its percent-escapes decoded as UTF-8; one that is not an escape is kept as it is. */
-        private static String decoded(String value) {
-            if (value.indexOf('%') < 0) {
-                return value;
-            }
-            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
-            for (int i = 0; i < value.length(); i++) {
-                char c = value.charAt(i);
-                int high = i + 2 < value.length() && c == '%' ? Character.digit(value.charAt(i + 1), 16) : -1;
-                int low = high < 0 ? -1 : Character.digit(value.charAt(i + 2), 16);
-                if (low >= 0) {
-                    bytes.write(high << 4 | low);
-                    i += 2;
-                } else {
-                    byte[] encoded = String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-                    bytes.write(encoded, 0, encoded.length);
-                }
-            }
-            return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
         }
 
         public int timesGiven(ClientRequest request) {
