@@ -1,5 +1,7 @@
 package dev.sluice.cli;
 
+import dev.sluice.server.config.TerminalText;
+
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.ZoneId;
@@ -32,12 +34,12 @@ final class OneLineFormatter extends Formatter {
     }
 
     /**
-     * {@code text} with its line breaks written {@code \n}, and its other control characters but tabs written
-     * <code>&#92;uXXXX</code>: a message may hold what a client sent (a path, an Envoy domain), and an escape sequence written
+     * {@code text} with its line breaks written {@code \n}, and its other control characters but tabs escaped as
+     * {@link TerminalText} escapes them: a message may hold what a client sent (a path, an Envoy domain), and an escape sequence written
      * as it is would rewrite what a terminal shows (a review found only line breaks taken care of).
      */
     static String oneLine(String text) {
-        return dev.sluice.server.LogText.printable(
+        return TerminalText.of(
                 text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n"), true);
     }
 }

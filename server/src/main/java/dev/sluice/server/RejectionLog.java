@@ -1,5 +1,6 @@
 package dev.sluice.server;
 
+import dev.sluice.server.config.TerminalText;
 import dev.sluice.DurationFormat;
 import dev.sluice.server.request.ClientRequest;
 
@@ -30,6 +31,6 @@ final class RejectionLog {
     }
 
     private static String printable(String text) {
-        return LogText.printable(text, false);
+        return TerminalText.of(text);
     }
 }

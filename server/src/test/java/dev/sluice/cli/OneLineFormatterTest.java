@@ -33,7 +33,7 @@ class OneLineFormatterTest {
     }
 
     /**
-     * A message may hold what a client sent (a path, an Envoy domain): its control characters are written \\uXXXX, so
+     * A message may hold what a client sent (a path, an Envoy domain): its control characters are written escaped, so
      * that a terminal's escape sequence (ESC [2J clears the screen) or a bare CR cannot rewrite what the log shows (a
      * review found only line breaks taken care of).
      */
@@ -42,6 +42,10 @@ class OneLineFormatterTest {
         LogRecord record = new LogRecord(Level.WARNING, "domain \u001b[2Jedge\u0007 tab\there \u2028end \u202egnp.exe");
         record.setLoggerName("sluice");
         String line = new OneLineFormatter().format(record);
-        assertThat(line).contains("sluice: domain \\u001b[2Jedge\\u0007 tab\there \\u2028end \\u202egnp.exe");
+        assertThat(line).contains("sluice: domain \\x1b[2Jedge\\x07 tab\there \\u2028end \\u202egnp.exe");
+        // format characters the log's own list had missed (the structure review): an Arabic letter mark, a tag
+        LogRecord format = new LogRecord(Level.WARNING, "a\u061cb\uDB40\uDC41c");
+        format.setLoggerName("sluice");
+        assertThat(new OneLineFormatter().format(format)).contains("sluice: a\\u061cb\\U000e0041c");
     }
 }

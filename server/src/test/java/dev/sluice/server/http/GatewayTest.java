@@ -227,7 +227,7 @@ class GatewayTest {
             send(request("/shadow"));
             send(request("/shadow"));
             assertThat(log.messages()).hasSize(2);
-            assertThat(log.messages().get(0)).matches("policy per-user rejected GET /api/items\\\\u000aforged from"
+            assertThat(log.messages().get(0)).matches("policy per-user rejected GET /api/items\\\\x0aforged from"
                     + " 127\\.0\\.0\\.1 \\(retry after \\d+ ms\\)").doesNotContain("secret-key");
             assertThat(log.messages().get(1)).matches("policy watch \\(shadow\\) would have rejected GET /shadow from"
                     + " 127\\.0\\.0\\.1 \\(retry after \\d+ ms\\)");
