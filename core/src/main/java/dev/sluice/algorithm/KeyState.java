@@ -12,7 +12,8 @@ package dev.sluice.algorithm;
  * which the key is back to untouched if nothing else arrives ({@code time + reset_after}): from then on the
  * state can be dropped without changing any decision.
  */
-public abstract class KeyState {
+public abstract sealed class KeyState
+        permits Gcra.Tat, FixedWindow.Window, SlidingWindow.Counters, SlidingLog.Log, IntervalBucket.Tokens, KeyState.Stack {
     final long time;
     /**
      * When a request last found the key and left this state as it was (a rejection, a peek), in a store's own

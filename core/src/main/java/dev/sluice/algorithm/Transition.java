@@ -47,20 +47,12 @@ sealed interface Transition<S extends KeyState> permits FixedWindow, SlidingWind
 
     /** The transition of {@code algorithm} for {@code limit}. */
     static Transition<?> of(Algorithm algorithm, Limit limit) {
-        switch (algorithm) {
-            case FIXED_WINDOW:
-                return new FixedWindow(limit);
-            case SLIDING_LOG:
-                return new SlidingLog(limit);
-            case SLIDING_WINDOW:
-                return new SlidingWindow(limit);
-            case TOKEN_BUCKET:
-                return limit.refill() == Refill.INTERVAL ? new IntervalBucket(limit) : new Gcra(limit);
-            case GCRA:
-            case LEAKY_BUCKET:
-                return new Gcra(limit);
-            default:
-                throw new AssertionError(algorithm);
-        }
+        return switch (algorithm) { // no default: a new algorithm is a compile error here
+            case FIXED_WINDOW -> new FixedWindow(limit);
+            case SLIDING_LOG -> new SlidingLog(limit);
+            case SLIDING_WINDOW -> new SlidingWindow(limit);
+            case TOKEN_BUCKET -> limit.refill() == Refill.INTERVAL ? new IntervalBucket(limit) : new Gcra(limit);
+            case GCRA, LEAKY_BUCKET -> new Gcra(limit);
+        };
     }
 }

@@ -42,7 +42,7 @@ public interface Store {
     /**
      * {@link #decide} at the time {@code clock} tells (a limiter's own clock), read as late as the store can: the
      * in-memory store reads it once it has found the key, so that a key another thread drops as untouched at a
-     * later reading is not decided as fresh at an earlier one (a bug pinned in RateLimiterTest). By default, read
+     * later reading is not decided as fresh at an earlier one (a bug pinned in RateLimiterFacesTest). By default, read
      * before.
      */
     default Decision decide(Rule rule, String key, long cost, dev.sluice.Clock clock) {

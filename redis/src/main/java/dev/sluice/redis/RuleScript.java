@@ -142,19 +142,15 @@ record RuleScript(Script script, String[] fixed) {
         return arguments.toArray(String[]::new);
     }
 
+    /** decide.lua's code of the algorithm; no default, so that a new algorithm is a compile error here. */
     private static int code(Algorithm algorithm, Limit limit) {
-        switch (algorithm) {
-            case FIXED_WINDOW:
-                return 1;
-            case SLIDING_LOG:
-                return 2;
-            case SLIDING_WINDOW:
-                return 3;
-            case TOKEN_BUCKET:
-                return limit.refill() == Refill.INTERVAL ? 5 : 4;
-            default:
-                return 4;
-        }
+        return switch (algorithm) {
+            case FIXED_WINDOW -> 1;
+            case SLIDING_LOG -> 2;
+            case SLIDING_WINDOW -> 3;
+            case TOKEN_BUCKET -> limit.refill() == Refill.INTERVAL ? 5 : 4;
+            case GCRA, LEAKY_BUCKET -> 4;
+        };
     }
 
     /**
