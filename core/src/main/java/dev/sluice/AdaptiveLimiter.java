@@ -243,7 +243,6 @@ public final class AdaptiveLimiter {
 
     /** The settings of an {@link AdaptiveLimiter}; see its table of parameters. */
     public static final class Builder {
-        private static final long DAY_NANOS = 86_400_000_000_000L;
         private static final long MAX_INTERVALS_PER_PERIOD = 10_000_000; // a period of 115 days at the default 1 s
         private long floor = 1;
         private long ceiling;
@@ -338,7 +337,7 @@ public final class AdaptiveLimiter {
             }
             if (period > DurationFormat.MAX_NANOS || interval > DurationFormat.MAX_NANOS) {
                 throw new IllegalArgumentException("period and interval must be at most "
-                        + DurationFormat.format(DurationFormat.MAX_NANOS / DAY_NANOS * DAY_NANOS) + ", got "
+                        + DurationFormat.LONGEST + ", got "
                         + DurationFormat.format(period) + " and " + DurationFormat.format(interval));
             }
             // advance() and untilFits() step interval by interval while the bucket drains, which takes up to a

@@ -12,6 +12,9 @@ public final class DurationFormat {
     private static final long[] NANOS = {86_400_000_000_000L, 3_600_000_000_000L, 60_000_000_000L,
             1_000_000_000L, 1_000_000L, 1_000L, 1L};
 
+    /** {@link #MAX_NANOS} in whole days, as messages that refuse a longer duration say it (after the units it uses). */
+    public static final String LONGEST = format(MAX_NANOS / 86_400_000_000_000L * 86_400_000_000_000L);
+
     private DurationFormat() {
     }
 
@@ -38,7 +41,7 @@ public final class DurationFormat {
                 }
                 if (count > MAX_NANOS / NANOS[i]) {
                     throw new IllegalArgumentException("duration \"" + text + "\" is too long (at most "
-                            + format(MAX_NANOS / NANOS[0] * NANOS[0]) + ")");
+                            + LONGEST + ")");
                 }
                 return count * NANOS[i];
             }

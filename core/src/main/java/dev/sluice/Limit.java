@@ -21,7 +21,7 @@ public record Limit(long amount, long periodNanos, long burst, Refill refill) {
         }
         if (periodNanos < 1 || periodNanos > DurationFormat.MAX_NANOS) {
             throw new IllegalArgumentException("limit period must be > 0 and at most "
-                    + DurationFormat.format(DurationFormat.MAX_NANOS / 86_400_000_000_000L * 86_400_000_000_000L)
+                    + DurationFormat.LONGEST
                     + ", got " + periodNanos + "ns");
         }
         if (burst < 1 || burst > MAX_AMOUNT) {

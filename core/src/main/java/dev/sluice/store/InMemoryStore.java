@@ -222,7 +222,7 @@ public final class InMemoryStore implements Store {
             }
             if (skew.isNegative() || DurationFormat.saturatedNanos(skew) > DurationFormat.MAX_NANOS) {
                 throw new IllegalArgumentException("out-of-order skew must be >= 0 and at most "
-                        + DurationFormat.format(DurationFormat.MAX_NANOS / 86_400_000_000_000L * 86_400_000_000_000L)
+                        + DurationFormat.LONGEST
                         + ", got " + skew);
             }
             this.outOfOrderNanos = DurationFormat.saturatedNanos(skew);

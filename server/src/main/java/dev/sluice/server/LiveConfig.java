@@ -4,6 +4,7 @@ import dev.sluice.redis.RedisStore;
 import dev.sluice.server.config.ConfigException;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.config.Sha256;
 import dev.sluice.server.config.TextFile;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.store.InMemoryStore;
@@ -453,9 +454,8 @@ public final class LiveConfig implements AutoCloseable {
             return "the JVM's trust";
         }
         try {
-            return trust + " " + java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
-                    .digest(java.nio.file.Files.readAllBytes(trust)));
-        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+            return trust + " " + Sha256.hex(java.nio.file.Files.readAllBytes(trust));
+        } catch (java.io.IOException e) {
             return trust + " unreadable"; // the store's own opening says why
         }
     }

@@ -10,6 +10,7 @@ import dev.sluice.Mode;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
+import dev.sluice.server.config.Sha256;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
@@ -512,12 +513,7 @@ public final class Policies {
         if (key.length() <= LONGEST_KEY_KEPT) {
             return prefix + key;
         }
-        try {
-            byte[] digest = java.security.MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
-            return prefix + "sha256:" + java.util.HexFormat.of().formatHex(digest);
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every Java has SHA-256", e);
-        }
+        return prefix + "sha256:" + Sha256.hex(key);
     }
 
     private static String prefix(PolicyConfig policy) {

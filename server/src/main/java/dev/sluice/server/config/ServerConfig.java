@@ -44,12 +44,7 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
 
         /** What tells two passwords apart, without the password itself: its SHA-256. */
         public String fingerprint() {
-            try {
-                return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
-                        .digest(value.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
-            } catch (java.security.NoSuchAlgorithmException e) {
-                throw new IllegalStateException(e); // every JVM has SHA-256
-            }
+            return Sha256.hex(value);
         }
     }
 

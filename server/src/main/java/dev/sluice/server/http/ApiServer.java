@@ -349,15 +349,8 @@ public final class ApiServer implements AutoCloseable, Drains {
     }
 
     private static boolean holdsHalfAPair(String text) {
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                return true;
-            }
-        }
-        return false;
+        // a pair is one code point past U+FFFF; half of one is a code point of its own, of type SURROGATE
+        return text.codePoints().anyMatch(c -> Character.getType(c) == Character.SURROGATE);
     }
 
     private void check(HttpServerRequest http, Policies policies, JsonNode request) {

@@ -6,6 +6,7 @@ import dev.sluice.redis.RedisStore;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.config.PolicyConfig;
+import dev.sluice.server.config.Sha256;
 import dev.sluice.server.metrics.Traffic;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.store.Store;
@@ -140,13 +141,7 @@ final class Dashboard {
         if (value.isEmpty()) {
             return value; // a part missing: nothing to hide
         }
-        byte[] digest;
-        try {
-            digest = java.security.MessageDigest.getInstance("SHA-256").digest(value.getBytes(StandardCharsets.UTF_8));
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e); // every JVM has it
-        }
-        String hash = java.util.HexFormat.of().formatHex(digest, 0, 4);
+        String hash = Sha256.hex(value).substring(0, 8);
         return (value.length() >= 24 ? value.substring(0, 4) : "") + "…" + hash;
     }
 }
