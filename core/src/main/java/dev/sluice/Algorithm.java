@@ -33,6 +33,32 @@ public enum Algorithm {
         return this == TOKEN_BUCKET || this == GCRA;
     }
 
+    /** Whether a limit may choose its refill ({@link Refill}): token-bucket's greedy or interval. */
+    public boolean hasRefill() {
+        return this == TOKEN_BUCKET;
+    }
+
+    /**
+     * Why a burst is refused for this algorithm, or null where it has one: the one text that the builder, the
+     * configuration file (at the burst's line) and {@code simulate --burst} say.
+     */
+    public String refusesBurst() {
+        return hasBurst() ? null : "burst is for token-bucket, gcra and leaky-bucket, not " + this;
+    }
+
+    /** Why a refill is refused for this algorithm, or null where it takes one; said as {@link #refusesBurst} is. */
+    public String refusesRefill() {
+        return hasRefill() ? null : "refill is for token-bucket, not " + this;
+    }
+
+    /**
+     * The mode that a file's or a command line's {@code delay} means: leaky-bucket's delay is its queue,
+     * {@link Mode#SHAPING}; the others' is {@link Mode#DELAY}.
+     */
+    public Mode delayMode() {
+        return this == LEAKY_BUCKET ? Mode.SHAPING : Mode.DELAY;
+    }
+
     public static Algorithm parse(String text) {
         for (Algorithm algorithm : values()) {
             if (algorithm.label.equals(text)) {

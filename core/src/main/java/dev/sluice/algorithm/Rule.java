@@ -105,11 +105,10 @@ public final class Rule {
         }
         for (Limit limit : limits) {
             if (limit.burst() != limit.amount() && !algorithm.hasBurst()) {
-                throw new IllegalArgumentException("limit " + limit + ": burst is for token-bucket, gcra and "
-                        + "leaky-bucket, not " + algorithm);
+                throw new IllegalArgumentException("limit " + limit + ": " + algorithm.refusesBurst());
             }
-            if (limit.refill() != Refill.GREEDY && algorithm != Algorithm.TOKEN_BUCKET) {
-                throw new IllegalArgumentException("limit " + limit + ": refill is for token-bucket, not " + algorithm);
+            if (limit.refill() != Refill.GREEDY && !algorithm.hasRefill()) {
+                throw new IllegalArgumentException("limit " + limit + ": " + algorithm.refusesRefill());
             }
         }
         if (mode == Mode.DELAY) {

@@ -302,12 +302,12 @@ final class SimulateCommand implements Callable<Integer> {
         Mode parsedMode = option("--mode", () -> Mode.parse(mode));
         // leaky-bucket's delay is its queue, shaping, as sluice.yaml reads mode: delay (a review found the file
         // taking what simulate refused)
-        Mode chosenMode = parsedMode == Mode.DELAY && chosen == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : parsedMode;
+        Mode chosenMode = parsedMode == Mode.DELAY ? chosen.delayMode() : parsedMode;
         if (burst != null && !chosen.hasBurst()) {
-            throw new BadInput("--burst is for token-bucket, gcra and leaky-bucket, not " + chosen);
+            throw new BadInput("--" + chosen.refusesBurst());
         }
-        if (refill != null && chosen != Algorithm.TOKEN_BUCKET) {
-            throw new BadInput("--refill is for token-bucket, not " + chosen);
+        if (refill != null && !chosen.hasRefill()) {
+            throw new BadInput("--" + chosen.refusesRefill());
         }
         if (chosenMode == Mode.DELAY && maxDelay == null) {
             throw new BadInput("--mode delay needs --max-delay");

@@ -659,11 +659,10 @@ public final class ConfigLoader {
         });
         // what only some algorithms take is refused at its own line (Rule.of would name the policy only)
         if (fields.containsKey("burst") && !algorithm.hasBurst()) {
-            throw error(fields.get("burst"), field + ".burst", "burst is for token-bucket, gcra and leaky-bucket, not "
-                    + algorithm);
+            throw error(fields.get("burst"), field + ".burst", algorithm.refusesBurst());
         }
-        if (fields.containsKey("refill") && algorithm != Algorithm.TOKEN_BUCKET) {
-            throw error(fields.get("refill"), field + ".refill", "refill is for token-bucket, not " + algorithm);
+        if (fields.containsKey("refill") && !algorithm.hasRefill()) {
+            throw error(fields.get("refill"), field + ".refill", algorithm.refusesRefill());
         }
         Long burst = fields.containsKey("burst") ? whole(fields.get("burst"), field + ".burst", 1) : null;
         Refill refill = null;
@@ -709,7 +708,7 @@ public final class ConfigLoader {
         switch (modeText) {
             case "reject", "shadow" -> mode = Mode.REJECT;
             case "delay" -> {
-                mode = algorithm == Algorithm.LEAKY_BUCKET ? Mode.SHAPING : Mode.DELAY;
+                mode = algorithm.delayMode();
                 if (mode == Mode.DELAY && !algorithm.canDelay()) {
                     throw error(fields.get("mode"), field + ".mode", "delay mode is for token-bucket and gcra (and"
                             + " leaky-bucket, as a queue), not " + algorithm);
