@@ -1,12 +1,9 @@
 package dev.sluice.server.config;
 
+import dev.sluice.server.request.StrictUtf8;
+
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.ByteBuffer;
-import java.nio.CharBuffer;
-import java.nio.charset.CharsetDecoder;
-import java.nio.charset.CoderResult;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -51,7 +48,7 @@ public final class TextFile {
 
     /** {@code bytes} as UTF-8, or the line of the first byte that is not. */
     static String decoded(String name, byte[] bytes) throws ConfigException {
-        int bad = notUtf8At(bytes);
+        int bad = StrictUtf8.firstBadByte(bytes);
         if (bad >= 0) {
             int line = 1;
             for (int i = 0; i < bad; i++) {
@@ -62,26 +59,6 @@ public final class TextFile {
             throw new ConfigException(name + ":" + line + ": not valid UTF-8 (byte " + (bad + 1) + ")");
         }
         return new String(bytes, StandardCharsets.UTF_8);
-    }
-
-    /**
-     * Where {@code bytes} stop being UTF-8 (the index of the first byte that is not), or -1. Strict, as the JDK's
-     * decoder is and a lenient one is not: an overlong form ({@code C0 AF} for {@code /}), an encoded surrogate or
-     * a code point past U+10FFFF is not UTF-8 (Jackson reads each as a character: a bug found by trying the API).
-     */
-    public static int notUtf8At(byte[] bytes) {
-        boolean ascii = true;
-        for (byte b : bytes) {
-            ascii &= b >= 0;
-        }
-        if (ascii) {
-            return -1; // nearly every body of the API: no decoder made
-        }
-        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
-        ByteBuffer in = ByteBuffer.wrap(bytes);
-        CoderResult result = decoder.decode(in, CharBuffer.allocate(bytes.length), true);
-        return result.isError() ? in.position() : -1;
     }
 
     /** An I/O failure's reason, never empty: {@code AccessDeniedException} carries only the path, say. */

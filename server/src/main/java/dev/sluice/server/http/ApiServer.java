@@ -3,6 +3,7 @@ package dev.sluice.server.http;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.Limit;
 import dev.sluice.server.Checked;
@@ -11,10 +12,11 @@ import dev.sluice.server.Drains;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
+import dev.sluice.server.VerdictAnswer;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.envoy.JsonCalls;
-import dev.sluice.server.config.TextFile;
 import dev.sluice.server.request.BadRequest;
+import dev.sluice.server.request.StrictUtf8;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
@@ -140,7 +142,7 @@ public final class ApiServer implements AutoCloseable, Drains {
             // a server about to stop (--stop-delay) says so with a 503: what takes it out of its load balancers
             case "/healthz", "/healthcheck" -> get(request, () -> {
                 boolean healthy = dashboard.storeHealthy();
-                json(request.response(), stopping ? 503 : 200, VerdictAnswer.JSON.createObjectNode()
+                json(request.response(), stopping ? 503 : 200, JsonNodeFactory.instance.objectNode()
                         .put("status", stopping ? "stopping" : healthy ? "ok" : "store unavailable").put("store", policies.config().storeShown())
                         .put("on_store_failure", policies.config().onStoreFailure().name().toLowerCase(java.util.Locale.ROOT)));
             });
@@ -274,7 +276,7 @@ public final class ApiServer implements AutoCloseable, Drains {
             return null;
         }
         byte[] bytes = body.getBytes();
-        int notUtf8 = TextFile.notUtf8At(bytes);
+        int notUtf8 = StrictUtf8.firstBadByte(bytes);
         if (notUtf8 >= 0) { // else "x\xC0\xAFy" would be the key "x/y", read by Jackson as it reads an overlong '/'
             error(response, 400, "the body is not valid UTF-8 (byte " + (notUtf8 + 1) + ")");
             return null;
@@ -434,7 +436,7 @@ public final class ApiServer implements AutoCloseable, Drains {
                     + "\" (given back already, or its lease ran out)");
             return;
         }
-        json(http.response(), 200, VerdictAnswer.JSON.createObjectNode().put("released", true));
+        json(http.response(), 200, JsonNodeFactory.instance.objectNode().put("released", true));
     }
 
     /**
@@ -473,7 +475,7 @@ public final class ApiServer implements AutoCloseable, Drains {
     }
 
     private static ArrayNode policiesJson(Policies policies) {
-        ArrayNode list = VerdictAnswer.JSON.createArrayNode();
+        ArrayNode list = JsonNodeFactory.instance.arrayNode();
         for (PolicyConfig policy : policies.config().policies()) {
             ObjectNode item = list.addObject().put("name", policy.name())
                     .put("algorithm", policy.algorithm());
@@ -538,7 +540,7 @@ public final class ApiServer implements AutoCloseable, Drains {
     }
 
     static void error(HttpServerResponse response, int status, String message) {
-        json(response, status, VerdictAnswer.JSON.createObjectNode().put("error", message));
+        json(response, status, JsonNodeFactory.instance.objectNode().put("error", message));
     }
 
     /**

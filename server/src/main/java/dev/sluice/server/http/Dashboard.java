@@ -1,6 +1,7 @@
 package dev.sluice.server.http;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.redis.RedisStore;
 import dev.sluice.server.LiveConfig;
@@ -52,7 +53,7 @@ final class Dashboard {
 
     ObjectNode stats(Policies policies) {
         Traffic traffic = live.metrics().traffic();
-        ObjectNode stats = VerdictAnswer.JSON.createObjectNode();
+        ObjectNode stats = JsonNodeFactory.instance.objectNode();
         ObjectNode store = stats.putObject("store").put("uri", policies.config().storeShown()).put("healthy", storeHealthy());
         if (live.store() instanceof RedisStore redis) {
             RedisStore.Counts counts = redis.counts();

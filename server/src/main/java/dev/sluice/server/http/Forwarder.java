@@ -1,5 +1,6 @@
 package dev.sluice.server.http;
 
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -343,7 +344,7 @@ final class Forwarder {
             HttpHeaders from = answer.headers();
             copy(from, from.contains(HttpHeaderNames.CONNECTION) ? from.getAll(HttpHeaderNames.CONNECTION) : List.of(),
                     response.headers()::add);
-            RateLimitHeaders.addTo(response.headers(), added);
+            addRateLimitHeaders(response.headers(), added);
             // no body, whatever Content-Length says (for HEAD it is the length a GET would get, and stays)
             bodiless = incoming.method() == HttpMethod.HEAD || status == 204 || status == 304;
             long length = contentLength(answer.headers().get(HttpHeaderNames.CONTENT_LENGTH));
@@ -617,6 +618,35 @@ final class Forwarder {
         added.forEach(response::putHeader);
         return response.setChunked(false).setStatusCode(status).setStatusMessage(reason)
                 .putHeader("Content-Type", "application/json")
-                .end(VerdictAnswer.JSON.createObjectNode().put("error", message).toString());
+                .end(JsonNodeFactory.instance.objectNode().put("error", message).toString());
+    }
+
+    /**
+     * Puts {@code added} on an upstream's answer whose {@code headers} may carry rate limit headers of their own (a
+     * limiter behind the gateway), telling the client the truth of both (found by trying the gateway: the
+     * upstream's were replaced, and its 429 with {@code r=0} reached the client as {@code r=99999}). The IETF
+     * fields are lists: the gateway's items follow the upstream's. The legacy fields describe one limit: that of
+     * the two with the fewer remaining, as the gateway reports its own closest policy. Any other header is set.
+     */
+    private static void addRateLimitHeaders(io.vertx.core.MultiMap headers, Map<String, String> added) {
+        boolean upstreamCloser = false;
+        String theirs = headers.get("X-RateLimit-Remaining");
+        String ours = added.get("X-RateLimit-Remaining");
+        if (theirs != null && ours != null) {
+            try {
+                upstreamCloser = Long.parseLong(theirs.trim()) < Long.parseLong(ours);
+            } catch (NumberFormatException e) {
+                // not a count: the gateway's is the one to trust
+            }
+        }
+        for (Map.Entry<String, String> header : added.entrySet()) {
+            String name = header.getKey();
+            // contains first: nearly every upstream sends none, and the gateway's hot path makes no list for them
+            if ((name.equals("RateLimit") || name.equals("RateLimit-Policy")) && headers.contains(name)) {
+                headers.set(name, String.join(", ", headers.getAll(name)) + ", " + header.getValue());
+            } else if (!(upstreamCloser && name.startsWith("X-RateLimit-"))) {
+                headers.set(name, header.getValue());
+            }
+        }
     }
 }

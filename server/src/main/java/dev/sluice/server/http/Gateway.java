@@ -1,11 +1,13 @@
 package dev.sluice.server.http;
 
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import dev.sluice.DurationFormat;
 import dev.sluice.server.ClientConnections;
 import dev.sluice.server.Drains;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.Policies;
 import dev.sluice.server.Verdict;
+import dev.sluice.server.VerdictAnswer;
 import dev.sluice.server.request.BadRequest;
 import io.netty.channel.EventLoop;
 import io.netty.handler.ssl.SslContext;
@@ -191,7 +193,7 @@ public final class Gateway implements AutoCloseable, Drains {
                     held.remove(one.getKey());
                     if (loop.owner().cancelTimer(one.getValue()) && !one.getKey().response().closed()) {
                         live.metrics().gatewayFailed("stopped_while_held");
-                        local(one.getKey(), 503, Map.of("Connection", "close"), VerdictAnswer.JSON.createObjectNode()
+                        local(one.getKey(), 503, Map.of("Connection", "close"), JsonNodeFactory.instance.objectNode()
                                 .put("error", "the gateway is stopping").toString());
                     }
                 }
@@ -206,7 +208,7 @@ public final class Gateway implements AutoCloseable, Drains {
                 ProxiedRequest.checkWellFormed(incoming);
                 decided = policies.decide(new ProxiedRequest(incoming, policies.trustedProxies()));
             } catch (BadRequest e) {
-                local(incoming, 400, Map.of(), VerdictAnswer.JSON.createObjectNode().put("error", e.getMessage()).toString());
+                local(incoming, 400, Map.of(), JsonNodeFactory.instance.objectNode().put("error", e.getMessage()).toString());
                 return;
             } catch (RuntimeException e) {
                 Forwarder.dropRest(incoming);

@@ -182,7 +182,7 @@ public interface ClientRequest {
             }
         }
         byte[] decoded = bytes.toByteArray();
-        return dev.sluice.server.config.TextFile.notUtf8At(decoded) >= 0 ? null
+        return StrictUtf8.firstBadByte(decoded) >= 0 ? null
                 : new String(decoded, java.nio.charset.StandardCharsets.UTF_8);
     }
 
@@ -239,7 +239,7 @@ public interface ClientRequest {
         if (!pastAscii) {
             return sent;
         }
-        int at = dev.sluice.server.config.TextFile.notUtf8At(read.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+        int at = StrictUtf8.firstBadByte(read.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
         throw new BadRequest("header " + name + ": its bytes are not UTF-8 (byte " + String.format("0x%02X",
                 (int) read.charAt(Math.max(at, 0))) + " at " + Math.max(at, 0) + "); a header that Sluice reads is sent"
                 + " in UTF-8");

@@ -1,11 +1,9 @@
-package dev.sluice.server.http;
+package dev.sluice.server;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.Decision;
 import dev.sluice.DurationFormat;
-import dev.sluice.server.Checked;
-import dev.sluice.server.Verdict;
 import dev.sluice.server.config.ServerConfig;
 
 import java.util.Map;

@@ -1,9 +1,8 @@
-package dev.sluice.server.http;
+package dev.sluice.server;
 
 import dev.sluice.Decision;
 import dev.sluice.DurationFormat;
 import dev.sluice.Limit;
-import dev.sluice.server.Checked;
 import dev.sluice.server.config.PolicyConfig;
 import dev.sluice.server.config.ServerConfig;
 
@@ -67,35 +66,6 @@ public final class RateLimitHeaders {
             headers.put("Retry-After", Long.toString(Math.max(0, DurationFormat.toSecondsCeil(decision.retryAfterNanos()))));
         }
         return headers;
-    }
-
-    /**
-     * Puts {@code added} on an upstream's answer whose {@code headers} may carry rate limit headers of their own (a
-     * limiter behind the gateway), telling the client the truth of both (found by trying the gateway: the
-     * upstream's were replaced, and its 429 with {@code r=0} reached the client as {@code r=99999}). The IETF
-     * fields are lists: the gateway's items follow the upstream's. The legacy fields describe one limit: that of
-     * the two with the fewer remaining, as the gateway reports its own closest policy. Any other header is set.
-     */
-    public static void addTo(io.vertx.core.MultiMap headers, Map<String, String> added) {
-        boolean upstreamCloser = false;
-        String theirs = headers.get("X-RateLimit-Remaining");
-        String ours = added.get("X-RateLimit-Remaining");
-        if (theirs != null && ours != null) {
-            try {
-                upstreamCloser = Long.parseLong(theirs.trim()) < Long.parseLong(ours);
-            } catch (NumberFormatException e) {
-                // not a count: the gateway's is the one to trust
-            }
-        }
-        for (Map.Entry<String, String> header : added.entrySet()) {
-            String name = header.getKey();
-            // contains first: nearly every upstream sends none, and the gateway's hot path makes no list for them
-            if ((name.equals("RateLimit") || name.equals("RateLimit-Policy")) && headers.contains(name)) {
-                headers.set(name, String.join(", ", headers.getAll(name)) + ", " + header.getValue());
-            } else if (!(upstreamCloser && name.startsWith("X-RateLimit-"))) {
-                headers.set(name, header.getValue());
-            }
-        }
     }
 
     /**
