@@ -175,7 +175,7 @@ final class EnvoyConfigFiles {
             return e.getMessage();
         }
         files.put(file, text);
-        file(ConfigLoader.of(file.toString()), text);
+        file(new YamlNodes(file.toString()), text);
         return null;
     }
 
@@ -243,7 +243,7 @@ final class EnvoyConfigFiles {
                 Map.copyOf(blocked), Set.copyOf(unlimitedPatterns), Set.copyOf(domains.keySet()), Map.copyOf(files));
     }
 
-    private void file(ConfigLoader nodes, String text) throws ConfigException {
+    private void file(YamlNodes nodes, String text) throws ConfigException {
         Node root = nodes.compose(text);
         if (root == null) {
             throw new ConfigException(nodes.file() + ":1: the file is empty; an Envoy rate limit configuration needs"
@@ -273,7 +273,7 @@ final class EnvoyConfigFiles {
      * with where each is (files merged into one domain share their top level, as in Envoy's service, where a node
      * of one file beside the same node of another is an error).
      */
-    private void descriptors(ConfigLoader nodes, Node list, String field, String domain, List<Descriptor.Entry> path,
+    private void descriptors(YamlNodes nodes, Node list, String field, String domain, List<Descriptor.Entry> path,
                              List<Boolean> sharedPath, Map<String, String> level) throws ConfigException {
         List<Node> items = nodes.list(list, field);
         for (int i = 0; i < items.size(); i++) {
@@ -336,7 +336,7 @@ final class EnvoyConfigFiles {
      * A node's {@code rate_limit}: a policy, unless {@code unlimited}; either way its {@code name} and what it
      * {@code replaces}, since an unlimited limit replaces others too.
      */
-    private void limit(ConfigLoader nodes, Node node, String field, PolicyConfig.Match pattern, boolean shadow,
+    private void limit(YamlNodes nodes, Node node, String field, PolicyConfig.Match pattern, boolean shadow,
                        List<Boolean> shared) throws ConfigException {
         Map<String, Node> fields = nodes.fields(node, field + ".", RATE_LIMIT);
         String given = null;
@@ -454,7 +454,7 @@ final class EnvoyConfigFiles {
     }
 
     /** A YAML 1.1 flag, as Envoy's service reads one ({@code true}, {@code yes}, {@code on}, ...). */
-    private static boolean flag(ConfigLoader nodes, Map<String, Node> fields, String name, String field)
+    private static boolean flag(YamlNodes nodes, Map<String, Node> fields, String name, String field)
             throws ConfigException {
         if (!fields.containsKey(name)) {
             return false;
