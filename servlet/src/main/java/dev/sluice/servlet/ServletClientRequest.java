@@ -2,7 +2,9 @@ package dev.sluice.servlet;
 
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.HeaderText;
 import dev.sluice.server.request.ReceivedRequest;
+import dev.sluice.server.request.RequestLine;
 import dev.sluice.server.request.TrustedProxies;
 import jakarta.servlet.http.HttpServletRequest;
 
@@ -35,13 +37,13 @@ final class ServletClientRequest extends ReceivedRequest {
         for (int i = 0; i < target.length(); i++) {
             if (target.charAt(i) >= 0x7F) { // refused below, shown as the bytes sent, as the gateway shows them,
                 // whether the container read each byte as a char or the whole as UTF-8
-                target = new String(ClientRequest.asSent(target).getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                target = new String(HeaderText.asSent(target).getBytes(java.nio.charset.StandardCharsets.UTF_8),
                         java.nio.charset.StandardCharsets.ISO_8859_1);
                 break;
             }
         }
-        ClientRequest.checkTarget(path, target);
-        ClientRequest.checkMethod(request.getMethod()); // as the gateway (a review found get let by undecided)
+        RequestLine.checkTarget(path, target);
+        RequestLine.checkMethod(request.getMethod()); // as the gateway (a review found get let by undecided)
     }
 
     @Override
@@ -53,13 +55,13 @@ final class ServletClientRequest extends ReceivedRequest {
     public String path() {
         // served whole, then the context path taken off, itself as served: a past bug took it off the URI as
         // written, so /%73hop/api/items or /./shop/api/items kept their /shop and escaped a policy for /api/**
-        String uri = ClientRequest.servedPath(ClientRequest.asSent(request.getRequestURI()));
+        String uri = RequestLine.servedPath(HeaderText.asSent(request.getRequestURI()));
         String context = request.getContextPath();
         String path;
         if (context.isEmpty()) {
             path = uri;
         } else {
-            String served = ClientRequest.servedPath(ClientRequest.asSent(context));
+            String served = RequestLine.servedPath(HeaderText.asSent(context));
             served = served.endsWith("/") ? served.substring(0, served.length() - 1) : served;
             path = uri.equals(served) ? "/" : uri.startsWith(served + "/") ? uri.substring(served.length()) : uri;
         }
@@ -85,7 +87,7 @@ final class ServletClientRequest extends ReceivedRequest {
     public String header(String name) {
         // not headerAsSent: a container (or a wrapper before the filter) may hand over text decoded as UTF-8, José as
         // J o s U+00E9, which that would take for the byte 0xE9 and refuse (a review found it)
-        return ClientRequest.asSent(request.getHeader(name));
+        return HeaderText.asSent(request.getHeader(name));
     }
 
     @Override
@@ -121,6 +123,6 @@ final class ServletClientRequest extends ReceivedRequest {
 
     @Override
     protected String rawQuery() {
-        return ClientRequest.asSent(request.getQueryString());
+        return HeaderText.asSent(request.getQueryString());
     }
 }

@@ -9,6 +9,7 @@ import dev.sluice.algorithm.Rule;
 import dev.sluice.redis.RedisStore;
 import dev.sluice.server.request.ClientRequest;
 import dev.sluice.server.request.Descriptor;
+import dev.sluice.server.request.HeaderText;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.PathGlob;
 import org.yaml.snakeyaml.nodes.MappingNode;
@@ -492,10 +493,10 @@ final class PolicyReader {
             throw yaml.error(fields.get("host"), field + ".host", "an IPv6 address is written in brackets, as a Host header"
                     + " carries it: \"[" + host + "]\"");
         }
-        if (host != null && !host.equals(ClientRequest.hostWithoutPort(host))) {
+        if (host != null && !host.equals(HeaderText.hostWithoutPort(host))) {
             // requests are matched on their Host without its port or a final dot, so a host with one never matches
             throw yaml.error(fields.get("host"), field + ".host", "a host is matched without its "
-                    + (host.endsWith(".") ? "final dot" : "port") + ": write \"" + ClientRequest.hostWithoutPort(host)
+                    + (host.endsWith(".") ? "final dot" : "port") + ": write \"" + HeaderText.hostWithoutPort(host)
                     + "\", not \"" + host + "\"");
         }
         Map<String, String> headers = fields.containsKey("headers") ? headers(fields.get("headers"), field + ".headers")

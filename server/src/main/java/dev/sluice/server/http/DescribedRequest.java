@@ -3,8 +3,10 @@ package dev.sluice.server.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.server.request.BadRequest;
 import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.HeaderText;
 import dev.sluice.server.request.KeyPart;
 import dev.sluice.server.request.QueryString;
+import dev.sluice.server.request.RequestLine;
 import dev.sluice.server.request.TrustedProxies;
 
 import java.util.HashMap;
@@ -65,14 +67,14 @@ final class DescribedRequest implements ClientRequest {
             throw new BadRequest("path: a # (a fragment) has no place in a request, in \"" + target + "\"");
         }
         if (rawPath.indexOf('\\') >= 0) {
-            throw new BadRequest("path: " + ClientRequest.BACKSLASH + ", in \"" + target + "\"");
+            throw new BadRequest("path: " + RequestLine.BACKSLASH + ", in \"" + target + "\"");
         }
-        if (!ClientRequest.escapesWellFormed(rawPath)) {
+        if (!RequestLine.escapesWellFormed(rawPath)) {
             // the gateway and the servlet filter answer such a target 400 before deciding it, and so does this (a
             // review found it decided, and charged, here)
             throw new BadRequest("path: a % that is not followed by two hex digits, in \"" + target + "\"");
         }
-        String path = ClientRequest.servedPath(rawPath);
+        String path = RequestLine.servedPath(rawPath);
         String rawQuery = question < 0 ? null : target.substring(question + 1);
         Map<String, String> headers = new HashMap<>();
         JsonNode headerNode = body.get("headers");
@@ -113,7 +115,7 @@ final class DescribedRequest implements ClientRequest {
             throw new BadRequest("ip: expected an IP address such as 10.0.0.7, got \"" + ip + "\"");
         }
         ip = TrustedProxies.canonical(ip); // the key the gateway and the servlet filter give the same client
-        return new DescribedRequest(method, path, ClientRequest.hostWithoutPort(host),
+        return new DescribedRequest(method, path, HeaderText.hostWithoutPort(host),
                 ip, headers, rawQuery);
     }
 

@@ -1,9 +1,11 @@
 package dev.sluice.server.http;
 
-import dev.sluice.server.request.ClientRequest;
-import dev.sluice.server.request.ReceivedRequest;
-import dev.sluice.server.request.TrustedProxies;
 import dev.sluice.server.request.BadRequest;
+import dev.sluice.server.request.ClientRequest;
+import dev.sluice.server.request.HeaderText;
+import dev.sluice.server.request.ReceivedRequest;
+import dev.sluice.server.request.RequestLine;
+import dev.sluice.server.request.TrustedProxies;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
@@ -12,7 +14,7 @@ import java.util.List;
 
 /**
  * A request the gateway is about to forward, as its policies see it: its path, headers and query as the client
- * meant them ({@link ClientRequest#asSent}), the same as {@code /v1/check-request} describes them.
+ * meant them ({@link HeaderText#asSent}), the same as {@code /v1/check-request} describes them.
  */
 final class ProxiedRequest extends ReceivedRequest {
     private final HttpServerRequest request;
@@ -33,7 +35,7 @@ final class ProxiedRequest extends ReceivedRequest {
     @Override
     public String path() {
         if (path == null) {
-            path = ClientRequest.servedPath(ClientRequest.asSent(request.path()));
+            path = RequestLine.servedPath(HeaderText.asSent(request.path()));
         }
         return path;
     }
@@ -46,7 +48,7 @@ final class ProxiedRequest extends ReceivedRequest {
      */
     @Override
     public String header(String name) {
-        return goesOn(name) ? ClientRequest.headerAsSent(name, request.getHeader(name)) : null;
+        return goesOn(name) ? HeaderText.headerAsSent(name, request.getHeader(name)) : null;
     }
 
     @Override
@@ -91,13 +93,13 @@ final class ProxiedRequest extends ReceivedRequest {
             throw new BadRequest("header Host: \"" + hosts.get(0) + "\" is no host and port, such as"
                     + " api.example.com:8443");
         }
-        ClientRequest.checkMethod(request.method().name());
+        RequestLine.checkMethod(request.method().name());
         String path = request.path();
         if ((path == null || !request.uri().startsWith("/"))
                 && !(request.method() == HttpMethod.OPTIONS && "*".equals(request.uri()))) {
             throw new BadRequest("request target \"" + request.uri() + "\": expected a path from the root, such as /api/items");
         }
-        ClientRequest.checkTarget(path == null ? "" : path, request.uri());
+        RequestLine.checkTarget(path == null ? "" : path, request.uri());
     }
 
     @Override
@@ -112,6 +114,6 @@ final class ProxiedRequest extends ReceivedRequest {
 
     @Override
     protected String rawQuery() {
-        return ClientRequest.asSent(request.query());
+        return HeaderText.asSent(request.query());
     }
 }

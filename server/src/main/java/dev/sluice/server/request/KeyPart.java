@@ -82,7 +82,7 @@ public sealed interface KeyPart {
             if (value.indexOf('%') < 0) {
                 return value;
             }
-            String decoded = ClientRequest.percentDecoded(value, false);
+            String decoded = RequestLine.percentDecoded(value, false);
             if (decoded == null) {
                 throw new BadRequest("cookie " + name + ": the escapes of \"" + value
                         + "\" stand for bytes that are not UTF-8");
@@ -245,7 +245,7 @@ public sealed interface KeyPart {
         }
         if (text.startsWith("query:")) {
             String name = text.substring("query:".length());
-            if (!QUERY_NAME.matcher(name).matches() || ClientRequest.holdsEscape(name)) {
+            if (!QUERY_NAME.matcher(name).matches() || RequestLine.holdsEscape(name)) {
                 throw new IllegalArgumentException("bad query parameter name in \"" + text + "\": a name is written"
                         + " decoded (query:a b for a+b or a%20b), without control characters");
             }

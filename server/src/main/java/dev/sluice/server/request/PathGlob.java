@@ -42,7 +42,7 @@ public record PathGlob(String text, Pattern pattern) {
 
     /**
      * Refuses what no path a request is matched on holds: requests are matched with their parameters cut, their
-     * repeated slashes merged and their dot segments resolved ({@link ClientRequest#servedPath}), so a pattern of
+     * repeated slashes merged and their dot segments resolved ({@link RequestLine#servedPath}), so a pattern of
      * {@code /a;v=1/b}, {@code //a} or {@code /a/../b} matched nothing, and its policy limited nothing without a
      * word (a review found it); and an escape, {@code /caf%C3%A9}: paths are matched decoded. A {@code ?}, a
      * {@code #}, a {@code \} or a {@code %} alone stay: a path decoded from {@code %3F}, {@code %23}, {@code %5C} or
@@ -58,7 +58,7 @@ public record PathGlob(String text, Pattern pattern) {
         if (segment.indexOf(';') >= 0) {
             throw new IllegalArgumentException("a ;: paths are matched with their parameters cut (/a;v=1/b is /a/b)");
         }
-        if (ClientRequest.holdsEscape(segment)) {
+        if (RequestLine.holdsEscape(segment)) {
             throw new IllegalArgumentException("an escape: paths are matched decoded, so a pattern is written decoded"
                     + " (/café, not /caf%C3%A9)");
         }

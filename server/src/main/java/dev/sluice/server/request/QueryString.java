@@ -45,10 +45,10 @@ public record QueryString(Map<String, String> firstValues, Map<String, Integer> 
         if (text.indexOf('%') < 0 && text.indexOf('+') < 0) {
             return text; // nearly every name and value: nothing to decode, and no bytes to check
         }
-        if (!ClientRequest.escapesWellFormed(text)) {
+        if (!RequestLine.escapesWellFormed(text)) {
             throw new BadRequest("the query: bad percent-encoding in \"" + text + "\"");
         }
-        String decoded = ClientRequest.percentDecoded(text, true);
+        String decoded = RequestLine.percentDecoded(text, true);
         if (decoded == null) {
             throw new BadRequest("the query: the escapes of \"" + text + "\" stand for bytes that are not UTF-8");
         }

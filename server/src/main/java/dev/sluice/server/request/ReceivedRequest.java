@@ -29,7 +29,7 @@ public abstract class ReceivedRequest implements ClientRequest {
     /** The Host header's host, without its port: the same for every server that received the request. */
     @Override
     public final String host() {
-        return ClientRequest.hostWithoutPort(header("Host"));
+        return HeaderText.hostWithoutPort(header("Host"));
     }
 
     @Override

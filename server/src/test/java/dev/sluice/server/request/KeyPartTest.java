@@ -220,12 +220,12 @@ class KeyPartTest {
 
     @Test
     void hostsLoseTheirPortAndCase() {
-        assertThat(ClientRequest.hostWithoutPort("API.Example.com:8443")).isEqualTo("api.example.com");
-        assertThat(ClientRequest.hostWithoutPort("[::1]:80")).isEqualTo("[::1]");
-        assertThat(ClientRequest.hostWithoutPort("[::1]")).isEqualTo("[::1]");
+        assertThat(HeaderText.hostWithoutPort("API.Example.com:8443")).isEqualTo("api.example.com");
+        assertThat(HeaderText.hostWithoutPort("[::1]:80")).isEqualTo("[::1]");
+        assertThat(HeaderText.hostWithoutPort("[::1]")).isEqualTo("[::1]");
         // fully qualified, the same host: a past bug let api.example.com. escape a policy for api.example.com
-        assertThat(ClientRequest.hostWithoutPort("API.EXAMPLE.COM.:80")).isEqualTo("api.example.com");
-        assertThat(ClientRequest.hostWithoutPort("api.example.com.")).isEqualTo("api.example.com");
-        assertThat(ClientRequest.hostWithoutPort("")).isNull();
+        assertThat(HeaderText.hostWithoutPort("API.EXAMPLE.COM.:80")).isEqualTo("api.example.com");
+        assertThat(HeaderText.hostWithoutPort("api.example.com.")).isEqualTo("api.example.com");
+        assertThat(HeaderText.hostWithoutPort("")).isNull();
     }
 }

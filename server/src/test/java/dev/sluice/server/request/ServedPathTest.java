@@ -6,7 +6,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** {@link ClientRequest#servedPath}: the path policies match, as nginx's {@code $uri} would be. */
+/** {@link RequestLine#servedPath}: the path policies match, as nginx's {@code $uri} would be. */
 class ServedPathTest {
     @ParameterizedTest(name = "{0} → {1}")
     @CsvSource(delimiter = '|', value = {
@@ -40,7 +40,7 @@ class ServedPathTest {
             "/caf\u00e9/%2e|/caf\u00e9/",
     })
     void isWhatAServerServes(String raw, String served) {
-        assertThat(ClientRequest.servedPath(raw)).isEqualTo(served);
+        assertThat(RequestLine.servedPath(raw)).isEqualTo(served);
     }
 
     /**
@@ -52,7 +52,7 @@ class ServedPathTest {
     @CsvSource({"/login;x%2F..", "/login;%2f..", "/login;a=%2F..%2F..", "/api;x%2F../items", "/api;x%5C..%5C/items",
             "/a/login;x%2Fy"})
     void refusesAnEscapedSlashInAParameter(String raw) {
-        assertThatThrownBy(() -> ClientRequest.servedPath(raw)).isInstanceOf(BadRequest.class)
+        assertThatThrownBy(() -> RequestLine.servedPath(raw)).isInstanceOf(BadRequest.class)
                 .hasMessage("path \"" + raw + "\": a ';' parameter holds an escaped slash, which servers read two ways"
                         + " (a servlet container cuts the parameter before decoding, others decode first): refused as"
                         + " ambiguous");
@@ -66,16 +66,16 @@ class ServedPathTest {
     @ParameterizedTest(name = "{0}")
     @CsvSource({"/api/%ff", "/api/%fe", "/api/%C0%AF", "/api/%ED%A0%80", "/api/%C3", "/api/%F4%90%80%80"})
     void refusesEscapesThatAreNotUtf8(String raw) {
-        assertThatThrownBy(() -> ClientRequest.servedPath(raw)).isInstanceOf(BadRequest.class)
+        assertThatThrownBy(() -> RequestLine.servedPath(raw)).isInstanceOf(BadRequest.class)
                 .hasMessage("path \"" + raw + "\": its escapes stand for bytes that are not UTF-8");
         String query = "user=" + raw.substring("/api/".length());
         assertThatThrownBy(() -> QueryString.parse(query)).isInstanceOf(BadRequest.class)
                 .hasMessage("the query: the escapes of \"" + query.substring(5) + "\" stand for bytes that are not UTF-8");
-        assertThat(ClientRequest.servedPath("/api/%EF%BF%BD")).isEqualTo("/api/\uFFFD");
+        assertThat(RequestLine.servedPath("/api/%EF%BF%BD")).isEqualTo("/api/\uFFFD");
         assertThat(QueryString.parse("user=a+b%20c%C3%A9").value("user")).isEqualTo("a b c\u00e9");
     }
 
-    /** {@link ClientRequest#asSent}: what a decoder read one char per byte, as the client meant it. */
+    /** {@link HeaderText#asSent}: what a decoder read one char per byte, as the client meant it. */
     @ParameterizedTest(name = "{0} → {1}")
     @CsvSource(delimiter = '|', value = {
             "/api/items|/api/items",
@@ -90,9 +90,9 @@ class ServedPathTest {
             "caf\u00c3\u00a9\u20ac|caf\u00c3\u00a9\u20ac",
     })
     void readsBytesThatAreUtf8AsUtf8(String read, String meant) {
-        assertThat(ClientRequest.asSent(read)).isEqualTo(meant);
+        assertThat(HeaderText.asSent(read)).isEqualTo(meant);
         // and the path from either is the same as from its escapes
-        assertThat(ClientRequest.servedPath("/" + ClientRequest.asSent(read)))
-                .isEqualTo(ClientRequest.servedPath("/" + meant));
+        assertThat(RequestLine.servedPath("/" + HeaderText.asSent(read)))
+                .isEqualTo(RequestLine.servedPath("/" + meant));
     }
 }
