@@ -106,6 +106,8 @@ class ConfigLoaderTest {
     @CsvSource(delimiter = '|', value = {
             "an unknown top field|storage: memory\\n" + "policies: []|t.yaml:1: storage: unknown field \"storage\"; expected one of [dashboard_keys, envoy_configs, envoy_headers, envoy_merge_domains, headers, max_keys, on_store_failure, policies, reject_body, reject_status, store, store_connect, store_password_env, store_password_file, store_timeout, store_trust, trusted_proxies]",
             "a store connected otherwise|store: redis://127.0.0.1:6379\\nstore_connect: later\\npolicies: []|t.yaml:2: store_connect: expected now or background, got \"later\"",
+            "a failure policy misspelt|on_store_failure: opne\\npolicies: []|t.yaml:1: on_store_failure: expected open or closed, got \"opne\"",
+            "a three-way choice listed|store: memory\\npolicies:\\n  - {name: p, key: [ip], algorithm: gcra, limits: [1/1s], mode: wait}|t.yaml:3: policies[0].mode: expected reject, delay or shadow (or shaping, leaky-bucket's delay), got \"wait\"",
             "memory connected in the background|store_connect: background\\npolicies: []|t.yaml:1: store_connect: the in-memory store has nothing to connect to",
             "a Cluster connected in the background|store: redis-cluster://127.0.0.1:7000\\nstore_connect: background\\npolicies: []|t.yaml:2: store_connect: background is for a single Redis or Sentinel: a Cluster store learns its slots from a node as it is made, got redis-cluster://127.0.0.1:7000",
             "dashboard keys neither masked nor shown|dashboard_keys: hidden\\npolicies: []|t.yaml:1: dashboard_keys: expected masked (the default: a key's headers, cookies, query parameters, users and descriptor values masked) or shown, got \"hidden\"",

@@ -68,13 +68,8 @@ public final class ConfigLoader {
         String store = top.containsKey("store") ? store(top.get("store")) : "memory";
         FailurePolicy onFailure = FailurePolicy.OPEN;
         if (top.containsKey("on_store_failure")) {
-            String value = yaml.scalar(top.get("on_store_failure"), "on_store_failure");
-            switch (value) {
-                case "open" -> onFailure = FailurePolicy.OPEN;
-                case "closed" -> onFailure = FailurePolicy.CLOSED;
-                default -> throw yaml.error(top.get("on_store_failure"), "on_store_failure",
-                        "expected open or closed, got \"" + value + "\"");
-            }
+            onFailure = yaml.choice(top.get("on_store_failure"), "on_store_failure", "open", "closed").equals("open")
+                    ? FailurePolicy.OPEN : FailurePolicy.CLOSED;
         }
         long timeout = top.containsKey("store_timeout")
                 ? yaml.positiveDuration(top.get("store_timeout"), "store_timeout") : 50_000_000L;
@@ -108,11 +103,7 @@ public final class ConfigLoader {
         boolean inBackground = false;
         if (top.containsKey("store_connect")) {
             Node node = top.get("store_connect");
-            String value = yaml.scalar(node, "store_connect");
-            if (!value.equals("now") && !value.equals("background")) {
-                throw yaml.error(node, "store_connect", "expected now or background, got \"" + value + "\"");
-            }
-            inBackground = value.equals("background");
+            inBackground = yaml.choice(node, "store_connect", "now", "background").equals("background");
             if (inBackground && store.equals("memory")) {
                 throw yaml.error(node, "store_connect", "the in-memory store has nothing to connect to");
             }
@@ -216,16 +207,12 @@ public final class ConfigLoader {
         ServerConfig.Envoy envoy = ServerConfig.Envoy.NONE;
         boolean mergeDomains = false;
         if (top.containsKey("envoy_merge_domains")) {
-            String value = yaml.scalar(top.get("envoy_merge_domains"), "envoy_merge_domains");
-            if (!value.equals("true") && !value.equals("false")) {
-                throw yaml.error(top.get("envoy_merge_domains"), "envoy_merge_domains", "expected true or false, got \""
-                        + value + "\"");
-            }
+            boolean merge = yaml.flag(top.get("envoy_merge_domains"), "envoy_merge_domains");
             if (!top.containsKey("envoy_configs")) {
                 throw yaml.error(top.get("envoy_merge_domains"), "envoy_merge_domains", "it is for the files of"
                         + " envoy_configs, and there are none");
             }
-            mergeDomains = value.equals("true");
+            mergeDomains = merge;
         }
         if (top.containsKey("envoy_configs")) {
             EnvoyConfigFiles read = new EnvoyConfigFiles(names, file, !store.equals("memory"), mergeDomains);
@@ -385,12 +372,8 @@ public final class ConfigLoader {
         Set<ServerConfig.HeaderSet> sets = EnumSet.noneOf(ServerConfig.HeaderSet.class);
         List<Node> items = yaml.list(node, field);
         for (int i = 0; i < items.size(); i++) {
-            String value = yaml.scalar(items.get(i), field + "[" + i + "]");
-            switch (value) {
-                case "ietf" -> sets.add(ServerConfig.HeaderSet.IETF);
-                case "legacy" -> sets.add(ServerConfig.HeaderSet.LEGACY);
-                default -> throw yaml.error(items.get(i), field + "[" + i + "]", "expected ietf or legacy, got \"" + value + "\"");
-            }
+            sets.add(yaml.choice(items.get(i), field + "[" + i + "]", "ietf", "legacy").equals("ietf")
+                    ? ServerConfig.HeaderSet.IETF : ServerConfig.HeaderSet.LEGACY);
         }
         return sets;
     }

@@ -406,11 +406,7 @@ final class PolicyReader {
         if (!fields.containsKey("skip_if_missing")) {
             return false;
         }
-        String text = yaml.scalar(fields.get("skip_if_missing"), field + ".skip_if_missing");
-        if (!text.equals("true") && !text.equals("false")) {
-            throw yaml.error(fields.get("skip_if_missing"), field + ".skip_if_missing", "expected true or false, got \"" + text + "\"");
-        }
-        return text.equals("true");
+        return yaml.flag(fields.get("skip_if_missing"), field + ".skip_if_missing");
     }
 
     /**

@@ -144,6 +144,27 @@ final class YamlNodes {
         return value;
     }
 
+    /**
+     * The value of {@code node}, one of {@code choices}, or a refusal that lists them ({@code expected open or closed,
+     * got "opne"}): one check where each field that takes a word from a list wrote its own.
+     */
+    String choice(Node node, String field, String... choices) throws ConfigException {
+        String value = scalar(node, field);
+        for (String choice : choices) {
+            if (choice.equals(value)) {
+                return value;
+            }
+        }
+        String listed = choices.length == 1 ? choices[0] : String.join(", ",
+                java.util.Arrays.asList(choices).subList(0, choices.length - 1)) + " or " + choices[choices.length - 1];
+        throw error(node, field, "expected " + listed + ", got \"" + value + "\"");
+    }
+
+    /** A field of {@code true} or {@code false}. */
+    boolean flag(Node node, String field) throws ConfigException {
+        return choice(node, field, "true", "false").equals("true");
+    }
+
     long whole(Node node, String field, long least) throws ConfigException {
         String text = scalar(node, field);
         if (text.matches("0[0-9]+")) { // 010: 8 to a YAML 1.1 reader (Envoy's service among them), 10 to others
