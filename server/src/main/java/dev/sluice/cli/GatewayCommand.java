@@ -57,24 +57,13 @@ final class GatewayCommand implements Callable<Integer> {
         checkNotItself(target);
         LiveConfig live = options.load();
         List<AutoCloseable> running = new ArrayList<>();
-        Gateway gateway;
-        try {
-            gateway = Gateway.start(live, target, options.host, options.port, timeoutMs, idleMs);
-        } catch (Exception e) {
-            live.close();
-            throw options.cannotListen("--port", options.port, e);
-        }
+        Gateway gateway = options.listen("--port", options.port,
+                () -> Gateway.start(live, target, options.host, options.port, timeoutMs, idleMs), live);
         running.add(gateway);
-        ApiServer admin = null;
-        if (adminPort != null) {
-            try {
-                admin = ApiServer.start(live, options.host, adminPort, idleMs);
-                running.add(admin);
-            } catch (Exception e) {
-                gateway.close();
-                live.close();
-                throw options.cannotListen("--admin-port", adminPort, e);
-            }
+        ApiServer admin = adminPort == null ? null : options.listen("--admin-port", adminPort,
+                () -> ApiServer.start(live, options.host, adminPort, idleMs), gateway, live);
+        if (admin != null) {
+            running.add(admin);
         }
         running.add(live);
         ServerConfig settings = live.policies().config();

@@ -45,23 +45,10 @@ final class ServeCommand implements Callable<Integer> {
         long drainNanos = options.drainTimeoutNanos();
         long stopDelayNanos = options.stopDelayNanos();
         LiveConfig live = options.load();
-        ApiServer server;
-        try {
-            server = ApiServer.start(live, options.host, options.port, idleMs);
-        } catch (Exception e) {
-            live.close();
-            throw options.cannotListen("--port", options.port, e);
-        }
-        EnvoyRateLimitServer envoy = null;
-        if (grpcPort != null) {
-            try {
-                envoy = EnvoyRateLimitServer.start(live, options.host, grpcPort);
-            } catch (Exception e) {
-                server.close();
-                live.close();
-                throw options.cannotListen("--grpc-port", grpcPort, e);
-            }
-        }
+        ApiServer server = options.listen("--port", options.port,
+                () -> ApiServer.start(live, options.host, options.port, idleMs), live);
+        EnvoyRateLimitServer envoy = grpcPort == null ? null : options.listen("--grpc-port", grpcPort,
+                () -> EnvoyRateLimitServer.start(live, options.host, grpcPort), server, live);
         ServerConfig settings = live.policies().config();
         String at = ServiceOptions.reachableAt(options.host) + ":" + server.port();
         out.printf("sluice: serving %d %s from %s on http://%s (store: %s)%n", settings.policies().size(),

@@ -127,6 +127,31 @@ final class ServiceOptions {
         return live;
     }
 
+    /** A listener's start, which may fail to listen. */
+    @FunctionalInterface
+    interface Listening<T> {
+        T start() throws Exception;
+    }
+
+    /**
+     * Starts a listener; one that cannot listen closes what already runs, in the order given, and is a
+     * {@link BadInput} that names the option at fault ({@link #cannotListen}).
+     */
+    <T> T listen(String option, int port, Listening<T> listening, AutoCloseable... running) throws BadInput {
+        try {
+            return listening.start();
+        } catch (Exception e) {
+            for (AutoCloseable started : running) {
+                try {
+                    started.close();
+                } catch (Exception closing) {
+                    e.addSuppressed(closing);
+                }
+            }
+            throw cannotListen(option, port, e);
+        }
+    }
+
     /** Listening failed: the message names the option at fault, the port's, or the host's when it is the address. */
     BadInput cannotListen(String option, int port, Exception e) {
         if (host.isBlank()) {
