@@ -91,7 +91,7 @@ import java.util.concurrent.locks.ReentrantLock;
  *       (found by trying it: 32,768 such keys took 4.2 s to put in, and 32,768 ordinary keys after them 3.1 s).
  *       So a probe that passes more than {@link #MOST_TWINS} keys of its own hash, or more than
  *       {@link #LONGEST_PROBE} keys, has the table copied by a resize into one hashed with a secret seed
- *       ({@link #seeded(String, long)}), for which no keys collide more than chance allows. The seeded hash
+ *       ({@link StoredKeys#seeded(String, long)}), for which no keys collide more than chance allows. The seeded hash
  *       costs two multiplications a character on every decision, so a table takes it only when attacked, and
  *       keeps it. Each table knows its hash, and a decider that follows a resize hashes its key again for the
  *       next table.</li>
@@ -124,7 +124,7 @@ final class KeyTable {
     private static final class Table {
         final Object[] slots; // key at 2i, state at 2i + 1
         /**
-         * The hash of the key at 2i, {@link #NO_HASH} until its inserter has written it: a probe passes
+         * The hash of the key at 2i, {@link StoredKeys#NO_HASH} until its inserter has written it: a probe passes
          * another key by its hash, without reading that key's bytes (a cache miss each, on a big table).
          */
         final int[] hashes;
@@ -160,14 +160,14 @@ final class KeyTable {
             this.churning = churning;
         }
 
-        /** The hash of {@code key} in this table, given its {@linkplain #hashOf(String) plain hash}. */
+        /** The hash of {@code key} in this table, given its {@linkplain StoredKeys#hashOf(String) plain hash}. */
         int hash(String key, int plain) {
-            return seed == 0 ? plain : seeded(key, seed);
+            return seed == 0 ? plain : StoredKeys.seeded(key, seed);
         }
 
         /** The hash of a stored key in this table. */
         int hashOfStored(Object stored) {
-            return seed == 0 ? hashOf(stored) : seeded(stored, seed);
+            return seed == 0 ? StoredKeys.hashOf(stored) : StoredKeys.seeded(stored, seed);
         }
 
         long crowdedAt() {
@@ -243,7 +243,7 @@ final class KeyTable {
      *         {@code maxKeys} keys already
      */
     Decision decide(Rule rule, String key, long cost, Clock clock, long now, long grace) {
-        int plain = hashOf(key);
+        int plain = StoredKeys.hashOf(key);
         int collisions = 0;
         while (true) {
             Table tab = table;
@@ -394,7 +394,7 @@ final class KeyTable {
             return RETRY;
         }
         Object[] slots = tab.slots;
-        Object stored = compact(key);
+        Object stored = StoredKeys.compact(key);
         for (int i = from; ; i = (i + 1) & tab.mask) {
             Object found = SLOTS.getAcquire(slots, 2 * i);
             if (found == null && SLOTS.compareAndSet(slots, 2 * i, null, stored)) {
@@ -544,7 +544,7 @@ final class KeyTable {
                     continue;
                 }
                 int hash = full.hashes[i / 2];
-                if (hash == NO_HASH || fresh.seed != full.seed) {
+                if (hash == StoredKeys.NO_HASH || fresh.seed != full.seed) {
                     hash = fresh.hashOfStored(key); // not seen yet (though published), or another hash's
                 }
                 copy(fresh, key, hash, (KeyState) state);
@@ -949,7 +949,7 @@ final class KeyTable {
 
     /** Forgets {@code key}. */
     void remove(String key) {
-        int plain = hashOf(key);
+        int plain = StoredKeys.hashOf(key);
         Table tab = table;
         while (true) {
             Object[] slots = tab.slots;
@@ -988,8 +988,6 @@ final class KeyTable {
         return table.mask + 1;
     }
 
-    private static final int NO_HASH = 0;
-
     /** More keys of its own hash than this passed by one probe, and the table is hashed with a secret. */
     private static final int MOST_TWINS = 8;
     /**
@@ -1000,9 +998,6 @@ final class KeyTable {
      * over 8,192.
      */
     private static final int LONGEST_PROBE = 1_024;
-    /** The Mersenne prime 2^61 − 1: the seeded hash is a polynomial in a key's characters modulo it. */
-    private static final long PRIME = (1L << 61) - 1;
-
     /**
      * Copies {@code crowded} into a table hashed with a new secret seed, dropping nothing (see "Keys chosen to
      * collide"); unless it is no longer the table in use, or a resize, sweep or eviction holds the table: a decider
@@ -1018,7 +1013,7 @@ final class KeyTable {
             if (table != crowded) {
                 return false;
             }
-            resize(crowded, Long.MIN_VALUE, new SecureRandom().nextLong(1L << 32, PRIME));
+            resize(crowded, Long.MIN_VALUE, new SecureRandom().nextLong(1L << 32, StoredKeys.PRIME));
             return true;
         } finally {
             maintenance.unlock();
@@ -1031,114 +1026,16 @@ final class KeyTable {
     }
 
     /**
-     * The seeded hash of {@code key}: the polynomial whose coefficients are its characters (plus one, so that
-     * keys of different lengths differ), at the point {@code seed}, modulo {@link #PRIME}, mixed down to 32 bits.
-     * Two different keys of at most L characters take the same value for at most L of the 2^61 seeds, so keys
-     * cannot be chosen to collide without the seed.
-     */
-    static int seeded(String key, long seed) {
-        long h = 0;
-        for (int i = 0; i < key.length(); i++) {
-            h = step(h, seed, key.charAt(i));
-        }
-        return finish(h);
-    }
-
-    /** {@link #seeded(String, long)} of a stored key. */
-    private static int seeded(Object stored, long seed) {
-        if (stored instanceof byte[] bytes) {
-            long h = 0;
-            for (byte b : bytes) {
-                h = step(h, seed, b & 0xFF);
-            }
-            return finish(h);
-        }
-        return seeded((String) stored, seed);
-    }
-
-    /** {@code h × seed + c + 1} modulo {@link #PRIME}, for {@code h} and {@code seed} below it. */
-    private static long step(long h, long seed, int c) {
-        long high = Math.multiplyHigh(h, seed); // the product is high × 2^64 + low, and 2^64 ≡ 8
-        long low = h * seed;
-        long r = (low & PRIME) + (low >>> 61) + (high << 3);
-        r = (r & PRIME) + (r >>> 61) + c + 1;
-        return r >= PRIME ? r - PRIME : r;
-    }
-
-    private static int finish(long h) {
-        long mixed = (h ^ (h >>> 29)) * 0xBF58476D1CE4E5B9L;
-        int hash = (int) (mixed ^ (mixed >>> 32));
-        return hash == NO_HASH ? 1 : hash;
-    }
-
-    /**
-     * The key's plain hash: {@link String#hashCode()} with its high bits folded into the low ones, which pick the
-     * slot, and multiplied by 2^32 / φ (Fibonacci hashing), so that keys named in sequence scatter instead of
-     * filling neighbouring slots; never {@link #NO_HASH}.
-     */
-    static int hashOf(String key) {
-        return spread(key.hashCode());
-    }
-
-    private static int spread(int hash) {
-        int spread = (hash ^ (hash >>> 16)) * 0x9E3779B9;
-        spread ^= spread >>> 16;
-        return spread == NO_HASH ? 1 : spread;
-    }
-
-    /**
      * Whether the key slot {@code i}, which holds {@code found}, holds {@code key}. A slot's hash is written
      * once, by the thread that put its key in (slots are never reused in one table), so a hash that differs
-     * from {@link #NO_HASH} is the key's own: it tells another key apart without reading its bytes.
+     * from {@link StoredKeys#NO_HASH} is the key's own: it tells another key apart without reading its bytes.
      */
     private static boolean holds(Table tab, int i, Object found, int hash, String key) {
         if (found == TOMBSTONE) {
             return false;
         }
         int stored = tab.hashes[i];
-        return (stored == hash || stored == NO_HASH) && matches(found, key);
+        return (stored == hash || stored == StoredKeys.NO_HASH) && StoredKeys.matches(found, key);
     }
 
-    /** The key as stored: its characters as bytes when they are all Latin-1, else the string itself. */
-    private static Object compact(String key) {
-        int length = key.length();
-        byte[] bytes = new byte[length];
-        for (int i = 0; i < length; i++) {
-            char c = key.charAt(i);
-            if (c > 0xFF) {
-                return key;
-            }
-            bytes[i] = (byte) c;
-        }
-        return bytes;
-    }
-
-    private static boolean matches(Object stored, String key) {
-        if (stored instanceof byte[]) {
-            byte[] bytes = (byte[]) stored;
-            int length = bytes.length;
-            if (length != key.length()) {
-                return false;
-            }
-            for (int i = 0; i < length; i++) {
-                if ((bytes[i] & 0xFF) != key.charAt(i)) {
-                    return false;
-                }
-            }
-            return true;
-        }
-        return key.equals(stored);
-    }
-
-    /** {@link #hashOf(String)} of a stored key. */
-    private static int hashOf(Object stored) {
-        if (stored instanceof byte[]) {
-            int hash = 0;
-            for (byte b : (byte[]) stored) {
-                hash = 31 * hash + (b & 0xFF);
-            }
-            return spread(hash);
-        }
-        return hashOf((String) stored);
-    }
 }

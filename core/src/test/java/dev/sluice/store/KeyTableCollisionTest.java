@@ -112,7 +112,7 @@ class KeyTableCollisionTest {
             long expected = h.longValue();
             long mixed = (expected ^ (expected >>> 29)) * 0xBF58476D1CE4E5B9L;
             int hash = (int) (mixed ^ (mixed >>> 32));
-            assertThat(KeyTable.seeded(key.toString(), seed)).as("round %d", round).isEqualTo(hash == 0 ? 1 : hash);
+            assertThat(StoredKeys.seeded(key.toString(), seed)).as("round %d", round).isEqualTo(hash == 0 ? 1 : hash);
         }
     }
 }

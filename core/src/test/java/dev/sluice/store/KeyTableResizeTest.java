@@ -240,7 +240,7 @@ class KeyTableResizeTest {
     private static List<String> keysAtHome(String prefix, int count, int from, int to) {
         List<String> keys = new ArrayList<>();
         for (int i = 0; keys.size() < count; i++) {
-            int home = KeyTable.hashOf(prefix + i) & 511;
+            int home = StoredKeys.hashOf(prefix + i) & 511;
             if (home >= from && home < to) {
                 keys.add(prefix + i);
             }
