@@ -412,7 +412,8 @@ public final class Policies {
     /**
      * Charges {@code charges} from {@code index} on. A decision already made when asked (the in-memory store's, a
      * rejection remembered) is taken in this loop, not in a continuation nested one level deeper per charge: a
-     * call of Envoy's with 1,200 descriptors overflowed the stack so (RateLimitServiceTest.aCallOfManyDescriptorsIsDecidedWhole pins it).
+     * call of Envoy's with 1,200 descriptors overflowed the stack so
+     * ({@code RateLimitServiceTest.aCallOfManyDescriptorsIsDecidedWhole} pins it).
      */
     private CompletionStage<Verdict> next(List<Charge> charges, int index, List<Checked> done,
                                           java.util.function.BooleanSupplier abandoned) {
