@@ -28,7 +28,11 @@ import java.lang.invoke.VarHandle;
  *       stays unused, and the next append from that state copies;
  *   <li>when the arrays are full or the slot is taken, the new log copies its entries into arrays half as long
  *       again: a copy of {@code n} entries comes after at least {@code n/2} appends, so an append costs amortised
- *       constant time, and the arrays never hold more than about 1.5 {@code L} entries.
+ *       constant time, and the arrays never hold more than about 1.5 {@code L} entries;
+ *   <li>and when they are more than four times as long as the entries left, so that a burst long expired would
+ *       keep its memory until appends reached the arrays' end (hours, at a request a minute after 9,000 at once: a
+ *       review found it), an admission copies too: such a copy of {@code n} entries comes after some {@code n} of
+ *       them expired, each paid for by its own admission.
  * </ul>
  * Requests at the same instant each have an entry (one cannot add to an entry other logs share). The decisions
  * are those of one entry per instant: the walk in {@link #wait} ends at a time, whichever of its entries it is.
@@ -37,6 +41,8 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
     /** Free slots a log's arrays gain at least when they are copied: a key's first log has none. */
     private static final int LEAST_ROOM = 3;
+    /** Arrays this many times as long as their entries (and one more), and an admission copies them smaller. */
+    private static final int MOST_SLACK = 4;
 
     /**
      * Admission times, oldest first, with their costs: slots {@code [start, end)} of the arrays;
@@ -127,11 +133,11 @@ final class SlidingLog implements Transition<SlidingLog.Log> {
         if (state == null) {
             return new Log(t, new long[] {t}, new long[] {cost}, 0, 1, cost, expiresAt);
         }
-        if (state.claim(cost)) {
+        int size = state.size();
+        if (state.costs.length - LEAST_ROOM <= MOST_SLACK * (size + 1) && state.claim(cost)) {
             state.times[state.end] = t;
             return new Log(t, state.times, state.costs, state.start, state.end + 1, state.used + cost, expiresAt);
         }
-        int size = state.size();
         long[] times = new long[size + 1 + Math.max(size >> 1, LEAST_ROOM)];
         long[] costs = new long[times.length];
         System.arraycopy(state.times, state.start, times, 0, size);

@@ -77,6 +77,28 @@ class SlidingLogTest {
         assertThat(copies).isBetween(1, 1_000 / 3);
     }
 
+    /**
+     * A review found a burst's arrays kept long after it expired, until appends reached their end: an admission to
+     * arrays four times longer than its entries copies them smaller.
+     */
+    @Test
+    void aBurstLongExpiredDoesNotKeepItsMemory() {
+        SlidingLog wide = new SlidingLog(Limit.parse("1000/1s"));
+        SlidingLog.Log state = null;
+        for (int i = 0; i < 1_000; i++) {
+            long t = i * 1_000L; // a burst of 1,000 over the first millisecond
+            state = wide.take(wide.advance(state, t), t, 1, 0);
+        }
+        assertThat(state.times.length).isGreaterThanOrEqualTo(1_000);
+        // a second later all but the last five have expired; the next admission leaves arrays of a few entries
+        long later = 1_000 * MS + 995 * 1_000L;
+        SlidingLog.Log after = wide.take(wide.advance(state, later), later, 1, 0);
+        assertThat(after.size()).isEqualTo(5);
+        assertThat(after.times.length).isLessThan(16);
+        assertThat(wide.remaining(after, later)).isEqualTo(995);
+        assertThat(wide.resetAfter(after, later)).isEqualTo(1_000 * MS);
+    }
+
     @Test
     void requestsAtOneInstantEachHaveAnEntryAndWaitTheSame() {
         SlidingLog.Log state = admitted(7, 7, 7, 8, 8);

@@ -50,6 +50,21 @@ class LauncherScriptIT {
         assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("old-jdk").toString())))
                 .isEqualTo(new Run(1, "sluice: needs Java 17 or later; " + old
                         + " is Java 11 (set JAVA_HOME to a JDK 17 or later)\n"));
+        // a JDK's release file says its version without a JVM started: this java would fail if it were run
+        Path released = Files.createDirectories(dir.resolve("released-jdk/bin")).resolve("java");
+        Files.writeString(released, "#!/bin/sh\nexit 3\n");
+        Files.setPosixFilePermissions(released, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.writeString(dir.resolve("released-jdk/release"), "IMPLEMENTOR=\"x\"\nJAVA_VERSION=\"11.0.2\"\n");
+        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("released-jdk").toString())))
+                .isEqualTo(new Run(1, "sluice: needs Java 17 or later; " + released
+                        + " is Java 11.0.2 (set JAVA_HOME to a JDK 17 or later)\n"));
+        // a java that does not run (a stub of a missing JDK, a bad JDK_JAVA_OPTIONS) says why, where the script ended
+        // silently (a review found it)
+        Path broken = Files.createDirectories(dir.resolve("broken-jdk/bin")).resolve("java");
+        Files.writeString(broken, "#!/bin/sh\necho 'Unable to locate a Java Runtime.' >&2\nexit 1\n");
+        Files.setPosixFilePermissions(broken, PosixFilePermissions.fromString("rwxr-xr-x"));
+        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("broken-jdk").toString())))
+                .isEqualTo(new Run(1, "sluice: " + broken + " does not run; it said:\nUnable to locate a Java Runtime.\n"));
         Path none = dir.resolve("no-jdk");
         assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", none.toString())))
                 .isEqualTo(new Run(1, "sluice: JAVA_HOME is " + none

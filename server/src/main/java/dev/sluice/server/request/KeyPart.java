@@ -73,21 +73,21 @@ public sealed interface KeyPart {
         }
 
         /**
-         * {@code value} with its percent-escapes decoded as a path's and a query's are: a cookie had a decoder of its
-         * own, which took non-ASCII digits for hex ({@code %٣١} read as {@code 1}), wrote each half of a character past
-         * U+FFFF as {@code ?}, and read bytes that are not UTF-8 as U+FFFD, so {@code sid=%ff} and {@code sid=%fe}
-         * were one key (the structure review): those are now a {@link BadRequest}, as they are in a query.
+         * {@code value} with its percent-escapes decoded as a path's and a query's are ({@link RequestLine#percentBytes}),
+         * as UTF-8; escapes of bytes that are not UTF-8 are read one char a byte (ISO-8859-1), as JavaScript's
+         * {@code escape()} wrote them ({@code %E9} for é) and as a Basic user's name is read, so that distinct bytes
+         * are distinct keys. A cookie had a decoder of its own, which took non-ASCII digits for hex ({@code %٣١} read
+         * as {@code 1}), wrote each half of a character past U+FFFF as {@code ?}, and read bytes that are not UTF-8 as
+         * U+FFFD, so {@code sid=%ff} and {@code sid=%fe} were one key (the structure review); a 400 for them, as a
+         * query gets, would refuse requests the application serves (a review of that fix).
          */
-        private String decoded(String value) {
+        private static String decoded(String value) {
             if (value.indexOf('%') < 0) {
                 return value;
             }
-            String decoded = RequestLine.percentDecoded(value, false);
-            if (decoded == null) {
-                throw new BadRequest("cookie " + name + ": the escapes of \"" + value
-                        + "\" stand for bytes that are not UTF-8");
-            }
-            return decoded;
+            byte[] bytes = RequestLine.percentBytes(value, false);
+            return new String(bytes, StrictUtf8.firstBadByte(bytes) < 0 ? java.nio.charset.StandardCharsets.UTF_8
+                    : java.nio.charset.StandardCharsets.ISO_8859_1);
         }
 
         /** The values of this cookie in the (first) {@code Cookie} header, as sent, in order. */

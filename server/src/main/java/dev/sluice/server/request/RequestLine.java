@@ -87,6 +87,13 @@ public final class RequestLine {
      * {@code user=%ff} and {@code user=%fe}, were one key (a bug found by trying the gateway).
      */
     public static String percentDecoded(String text, boolean plusIsSpace) {
+        byte[] decoded = percentBytes(text, plusIsSpace);
+        return StrictUtf8.firstBadByte(decoded) >= 0 ? null
+                : new String(decoded, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The bytes {@code text} stands for: its escapes decoded, its other characters as UTF-8 (see percentDecoded). */
+    public static byte[] percentBytes(String text, boolean plusIsSpace) {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(text.length());
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
@@ -104,9 +111,7 @@ public final class RequestLine {
                 i += Character.charCount(codePoint) - 1;
             }
         }
-        byte[] decoded = bytes.toByteArray();
-        return StrictUtf8.firstBadByte(decoded) >= 0 ? null
-                : new String(decoded, java.nio.charset.StandardCharsets.UTF_8);
+        return bytes.toByteArray();
     }
 
     /** Whether {@code text} holds a percent escape ({@code %} and two hex digits). */
