@@ -78,6 +78,22 @@ class InMemoryStoreConcurrencyTest {
         assertThat(limiter.tryAcquire("the-key", 0).remaining()).isZero();
     }
 
+    /**
+     * Several sliding logs on one key (a stack): each admission appends to each log, each claiming its slot in arrays
+     * other states share, and a lost compare-and-set of the key wastes every slot it claimed.
+     */
+    @org.junit.jupiter.api.Test
+    void eightThreadsOnAStackOfSlidingLogsAdmitExactlyTheTightestLimit() throws Exception {
+        ManualClock clock = new ManualClock(1_700_000_000_000_000_000L);
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.SLIDING_LOG).limit("30000/1d").limit("20000/1h")
+                .clock(clock).build();
+        assertThat(hammer(limiter, d -> d.allowed() ? 1 : 0)).isEqualTo(20_000);
+        // an hour on, the hour's log has emptied and the day's holds 20,000: 10,000 more
+        clock.advanceNanos(3_600_000_000_000L);
+        assertThat(hammer(limiter, d -> d.allowed() ? 1 : 0)).isEqualTo(10_000);
+        assertThat(limiter.tryAcquire("the-key", 0).remaining()).isZero();
+    }
+
     @ParameterizedTest
     @EnumSource(value = Algorithm.class, names = {"FIXED_WINDOW", "SLIDING_LOG", "GCRA"})
     void eightThreadsNeverAdmitMoreThanTheRateAllowsWhileTimeRuns(Algorithm algorithm) throws Exception {
