@@ -10,6 +10,7 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Refill;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.redis.RedisStore;
+import dev.sluice.server.config.ServerConfig;
 import dev.sluice.server.config.TerminalText;
 import dev.sluice.server.config.TextFile;
 import dev.sluice.store.InMemoryStore;
@@ -74,7 +75,7 @@ final class SimulateCommand implements Callable<Integer> {
 
     @Option(names = "--store", paramLabel = "STORE",
             description = "memory (the default), redis://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT")
-    String store = "memory";
+    String store = ServerConfig.MEMORY;
 
     /**
      * The Redis password from an environment variable, as sluice.yaml's {@code store_password_env}: one written into
@@ -355,7 +356,7 @@ final class SimulateCommand implements Callable<Integer> {
 
     /** Refuses, before the trace is read, a store that is none, or one that cannot decide the rule exactly. */
     private void checkStore(Rule rule) throws BadInput {
-        if (store.equals("memory")) {
+        if (ServerConfig.inMemory(store)) {
             if (storePasswordEnv != null) {
                 throw new BadInput("--store-password-env: the in-memory store takes no password; it is for --store"
                         + " redis://...");
@@ -384,7 +385,7 @@ final class SimulateCommand implements Callable<Integer> {
     }
 
     private Store store() throws BadInput {
-        if (store.equals("memory")) {
+        if (ServerConfig.inMemory(store)) {
             // every key of the trace is kept: a simulation is exact, not bounded
             return InMemoryStore.builder().maxKeys(Long.MAX_VALUE).build();
         }

@@ -148,7 +148,7 @@ public final class LiveConfig implements AutoCloseable {
         LiveConfig live = new LiveConfig(null, metrics);
         live.store = store;
         live.storeGiven = true;
-        metrics.watch(store, store instanceof InMemoryStore ? "memory" : store instanceof RedisStore ? "redis" : "other");
+        metrics.watch(store, store instanceof InMemoryStore ? ServerConfig.MEMORY : store instanceof RedisStore ? "redis" : "other");
         live.policies = new Policies(config, store, live.ownStores(config), metrics, Map.of());
         return live;
     }
@@ -311,7 +311,7 @@ public final class LiveConfig implements AutoCloseable {
         // the in-memory store has no timeout and never fails: changing those settings must not lose its counters
         // (a change of max_keys opens a new one, as a change of store does)
         // nor does the failure policy need a new store: it is changed on the one in use, Redis down or not
-        String settings = config.store() + " " + (config.store().equals("memory") ? config.maxKeys()
+        String settings = config.store() + " " + (config.inMemory() ? config.maxKeys()
                 : config.storeTimeoutNanos() + " " + trustSeen(config.storeTrust()) + " "
                 + (config.storeInBackground() ? "background" : "now") + " "
                 + (config.storePassword() == null ? "" : config.storePassword().fingerprint()));
@@ -322,7 +322,7 @@ public final class LiveConfig implements AutoCloseable {
         }
         if (!settings.equals(storeSettings)) {
             Store opened = open(config);
-            metrics.watch(opened, config.store().equals("memory") ? "memory" : "redis");
+            metrics.watch(opened, config.inMemory() ? ServerConfig.MEMORY : "redis");
             store = opened;
             if (opened instanceof InMemoryStore) {
                 sweep();
@@ -343,7 +343,7 @@ public final class LiveConfig implements AutoCloseable {
     }
 
     private Store open(ServerConfig config) throws ConfigException {
-        if (config.store().equals("memory")) {
+        if (config.inMemory()) {
             return InMemoryStore.builder().maxKeys(config.maxKeys()).build();
         }
         LettuceLog.sayOnce();

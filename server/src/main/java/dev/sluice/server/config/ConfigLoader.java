@@ -65,7 +65,7 @@ public final class ConfigLoader {
             throw new ConfigException(file + ":1: the file is empty; it needs at least policies:");
         }
         Map<String, Node> top = yaml.fields(root, "", TOP);
-        String store = top.containsKey("store") ? store(top.get("store")) : "memory";
+        String store = top.containsKey("store") ? store(top.get("store")) : ServerConfig.MEMORY;
         FailurePolicy onFailure = FailurePolicy.OPEN;
         if (top.containsKey("on_store_failure")) {
             onFailure = yaml.choice(top.get("on_store_failure"), "on_store_failure", "open", "closed").equals("open")
@@ -104,7 +104,7 @@ public final class ConfigLoader {
         if (top.containsKey("store_connect")) {
             Node node = top.get("store_connect");
             inBackground = yaml.choice(node, "store_connect", "now", "background").equals("background");
-            if (inBackground && store.equals("memory")) {
+            if (inBackground && ServerConfig.inMemory(store)) {
                 throw yaml.error(node, "store_connect", "the in-memory store has nothing to connect to");
             }
             try {
@@ -154,7 +154,7 @@ public final class ConfigLoader {
         Map<String, Integer> names = new HashMap<>();
         long allKeys = maxKeys; // the keys of every in-memory store: the shared one's and the policies' own
         for (int i = 0; i < items.size(); i++) {
-            PolicyConfig policy = policyReader.policy(items.get(i), "policies[" + i + "]", !store.equals("memory"));
+            PolicyConfig policy = policyReader.policy(items.get(i), "policies[" + i + "]", !ServerConfig.inMemory(store));
             Node status = YamlNodes.valueOf(items.get(i), "reject_status");
             Node body = YamlNodes.valueOf(items.get(i), "reject_body");
             for (Node own : new Node[] {status, body}) {
@@ -197,7 +197,7 @@ public final class ConfigLoader {
                 throw yaml.error(YamlNodes.valueOf(items.get(i), "name"), "policies[" + i + "].name", "duplicate policy name \""
                         + policy.name() + "\" (first at line " + first + ")");
             }
-            if (policy.inFlight() != null && !store.equals("memory")) {
+            if (policy.inFlight() != null && !ServerConfig.inMemory(store)) {
                 throw yaml.error(YamlNodes.valueOf(items.get(i), "algorithm"), "policies[" + i + "].algorithm", "concurrency is counted in the memory of each server,"
                         + " so servers sharing " + RedisStore.shown(store) + " would each count their own; use store: memory");
             }
@@ -215,7 +215,7 @@ public final class ConfigLoader {
             mergeDomains = merge;
         }
         if (top.containsKey("envoy_configs")) {
-            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file, !store.equals("memory"), mergeDomains);
+            EnvoyConfigFiles read = new EnvoyConfigFiles(names, file, !ServerConfig.inMemory(store), mergeDomains);
             List<Node> paths = yaml.list(top.get("envoy_configs"), "envoy_configs");
             if (paths.isEmpty()) {
                 throw yaml.error(top.get("envoy_configs"), "envoy_configs", "at least one file or directory is needed");
@@ -259,7 +259,7 @@ public final class ConfigLoader {
      * (nginx's zone); Redis has no such bound.
      */
     private long maxKeys(Node node, String field, String store) throws ConfigException {
-        if (!store.equals("memory")) {
+        if (!ServerConfig.inMemory(store)) {
             throw yaml.error(node, field, "bounds the in-memory store only; Redis keeps keys until their TTL, bounded"
                     + " by its own maxmemory");
         }
@@ -288,7 +288,7 @@ public final class ConfigLoader {
             throw yaml.error(variable, "store_password_env", "the password is given by store_password_file already (line "
                     + YamlNodes.line(file) + "); give one of the two");
         }
-        if (store.equals("memory")) {
+        if (ServerConfig.inMemory(store)) {
             throw yaml.error(node, field, "the password of a Redis store; the store is memory");
         }
         try {
@@ -411,7 +411,7 @@ public final class ConfigLoader {
 
     private String store(Node node) throws ConfigException {
         String store = yaml.scalar(node, "store");
-        if (store.equals("memory")) {
+        if (ServerConfig.inMemory(store)) {
             return store;
         }
         String scheme = java.util.stream.Stream.of("redis://", "rediss://", "redis-cluster://", "rediss-cluster://",

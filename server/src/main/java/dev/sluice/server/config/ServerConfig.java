@@ -87,6 +87,19 @@ public record ServerConfig(String store, FailurePolicy onStoreFailure, long stor
         }
     }
 
+    /** {@code store: memory}: the built-in in-memory store, the default; any other store is a Redis address. */
+    public static final String MEMORY = "memory";
+
+    /** Whether {@code store} names the in-memory store (else it is a Redis address). */
+    public static boolean inMemory(String store) {
+        return store.equals(MEMORY);
+    }
+
+    /** Whether this configuration's store is the in-memory one. */
+    public boolean inMemory() {
+        return inMemory(store);
+    }
+
     /**
      * {@link #store} as it may be shown to anyone (the health check, the dashboard, start-up lines, messages): a
      * password in a Redis URI ({@code redis://:secret@host}, {@code redis://user:secret@host}, Lettuce's
