@@ -17,11 +17,21 @@ import java.time.Duration;
  *                        the response headers report beside that limit ({@code RateLimit}'s {@code t},
  *                        {@code X-RateLimit-Reset}). A key's other limits may take longer, so it is at most
  *                        {@code resetAfterNanos}, and equal to it for a key with one limit.
+ * @param storeFailed     the store did not answer, and its failure policy decided: admitted as an untouched key would
+ *                        be (fail-open), or rejected until the store is tried again (fail-closed). Nothing is known of
+ *                        the key then, so the HTTP faces send no remaining count for it: a full quota shown during an
+ *                        outage would tell clients to go ahead (Envoy's and Kong's limiters send none then either)
  */
 public record Decision(boolean allowed, long remaining, long retryAfterNanos, long resetAfterNanos,
-                       long delayNanos, Limit limit, long limitResetAfterNanos) {
+                       long delayNanos, Limit limit, long limitResetAfterNanos, boolean storeFailed) {
     /** {@code retry_after} of a request that can never be admitted: its cost is greater than the capacity. */
     public static final long NEVER = -1;
+
+    /** A decision the store made. */
+    public Decision(boolean allowed, long remaining, long retryAfterNanos, long resetAfterNanos, long delayNanos,
+                    Limit limit, long limitResetAfterNanos) {
+        this(allowed, remaining, retryAfterNanos, resetAfterNanos, delayNanos, limit, limitResetAfterNanos, false);
+    }
 
     /** The decision on a key with one limit, {@code limit}: the key's reset is that limit's. */
     public Decision(boolean allowed, long remaining, long retryAfterNanos, long resetAfterNanos, long delayNanos,

@@ -866,13 +866,16 @@ public final class RedisStore implements Store, AutoCloseable {
         long now = nowNanos == STORE_CLOCK ? Clock.system().nanos() : nowNanos;
         if (onFailure == FailurePolicy.OPEN) {
             failedOpen.increment();
-            return rule.decide(null, now, cost).decision();
+            Decision untouched = rule.decide(null, now, cost).decision();
+            return new Decision(untouched.allowed(), untouched.remaining(), untouched.retryAfterNanos(),
+                    untouched.resetAfterNanos(), untouched.delayNanos(), untouched.limit(),
+                    untouched.limitResetAfterNanos(), true);
         }
         failedClosed.increment();
         long retryAfter = Math.max(breaker.nanosUntilRetry(), timeoutNanos);
         // reset_after as long as retry_after: nothing is known of the key before Redis is asked again, and a reset
         // of 0 told clients the limit was back (RateLimit's t=0, X-RateLimit-Reset: 0; a bug a review found)
-        return new Decision(false, 0, retryAfter, retryAfter, 0, rule.limits().get(0));
+        return new Decision(false, 0, retryAfter, retryAfter, 0, rule.limits().get(0), retryAfter, true);
     }
 
     private static String check(String key) {

@@ -90,11 +90,14 @@ class RedisFailureTest {
             assertThat(limiter.tryAcquire("k").allowed()).isTrue();
             assertThat(limiter.tryAcquire("k").allowed()).isFalse();
             redis.kill();
-            assertThat(quickly(limiter, "k").allowed()).as("a rejection this process remembers still holds").isFalse();
+            Decision remembered = quickly(limiter, "k");
+            assertThat(remembered.allowed()).as("a rejection this process remembers still holds").isFalse();
+            assertThat(remembered.storeFailed()).as("Redis's own, remembered").isFalse();
             for (int i = 0; i < 50; i++) {
                 Decision open = quickly(limiter, "down-" + i);
                 assertThat(open.allowed()).as("fail open").isTrue();
                 assertThat(open.remaining()).as("as if untouched").isZero();
+                assertThat(open.storeFailed()).as("and marked the failure policy's").isTrue();
             }
             RedisStore.Counts down = store.counts();
             assertThat(down.failedOpen()).isEqualTo(50);
@@ -119,6 +122,7 @@ class RedisFailureTest {
             for (int i = 0; i < 20; i++) {
                 Decision closed = quickly(limiter, "fresh-" + i);
                 assertThat(closed.allowed()).as("fail closed").isFalse();
+                assertThat(closed.storeFailed()).isTrue();
                 assertThat(closed.retryAfterNanos()).isBetween(1L, Duration.ofMillis(300).toNanos());
                 assertThat(closed.resetAfterNanos()).as("no sooner than the retry").isEqualTo(closed.retryAfterNanos());
                 assertThat(closed.limitResetAfterNanos()).isEqualTo(closed.retryAfterNanos());

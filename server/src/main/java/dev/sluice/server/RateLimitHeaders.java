@@ -50,6 +50,14 @@ public final class RateLimitHeaders {
             return headers;
         }
         Decision decision = reported.decision();
+        if (decision.storeFailed()) {
+            // the store did not answer: nothing is known of the key, and a quota shown (full, as fail-open decides
+            // it) would tell clients to go ahead; fail-closed's wait until the store is tried again is still told
+            if (rejected && !decision.never()) {
+                headers.put("Retry-After", Long.toString(DurationFormat.toSecondsCeil(decision.retryAfterNanos())));
+            }
+            return headers;
+        }
         long reset = DurationFormat.toSecondsCeil(Math.max(0, decision.limitResetAfterNanos() - heldNanos));
         long remaining = rejected && rejectionLeavesNone ? 0 : decision.remaining();
         if (sets.contains(ServerConfig.HeaderSet.IETF)) {

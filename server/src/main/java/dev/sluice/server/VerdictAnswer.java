@@ -106,6 +106,9 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
         if (checked.outcome() == Checked.Outcome.SHADOW_REJECTED) {
             node.put("shadow_rejected", true);
         }
+        if (decision.storeFailed()) {
+            node.put("store_failed", true); // on_store_failure decided: the counts are not the key's
+        }
         return node;
     }
 }

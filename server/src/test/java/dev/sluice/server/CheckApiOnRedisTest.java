@@ -95,6 +95,13 @@ class CheckApiOnRedisTest {
                         + " decision meanwhile on_store_failure's (closed)"));
                 String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.6\"}";
                 assertThat(post(api.port(), request)).as("failing closed").isEqualTo(429);
+                // and says so: the failure policy decided, the counts are not the key's
+                java.net.http.HttpResponse<String> failed = java.net.http.HttpClient.newHttpClient().send(
+                        java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + api.port()
+                                + "/v1/check")).POST(java.net.http.HttpRequest.BodyPublishers.ofString(request)).build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                assertThat(failed.body()).contains("\"remaining\":0,").endsWith(",\"store_failed\":true}");
+                assertThat(failed.headers().firstValue("RateLimit")).isEmpty();
                 redis.restart();
                 // the first 200 can only be Redis's; the next, its count
                 long giveUp = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);

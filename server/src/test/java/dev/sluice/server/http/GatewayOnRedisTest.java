@@ -41,4 +41,47 @@ class GatewayOnRedisTest {
             }
         }
     }
+
+    private static HttpResponse<String> send(Gateway gateway, String user) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port()
+                + "/api")).header("X-User", user).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /**
+     * While Redis does not answer, nothing is known of a key: fail-open admits without the rate limit headers of an
+     * untouched key (which told clients a full quota was theirs), as Envoy's and Kong's limiters send none then, and
+     * fail-closed rejects with the wait until Redis is tried again and no count.
+     */
+    @Test
+    void aDecisionOfTheFailurePolicyShowsNoQuota() throws Exception {
+        try (RedisServer redis = RedisServer.start(); Upstream upstream = new Upstream()) {
+            String policies = "store_timeout: 200ms\nheaders: [ietf, legacy]\npolicies:\n  - name: shared\n"
+                    + "    key: [header:X-User]\n    algorithm: gcra\n    limits: [3/1h]\n";
+            String store = "store: " + redis.uri() + "\n";
+            try (LiveConfig open = LiveConfig.of(ConfigLoader.parse("open.yaml", store + "on_store_failure: open\n"
+                         + policies), new ServerMetrics());
+                 LiveConfig closed = LiveConfig.of(ConfigLoader.parse("closed.yaml", store + "on_store_failure: closed\n"
+                         + policies), new ServerMetrics());
+                 Gateway failOpen = Gateway.start(open, URI.create(upstream.uri()), "127.0.0.1", 0);
+                 Gateway failClosed = Gateway.start(closed, URI.create(upstream.uri()), "127.0.0.1", 0)) {
+                HttpResponse<String> answered = send(failOpen, "ann");
+                assertThat(answered.statusCode()).isEqualTo(200);
+                assertThat(answered.headers().firstValue("RateLimit")).hasValue("\"shared\";r=2;t=1200");
+                assertThat(answered.headers().firstValue("X-RateLimit-Remaining")).hasValue("2");
+                redis.kill();
+                HttpResponse<String> admitted = send(failOpen, "ann");
+                assertThat(admitted.statusCode()).as("fail open").isEqualTo(200);
+                assertThat(admitted.headers().map().keySet()).as("no quota told").noneMatch(name ->
+                        name.toLowerCase(java.util.Locale.ROOT).startsWith("ratelimit")
+                        || name.toLowerCase(java.util.Locale.ROOT).startsWith("x-ratelimit")
+                        || name.equalsIgnoreCase("Retry-After"));
+                HttpResponse<String> rejected = send(failClosed, "ann");
+                assertThat(rejected.statusCode()).as("fail closed").isEqualTo(429);
+                assertThat(rejected.headers().firstValue("Retry-After")).isPresent();
+                assertThat(rejected.headers().map().keySet()).noneMatch(name ->
+                        name.toLowerCase(java.util.Locale.ROOT).startsWith("ratelimit")
+                        || name.toLowerCase(java.util.Locale.ROOT).startsWith("x-ratelimit"));
+            }
+        }
+    }
 }
