@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** What {@code bin/sluice} itself does before the jar runs: where it finds itself, which java it takes, what it runs. */
+/** What {@code bin/sluice} does before the jar runs: where it finds itself, which java it takes, what it runs. */
 class LauncherScriptIT {
     private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
     private static final Path SCRIPT = ROOT.resolve("bin/sluice");
@@ -42,33 +42,38 @@ class LauncherScriptIT {
         assertThat(run(List.of(linkToLink.toString(), "--version"), Map.of())).isEqualTo(new Run(0, "sluice 0.1.0\n"));
     }
 
+    /** A JDK under {@code name} that is its {@code bin/java} script alone, and its release file if one is given. */
+    private Path fakeJdk(String name, String javaScript, String release) throws Exception {
+        Path java = Files.createDirectories(dir.resolve(name + "/bin")).resolve("java");
+        Files.writeString(java, "#!/bin/sh\n" + javaScript + "\n");
+        Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwxr-xr-x"));
+        if (release != null) {
+            Files.writeString(dir.resolve(name + "/release"), release);
+        }
+        return java;
+    }
+
+    /** The script's answer to {@code --version} with {@code JAVA_HOME} at {@code name} under the test's folder. */
+    private Run versionWithJavaHome(String name) throws Exception {
+        return run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve(name).toString()));
+    }
+
     @Test
     void saysWhenItsJavaIsMissingOrTooOld() throws Exception {
-        Path old = Files.createDirectories(dir.resolve("old-jdk/bin")).resolve("java");
-        Files.writeString(old, "#!/bin/sh\necho '    java.specification.version = 11' >&2\n");
-        Files.setPosixFilePermissions(old, PosixFilePermissions.fromString("rwxr-xr-x"));
-        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("old-jdk").toString())))
-                .isEqualTo(new Run(1, "sluice: needs Java 17 or later; " + old
-                        + " is Java 11 (set JAVA_HOME to a JDK 17 or later)\n"));
+        Path old = fakeJdk("old-jdk", "echo '    java.specification.version = 11' >&2", null);
+        assertThat(versionWithJavaHome("old-jdk")).isEqualTo(new Run(1, "sluice: needs Java 17 or later; " + old
+                + " is Java 11 (set JAVA_HOME to a JDK 17 or later)\n"));
         // a JDK's release file says its version without a JVM started: this java would fail if it were run
-        Path released = Files.createDirectories(dir.resolve("released-jdk/bin")).resolve("java");
-        Files.writeString(released, "#!/bin/sh\nexit 3\n");
-        Files.setPosixFilePermissions(released, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Files.writeString(dir.resolve("released-jdk/release"), "IMPLEMENTOR=\"x\"\nJAVA_VERSION=\"11.0.2\"\n");
-        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("released-jdk").toString())))
-                .isEqualTo(new Run(1, "sluice: needs Java 17 or later; " + released
-                        + " is Java 11.0.2 (set JAVA_HOME to a JDK 17 or later)\n"));
+        Path released = fakeJdk("released-jdk", "exit 3", "IMPLEMENTOR=\"x\"\nJAVA_VERSION=\"11.0.2\"\n");
+        assertThat(versionWithJavaHome("released-jdk")).isEqualTo(new Run(1, "sluice: needs Java 17 or later; "
+                + released + " is Java 11.0.2 (set JAVA_HOME to a JDK 17 or later)\n"));
         // a java that does not run (a stub of a missing JDK, a bad JDK_JAVA_OPTIONS) says why, where the script ended
         // silently (a review found it)
-        Path broken = Files.createDirectories(dir.resolve("broken-jdk/bin")).resolve("java");
-        Files.writeString(broken, "#!/bin/sh\necho 'Unable to locate a Java Runtime.' >&2\nexit 1\n");
-        Files.setPosixFilePermissions(broken, PosixFilePermissions.fromString("rwxr-xr-x"));
-        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", dir.resolve("broken-jdk").toString())))
-                .isEqualTo(new Run(1, "sluice: " + broken + " does not run; it said:\nUnable to locate a Java Runtime.\n"));
-        Path none = dir.resolve("no-jdk");
-        assertThat(run(List.of(SCRIPT.toString(), "--version"), Map.of("JAVA_HOME", none.toString())))
-                .isEqualTo(new Run(1, "sluice: JAVA_HOME is " + none
-                        + ", which has no bin/java; point it at a JDK 17 or later, or unset it\n"));
+        Path broken = fakeJdk("broken-jdk", "echo 'Unable to locate a Java Runtime.' >&2\nexit 1", null);
+        assertThat(versionWithJavaHome("broken-jdk")).isEqualTo(new Run(1, "sluice: " + broken
+                + " does not run; it said:\nUnable to locate a Java Runtime.\n"));
+        assertThat(versionWithJavaHome("no-jdk")).isEqualTo(new Run(1, "sluice: JAVA_HOME is " + dir.resolve("no-jdk")
+                + ", which has no bin/java; point it at a JDK 17 or later, or unset it\n"));
     }
 
     /** The JDK running this test, named by JAVA_HOME, is the one the script runs the jar with. */
