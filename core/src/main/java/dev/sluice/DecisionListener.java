@@ -22,4 +22,12 @@ public interface DecisionListener {
     /** Rejected; nothing was taken. */
     default void rejected(String key, long cost, Decision decision) {
     }
+
+    /**
+     * A delayed request ({@code acquire}) whose caller was interrupted while it held it: it does not proceed, and its
+     * cost stays taken (a reservation is not given back). Heard after {@link #delayed} for the same decision, so that
+     * a count of requests that went ahead is delayed less abandoned.
+     */
+    default void abandoned(String key, long cost, Decision decision) {
+    }
 }

@@ -194,7 +194,7 @@ public final class RateLimiter {
             // nothing, so it waits any maxWait out)
             Decision decision = decide(delaying(Math.min(budget, longestWait)), key, cost);
             if (decision.allowed() && decision.delayNanos() > 0) {
-                sleeper.sleep(decision.delayNanos());
+                hold(key, cost, decision);
             }
             return decision;
         }
@@ -209,7 +209,7 @@ public final class RateLimiter {
                     key, cost);
             if (decision.allowed()) {
                 if (decision.delayNanos() > 0) {
-                    sleeper.sleep(decision.delayNanos());
+                    hold(key, cost, decision);
                 }
                 return decision;
             }
@@ -224,6 +224,23 @@ public final class RateLimiter {
             // less the wait asked for too: a clock that the sleep does not move (a manual one, a test's) must not make
             // the same rejection come back for ever (a review found it)
             budget = Math.max(0, Math.min(budget - decision.retryAfterNanos(), deadline - waiting.nanos()));
+        }
+    }
+
+    /** Holds an admitted request for its delay; interrupted, it is abandoned, and the listeners hear it. */
+    private void hold(String key, long cost, Decision decision) throws InterruptedException {
+        try {
+            sleeper.sleep(decision.delayNanos());
+        } catch (InterruptedException e) {
+            for (DecisionListener listener : listeners) {
+                try {
+                    listener.abandoned(key, cost, decision);
+                } catch (RuntimeException failed) {
+                    System.getLogger(RateLimiter.class.getName())
+                            .log(System.Logger.Level.WARNING, "a decision listener failed; the decision stands", failed);
+                }
+            }
+            throw e;
         }
     }
 

@@ -187,6 +187,37 @@ class RateLimiterFacesTest {
         assertThat(last.get().remaining()).isEqualTo(2);
     }
 
+    /**
+     * A past weakness: a caller interrupted while it held a delayed request was heard as delayed only, so a count of
+     * requests that went ahead counted it. It is heard abandoned too; its cost stays taken.
+     */
+    @Test
+    void anInterruptedHoldIsHeardAbandoned() {
+        List<String> heard = new ArrayList<>();
+        DecisionListener recorder = new DecisionListener() {
+            @Override
+            public void delayed(String key, long cost, Decision decision) {
+                heard.add("delayed " + key + " " + decision.delayNanos() / MS + "ms");
+            }
+
+            @Override
+            public void abandoned(String key, long cost, Decision decision) {
+                heard.add("abandoned " + key + " " + decision.delayNanos() / MS + "ms");
+            }
+        };
+        Sleeper interrupted = nanos -> {
+            throw new InterruptedException("the caller stopped");
+        };
+        RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("2/1s").clock(clock)
+                .sleeper(interrupted).listener(recorder).build();
+        assertThat(limiter.tryAcquire("k", 2).allowed()).isTrue();
+        assertThatThrownBy(() -> limiter.acquire("k", Duration.ofSeconds(1))).isInstanceOf(InterruptedException.class)
+                .hasMessage("the caller stopped");
+        assertThat(heard).containsExactly("delayed k 500ms", "abandoned k 500ms");
+        assertThat(limiter.tryAcquire("k", 0).retryAfterNanos()).as("the reservation stands").isZero();
+        assertThat(limiter.tryAcquire("k").retryAfterNanos()).isEqualTo(S);
+    }
+
     /** A past bug: a maxWait of 0 on a rule in delay mode slept the rule's own max delay. */
     @Test
     void acquireWithNoTimeToWaitNeverWaitsWhateverTheRulesDelayMode() throws InterruptedException {
