@@ -405,6 +405,28 @@ class CheckApiTest {
         }
     }
 
+    /**
+     * The values of the headers a policy matches may be secrets (a token a layer before sets for internal callers), and
+     * /v1/policies answers anyone: masked as the dashboard's keys, unless dashboard_keys: shown (the security review).
+     */
+    @Test
+    void thePoliciesMaskTheHeaderValuesTheyMatch() throws Exception {
+        String policy = "policies:\n  - name: internal\n"
+                + "    match: {headers: {X-Internal-Token: s3cr3t-internal-token-0123456789}}\n"
+                + "    key: [ip]\n    algorithm: gcra\n    limits: [1000/1s]\n";
+        for (String dashboardKeys : java.util.List.of("", "dashboard_keys: shown\n")) {
+            try (LiveConfig own = LiveConfig.of(ConfigLoader.parse("p.yaml", dashboardKeys + policy), new ServerMetrics());
+                 ApiServer api = ApiServer.start(own, "127.0.0.1", 0)) {
+                String body = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + api.port()
+                        + "/v1/policies")).build(), HttpResponse.BodyHandlers.ofString()).body();
+                String value = dashboardKeys.isEmpty()
+                        ? "s3cr…" + dev.sluice.server.config.Sha256.hex("s3cr3t-internal-token-0123456789").substring(0, 8)
+                        : "s3cr3t-internal-token-0123456789";
+                assertThat(body).contains("\"match\":{\"headers\":{\"x-internal-token\":\"" + value + "\"}}");
+            }
+        }
+    }
+
     @Test
     void listsThePoliciesAndSaysItIsHealthy() throws Exception {
         HttpResponse<String> policies = get("/v1/policies");

@@ -527,8 +527,11 @@ public final class ApiServer implements AutoCloseable, Drains {
                     matched.put("host", match.host());
                 }
                 if (match.headers() != null) {
+                    // a header a policy matches may be a secret a layer before sets (a token that marks internal
+                    // callers), and this list answers anyone who reaches the port: masked as the dashboard's keys are
                     ObjectNode headers = matched.putObject("headers");
-                    match.headers().forEach(headers::put);
+                    boolean shown = policies.config().dashboardKeysShown();
+                    match.headers().forEach((name, value) -> headers.put(name, shown ? value : Dashboard.mask(value)));
                 }
             }
         }

@@ -138,7 +138,7 @@ final class Dashboard {
      * they hold, and nobody can use one; a value of 24 characters or more keeps its first 4 (an API key's prefix, with
      * 20 characters or more still unknown: a shorter one, a PIN, would be guessed through its hash).
      */
-    private static String mask(String value) {
+    static String mask(String value) {
         if (value.isEmpty()) {
             return value; // a part missing: nothing to hide
         }
