@@ -177,9 +177,13 @@ public final class ApiServer implements AutoCloseable, Drains {
             error(request.response().putHeader("Allow", "POST"), 405, "use POST for " + request.path());
             return;
         }
-        if (crossOrigin(request)) {
-            error(request.response(), 403, "a request from a page of another origin (" + request.getHeader("Origin")
-                    + ") is refused: a browser's form or script must not spend anyone's limit");
+        // a browser sends Origin with every POST, of another origin or its own; curl, Envoy and servers send none. A
+        // page anywhere could POST text/plain here without a preflight and spend anyone's limit (a review found it),
+        // and comparing Origin with Host let by a page whose DNS name is rebound to this address (both its name)
+        if (request.getHeader("Origin") != null) {
+            error(request.response(), 403, "a request from a browser's page (Origin: " + request.getHeader("Origin")
+                    + ") is refused: a page of another site, or one its DNS rebinds to this address, must not spend"
+                    + " anyone's limit");
             return;
         }
         String length = request.getHeader("Content-Length");
@@ -239,32 +243,6 @@ public final class ApiServer implements AutoCloseable, Drains {
                 internalError(request, e);
             }
         });
-    }
-
-    /**
-     * Whether {@code request} comes from a browser's page of another origin than this server's: its {@code Origin}
-     * header (which browsers send with every cross-origin POST, and with a same-origin one too; curl, Envoy and
-     * servers send none) names another host and port than its {@code Host}. A page anywhere on the web could POST
-     * {@code text/plain} to {@code /v1/check} without a preflight and spend anyone's limit (a review found it): such
-     * a request is refused. An {@code Origin} of {@code null} (a sandboxed page, a file) is another origin too. The
-     * scheme is not compared: behind a proxy that ends TLS, the server's own pages are {@code https} and it sees
-     * {@code http}.
-     */
-    static boolean crossOrigin(HttpServerRequest request) {
-        String origin = request.getHeader("Origin");
-        if (origin == null) {
-            return false;
-        }
-        String host = request.getHeader("Host");
-        int scheme = origin.indexOf("://");
-        if (host == null || scheme < 0) {
-            return true;
-        }
-        String authority = origin.substring(scheme + 3);
-        // a default port is left out of the Origin, not always of the Host
-        String bare = host.endsWith(":80") && origin.startsWith("http://")
-                || host.endsWith(":443") && origin.startsWith("https://") ? host.substring(0, host.lastIndexOf(':')) : host;
-        return !authority.equalsIgnoreCase(host) && !authority.equalsIgnoreCase(bare);
     }
 
     /** Reads request bodies strictly: a field given twice, or anything after the object, is a 400, not a guess. */
