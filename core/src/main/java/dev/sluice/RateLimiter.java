@@ -218,7 +218,8 @@ public final class RateLimiter {
             long beyond = (shaping ? decision.resetAfterNanos() : decision.retryAfterNanos()) - budget;
             if (decision.never() || beyond > 0 || decision.retryAfterNanos() > budget) {
                 return budget == 0 || decision.never() ? decision : new Decision(false, decision.remaining(), beyond,
-                        decision.resetAfterNanos(), 0, decision.limit(), decision.limitResetAfterNanos());
+                        decision.resetAfterNanos(), 0, decision.limit(), decision.limitResetAfterNanos(),
+                        decision.storeFailed());
             }
             sleeper.sleep(decision.retryAfterNanos());
             // less the wait asked for too: a clock that the sleep does not move (a manual one, a test's) must not make

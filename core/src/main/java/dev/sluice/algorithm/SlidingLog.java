@@ -10,7 +10,8 @@ import java.lang.invoke.VarHandle;
  *
  * <p>An entry {@code (s, c)} counts at {@code t} iff {@code t − s < P}: it expires exactly {@code P} after
  * its admission, as {@code ZREMRANGEBYSCORE key -inf t−P} leaves it. The log never holds more than {@code L}
- * entries (each costs at least 1): the cost of exactness is memory proportional to the limit.
+ * entries (each costs at least 1; a log kept under a limit since lowered, the old {@code L}): the cost of exactness
+ * is memory proportional to the limit.
  *
  * <h2>Appending to an immutable log without copying it</h2>
  *
@@ -27,8 +28,10 @@ import java.lang.invoke.VarHandle;
  *       never sees what a later one appends. A slot taken by a log that then loses the store's compare-and-set
  *       stays unused, and the next append from that state copies;
  *   <li>when the arrays are full or the slot is taken, the new log copies its entries into arrays half as long
- *       again: a copy of {@code n} entries comes after at least {@code n/2} appends, so an append costs amortised
- *       constant time, and the arrays never hold more than about 1.5 {@code L} entries;
+ *       again: while a log grows, a copy of {@code n} entries comes after some {@code n/3} appends (the arrays grow
+ *       by half, and by 3 at least), so one appender pays amortised constant time, and the arrays never hold more
+ *       than about 1.5 {@code L} entries. A thread that finds the slot taken by another copies the whole log, as
+ *       every admission did before;
  *   <li>and when they are more than four times as long as the entries left, so that a burst long expired would
  *       keep its memory until appends reached the arrays' end (hours, at a request a minute after 9,000 at once: a
  *       review found it), an admission copies too: such a copy of {@code n} entries comes after some {@code n} of

@@ -19,8 +19,9 @@ final class StoredKeys {
     /**
      * The seeded hash of {@code key}: the polynomial whose coefficients are its characters (plus one, so that
      * keys of different lengths differ), at the point {@code seed}, modulo {@link #PRIME}, mixed down to 32 bits.
-     * Two different keys of at most L characters take the same value for at most L of the 2^61 seeds, so keys
-     * cannot be chosen to collide without the seed.
+     * The polynomials of two different keys of at most L characters agree for at most L of the 2^61 seeds (the
+     * 32 bits kept add the collisions of chance, about one seed in 2^32), so keys cannot be chosen to collide
+     * without the seed.
      */
     static int seeded(String key, long seed) {
         long h = 0;

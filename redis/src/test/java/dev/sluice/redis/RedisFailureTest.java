@@ -128,6 +128,11 @@ class RedisFailureTest {
                 assertThat(closed.limitResetAfterNanos()).isEqualTo(closed.retryAfterNanos());
             }
             assertThat(store.counts().failedClosed()).isEqualTo(20);
+            // acquire gives back a rejection its wait does not cure with that wait: still the failure policy's (a
+            // review found the mark dropped there)
+            Decision waited = limiter.acquire("fresh-waited", Duration.ofNanos(1));
+            assertThat(waited.allowed()).isFalse();
+            assertThat(waited.storeFailed()).isTrue();
             redis.restart();
             awaitRedisDeciding(limiter);
         }

@@ -24,8 +24,8 @@ import java.util.Set;
 /**
  * One YAML file read as a tree of nodes that remember where they stood (the YAML engine under Jackson's YAML module),
  * and the checks of a node's shape that every field needs: a mapping of known fields, a list, a single value, a whole
- * number, a duration. Each refusal names the file, the line and the field ({@code sluice.yaml:14: policies[1].limits:
- * expected a list}). {@code sluice.yaml} ({@link ConfigLoader}) and Envoy's configuration files
+ * number, a duration. Each refusal of a field names the file, the line and the field ({@code sluice.yaml:14:
+ * policies[1].limits: expected a list}); one of the YAML itself, the file and the line. {@code sluice.yaml} ({@link ConfigLoader}) and Envoy's configuration files
  * ({@link EnvoyConfigFiles}) are read with it.
  */
 final class YamlNodes {

@@ -74,9 +74,9 @@ public sealed interface KeyPart {
 
         /**
          * {@code value} with its percent-escapes decoded as a path's and a query's are ({@link RequestLine#percentBytes}),
-         * as UTF-8; escapes of bytes that are not UTF-8 are read one char a byte (ISO-8859-1), as JavaScript's
-         * {@code escape()} wrote them ({@code %E9} for é) and as a Basic user's name is read, so that distinct bytes
-         * are distinct keys. A cookie had a decoder of its own, which took non-ASCII digits for hex ({@code %٣١} read
+         * as UTF-8; a value whose bytes are not UTF-8 is read whole one char a byte (ISO-8859-1), as JavaScript's
+         * {@code escape()} wrote it ({@code %E9} for é) and as a Basic user's name is read: {@code %ff} and
+         * {@code %fe} are two keys, {@code %E9} and {@code %C3%A9} one (é). A cookie had a decoder of its own, which took non-ASCII digits for hex ({@code %٣١} read
          * as {@code 1}), wrote each half of a character past U+FFFF as {@code ?}, and read bytes that are not UTF-8 as
          * U+FFFD, so {@code sid=%ff} and {@code sid=%fe} were one key (the structure review); a 400 for them, as a
          * query gets, would refuse requests the application serves (a review of that fix).

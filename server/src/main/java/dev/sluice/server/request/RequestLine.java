@@ -145,8 +145,9 @@ public final class RequestLine {
 
     /**
      * Refuses a request target that the gateway and the servlet filter alike answer 400 before deciding it: a
-     * {@code #} anywhere in it, a {@code %} in its {@code path} not followed by two hex digits, or a byte past ASCII anywhere in the
-     * {@code target} (RFC 9112 3.2: a target is ASCII; a container reads each byte as a char).
+     * {@code #} anywhere in it, a {@code \} in its {@code path} ({@link #BACKSLASH}), a {@code %} in its path not
+     * followed by two hex digits, or a DEL or a byte past ASCII anywhere in the {@code target} (RFC 9112 3.2: a
+     * target is ASCII; a container reads each byte as a char).
      */
     public static void checkTarget(String path, String target) throws BadRequest {
         if (target.indexOf('#') >= 0) {
