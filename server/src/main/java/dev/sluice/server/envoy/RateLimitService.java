@@ -362,6 +362,18 @@ final class RateLimitService {
      */
     private static DescriptorStatus status(Code code, Checked checked) {
         Decision decision = checked.decision();
+        if (decision.storeFailed()) {
+            // the store did not answer: no limit and no count, as the HTTP faces send no quota then; Envoy builds its
+            // X-RateLimit headers from the statuses that have a current_limit only. Failing closed, the wait until the
+            // store is tried again
+            DescriptorStatus.Builder failed = DescriptorStatus.newBuilder().setCode(code);
+            if (code == Code.OVER_LIMIT) {
+                long wait = Math.max(0, decision.retryAfterNanos());
+                failed.setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
+                        .setSeconds(wait / 1_000_000_000L + (wait % 1_000_000_000L > 0 ? 1 : 0)));
+            }
+            return failed.build();
+        }
         Limit limit = decision.limit();
         long reset = decision.limitResetAfterNanos();
         if (code == Code.OVER_LIMIT && reset == 0) {

@@ -902,6 +902,9 @@ class RateLimitServiceTest {
                     long started = System.nanoTime();
                     RateLimitResponse down = stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(request);
                     assertThat(down.getOverallCode()).isEqualTo(policy.equals("open") ? Code.OK : Code.OVER_LIMIT);
+                    // no limit nor count: nothing is known of the key, and Envoy's X-RateLimit headers skip it
+                    assertThat(down.getStatuses(0).hasCurrentLimit()).isFalse();
+                    assertThat(down.getStatuses(0).getLimitRemaining()).isZero();
                     assertThat(System.nanoTime() - started).as("no call waits past the store's timeout")
                             .isLessThan(3_000_000_000L);
                 }
@@ -915,11 +918,12 @@ class RateLimitServiceTest {
                 RateLimitRequest fresh = request.toBuilder().setDescriptors(0, descriptor("user", "dave", "path", "/a")).build();
                 long giveUp = System.nanoTime() + 30_000_000_000L;
                 DescriptorStatus status;
-                do { // until the circuit breaker lets calls through: failing open, a call is decided as a new key
-                     // (1 of 2 left) and failing closed refused, so only the store can say "OK, none left"
+                do { // until the circuit breaker lets calls through: failing open, a call is admitted with no limit
+                     // and failing closed refused, so only the store can say "OK, none left"
                     Thread.sleep(100);
                     status = stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(fresh).getStatuses(0);
-                } while (!(status.getCode() == Code.OK && status.getLimitRemaining() == 0) && System.nanoTime() < giveUp);
+                } while (!(status.getCode() == Code.OK && status.hasCurrentLimit() && status.getLimitRemaining() == 0)
+                        && System.nanoTime() < giveUp);
                 assertThat(status.getCode()).isEqualTo(Code.OK);
                 assertThat(status.getLimitRemaining()).isZero();
             } finally {
