@@ -50,22 +50,17 @@ public final class RateLimitHeaders {
             return headers;
         }
         Decision decision = reported.decision();
-        if (decision.storeFailed()) {
-            // the store did not answer: nothing is known of the key, and a quota shown (full, as fail-open decides
-            // it) would tell clients to go ahead; fail-closed's wait until the store is tried again is still told
-            if (rejected && !decision.never()) {
-                headers.put("Retry-After", Long.toString(DurationFormat.toSecondsCeil(decision.retryAfterNanos())));
-            }
-            return headers;
-        }
+        // a store that did not answer: nothing is known of the key, and a quota shown (full, as fail-open decides it)
+        // would tell clients to go ahead; fail-closed's wait until the store is tried again is still told
+        boolean quotaKnown = !decision.storeFailed();
         long reset = DurationFormat.toSecondsCeil(Math.max(0, decision.limitResetAfterNanos() - heldNanos));
         long remaining = rejected && rejectionLeavesNone ? 0 : decision.remaining();
-        if (sets.contains(ServerConfig.HeaderSet.IETF)) {
+        if (quotaKnown && sets.contains(ServerConfig.HeaderSet.IETF)) {
             headers.put("RateLimit-Policy", policyItems(checked));
             headers.put("RateLimit", quote(new StringBuilder(), reported).append(";r=").append(remaining)
                     .append(";t=").append(reset).toString());
         }
-        if (sets.contains(ServerConfig.HeaderSet.LEGACY)) {
+        if (quotaKnown && sets.contains(ServerConfig.HeaderSet.LEGACY)) {
             headers.put("X-RateLimit-Limit", Long.toString(decision.limit().amount()));
             headers.put("X-RateLimit-Remaining", Long.toString(remaining));
             headers.put("X-RateLimit-Reset", Long.toString(reset));

@@ -21,16 +21,12 @@ final class RejectionLog {
             if (outcome == Checked.Outcome.REJECTED || outcome == Checked.Outcome.SHADOW_REJECTED) {
                 String policy = one.policy().name();
                 log.say(policy, () -> "policy " + policy + (outcome == Checked.Outcome.REJECTED ? " rejected "
-                        : " (shadow) would have rejected ") + printable(request.method()) + " " + printable(request.path())
-                        + (request.ip() == null ? "" : " from " + printable(request.ip()))
+                        : " (shadow) would have rejected ") + TerminalText.of(request.method()) + " "
+                        + TerminalText.of(request.path()) + (request.ip() == null ? "" : " from " + TerminalText.of(request.ip()))
                         + (one.decision().never() ? " (its cost can never fit)"
                         : " (retry after " + DurationFormat.toMillisCeil(one.decision().retryAfterNanos()) + " ms)"),
                         "rejections by this policy");
             }
         }
-    }
-
-    private static String printable(String text) {
-        return TerminalText.of(text);
     }
 }

@@ -2,6 +2,7 @@ package dev.sluice.server.envoy;
 
 import dev.sluice.Clock;
 import dev.sluice.Decision;
+import dev.sluice.DurationFormat;
 import dev.sluice.Limit;
 import dev.sluice.server.Checked;
 import dev.sluice.server.LiveConfig;
@@ -368,9 +369,8 @@ final class RateLimitService {
             // store is tried again
             DescriptorStatus.Builder failed = DescriptorStatus.newBuilder().setCode(code);
             if (code == Code.OVER_LIMIT) {
-                long wait = Math.max(0, decision.retryAfterNanos());
                 failed.setDurationUntilReset(com.google.protobuf.Duration.newBuilder()
-                        .setSeconds(wait / 1_000_000_000L + (wait % 1_000_000_000L > 0 ? 1 : 0)));
+                        .setSeconds(DurationFormat.toSecondsCeil(Math.max(0, decision.retryAfterNanos()))));
             }
             return failed.build();
         }
