@@ -1,41 +1,20 @@
 package dev.sluice.redis;
 
-import dev.sluice.Clock;
 import dev.sluice.Decision;
 import dev.sluice.algorithm.Rule;
 import dev.sluice.store.FailurePolicy;
 import dev.sluice.store.Store;
 import dev.sluice.store.StoreUnavailableException;
 
-import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
-import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.SocketOptions;
-import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
-import io.lettuce.core.api.sync.RedisKeyCommands;
-import io.lettuce.core.cluster.ClusterClientOptions;
-import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
-import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.SlotHash;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.lettuce.core.cluster.event.ClusterTopologyChangedEvent;
-import io.lettuce.core.cluster.models.partitions.Partitions;
-import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
-import io.lettuce.core.resource.ClientResources;
-import io.lettuce.core.resource.NettyCustomizer;
-import io.netty.channel.Channel;
-import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.Timer;
 
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -43,7 +22,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
 /**
@@ -82,11 +60,7 @@ import java.util.function.Supplier;
  * same one. They carry every decision's call and every reset; a standalone store starts no Lettuce client, event
  * loop or connection.
  *
- * <p>In a Cluster the store uses Lettuce, which follows the slots (a slot moving answers {@code ASK}, then
- * {@code MOVED}: RedisClusterReshardingTest) and the failovers: one connection per I/O thread
- * of the client (as many as the machine has cores, at least two), each flushing the commands of its callers
- * together, once per turn of its event loop, so Redis reads them as from a pipeline; with one connection only, its
- * event loop and Redis took turns, each idle while the other worked (measured: bench/README.md).
+ * <p>In a Cluster the store uses Lettuce, which follows the slots and the failovers ({@link ClusterLanes}).
  * {@code gcra.lua} answers binary, a decision in 33 bytes (Lua makes numbers text through {@code sprintf},
  * which cost Redis a fifth of a call: the script says more), so the connections read what Redis answers one
  * char per byte ({@link ReplyCodec}) and keys still go out as UTF-8.
@@ -125,23 +99,14 @@ import java.util.function.Supplier;
  * {@code ⌈B / L⌉} periods reaches 2^53 ns. The script's header says how the arithmetic stays exact.
  */
 public final class RedisStore implements Store, AutoCloseable {
-    private final AutoCloseable client;
-    /** In a Cluster, the Lettuce connections; empty on a standalone Redis, which has {@link #scriptConnections}. */
-    private final List<Lane> lanes;
+    /** A Cluster's connections; null for a standalone Redis, which has {@link #scriptConnections}. */
+    private final ClusterLanes cluster;
     /**
      * How many connections the callers share, each thread always the same one ({@link #lane}); on a standalone
      * Redis one more follows them, for the calls reading threads wait for.
      */
     private final int laneCount;
 
-    /** One Lettuce connection to a Redis Cluster and its commands. */
-    private record Lane(StatefulRedisClusterConnection<String, String> connection,
-                        RedisScriptingAsyncCommands<String, String> scriptingAsync,
-                        RedisKeyCommands<String, String> keys) {
-        static Lane of(StatefulRedisClusterConnection<String, String> connection) {
-            return new Lane(connection, connection.async(), connection.sync());
-        }
-    }
     /**
      * What a rule is decided with: its script and arguments, and, where calls of several decisions are sent
      * (gcra.lua on a standalone Redis), a batcher per connection.
@@ -150,28 +115,8 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     private final ConcurrentHashMap<Rule, Call> calls = new ConcurrentHashMap<>();
-    /** Changed while deciding by {@link #onFailure(FailurePolicy)}. */
-    private volatile FailurePolicy onFailure;
-    /** The breaker of a standalone Redis; in a Cluster, of a node whose place is not known yet. */
-    private final CircuitBreaker breaker;
-    /**
-     * In a Cluster, each master's breaker, by node id, made as the node is first asked: a master that hangs opens
-     * its own, and the others keep deciding (a bug pinned in RedisClusterFailoverTest: one breaker for every node
-     * never opened while the others answered, and once open it decided every node's keys by the policy). A
-     * failover moves the slots to another id, whose breaker starts closed; the old id's breaker goes as the new
-     * id is first asked. Null for a standalone Redis.
-     */
-    private final ConcurrentHashMap<String, CircuitBreaker> nodeBreakers;
-    /** The Cluster's slots and their masters, as the client last refreshed them; null for a standalone Redis. */
-    private final Supplier<Partitions> partitions;
-    /**
-     * Asks a Cluster's topology again, at once, each time a breaker opens (nothing on a standalone Redis). A master
-     * that died opens its breaker, and again at each failed probe, a second apart: so its slots are seen on the
-     * replica that took over within about a second of the promotion, not at the next periodic refresh, up to 5 s
-     * later (a review measured 4.6 s of decisions by the failure policy after the promotion); the calls that
-     * reach the promoted replica do not ask, since none does while the breaker is open.
-     */
-    private final Runnable refreshTopology;
+    private final Breakers breakers;
+    private final Outages outages;
     private final long timeoutNanos;
     /** Where every Redis key of this store begins: {@code sluice:}, or {@code sluice:<namespace>:}. */
     private final String keyHead;
@@ -187,14 +132,6 @@ public final class RedisStore implements Store, AutoCloseable {
      * {@link #scriptConnections}; in a Cluster, Lettuce's commands.
      */
     private final Timer timer;
-    private final LongAdder failures = new LongAdder();
-    private final LongAdder timeouts = new LongAdder();
-    private final LongAdder failedOpen = new LongAdder();
-    private final LongAdder failedClosed = new LongAdder();
-    private final LongAdder shortCircuited = new LongAdder();
-    private final LongAdder breakerOpenings = new LongAdder();
-    private final LongAdder scriptReloads = new LongAdder();
-    private final boolean raiseFailures;
     /** The most decisions in one call of gcra.lua: 1 in a Cluster, where the keys of one call must share a slot. */
     private final int batchKeys;
     private final RejectionMemory rejections;
@@ -208,26 +145,22 @@ public final class RedisStore implements Store, AutoCloseable {
     static final int MAX_REMEMBERED = 100_000;
 
     /**
-     * @param lanes    a Cluster's Lettuce connections, or none
-     * @param own      a standalone Redis, which the store makes its own connections to; null for a Cluster
+     * @param cluster a Cluster's connections, or null
+     * @param own     a standalone Redis, which the store makes its own connections to; null for a Cluster
      * @throws RedisConnectionException if a connection of the store's own cannot be made (those made are closed)
      */
-    private RedisStore(Builder settings, AutoCloseable client, List<Lane> lanes, ScriptConnection.Address own,
-                       Supplier<Partitions> partitions, Runnable refreshTopology, Timer timer) {
+    private RedisStore(Builder settings, ClusterLanes cluster, ScriptConnection.Address own, Timer timer) {
         this.timer = timer;
-        this.refreshTopology = refreshTopology;
-        boolean cluster = partitions != null;
-        this.partitions = partitions;
-        this.nodeBreakers = cluster ? new ConcurrentHashMap<>() : null;
-        this.client = client;
-        this.batchKeys = cluster ? 1 : settings.batchKeys;
-        this.lanes = List.copyOf(lanes);
-        this.onFailure = settings.onFailure;
+        this.cluster = cluster;
+        this.batchKeys = cluster != null ? 1 : settings.batchKeys;
         this.timeoutNanos = settings.timeout.toNanos();
         this.keyHead = settings.namespace == null ? "sluice:" : "sluice:" + settings.namespace + ":";
         this.uri = settings.uri;
-        this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenFor.toNanos());
-        this.raiseFailures = settings.raiseFailures;
+        long openNanos = settings.breakerOpenFor.toNanos();
+        this.breakers = cluster == null ? new Breakers(settings.breakerFailures, openNanos)
+                : new Breakers(settings.breakerFailures, openNanos, cluster::partitions);
+        this.outages = new Outages(settings.onFailure, settings.raiseFailures, timeoutNanos, shown(uri),
+                cluster == null ? () -> { } : cluster::refreshTopology);
         this.rejections = new RejectionMemory(settings.rememberRejections, settings.mostRemembered, MAX_RULES);
         // made here, so that they are part of the store as any thread sees it (a review found them added after the
         // constructor, to a list another thread could see empty)
@@ -238,7 +171,7 @@ public final class RedisStore implements Store, AutoCloseable {
                         : ScriptConnection.Start.NOW;
                 for (int i = settings.connections + 1; i > 0; i--) { // the last: the waiting lane
                     ScriptConnection connection = new ScriptConnection(own, (int) RedisAddress.HANDSHAKE.toMillis(),
-                            timeoutNanos, timer, scriptReloads::increment, start);
+                            timeoutNanos, timer, outages::scriptReloaded, start);
                     made.add(connection);
                     if (start == ScriptConnection.Start.TRY_NOW && !connection.connected()) {
                         // Redis not reached: the others are made in the background at once, not after a handshake's
@@ -252,7 +185,7 @@ public final class RedisStore implements Store, AutoCloseable {
             }
         }
         this.scriptConnections = List.copyOf(made);
-        this.laneCount = own != null ? made.size() - 1 : lanes.size();
+        this.laneCount = own != null ? made.size() - 1 : cluster.size();
     }
 
     /**
@@ -275,29 +208,14 @@ public final class RedisStore implements Store, AutoCloseable {
         if (closed) {
             return false; // it asks Redis nothing more (it said true until pings failed: a review)
         }
-        if (nodeBreakers == null) {
-            ping(breaker, () -> scriptConnections.get(lane(false)).command("PING"));
+        if (cluster == null) {
+            boolean closed = breakers.closed((breaker, none) -> ping(breaker,
+                    () -> scriptConnections.get(lane(false)).command("PING")));
             // and Redis reached once: a store made in the background before Redis was ever reached said healthy
             // until its pings had opened the breaker (a review); after, the breaker alone says it, as before
-            return !breaker.isOpen() && scriptConnections.stream().anyMatch(ScriptConnection::everConnected);
+            return closed && scriptConnections.stream().anyMatch(ScriptConnection::everConnected);
         }
-        Set<String> masters = masterIds();
-        if (masters.isEmpty()) { // the topology is not known yet: the breaker standing in for every node
-            ping(breaker, () -> lanes.get(lane(false)).connection().async().ping().toCompletableFuture());
-            return !breaker.isOpen();
-        }
-        // only the masters serving slots now: a master that failed over opened its breaker as it died, and no call
-        // goes to its id again to close it (a past bug: /healthz answered "unhealthy" forever after a failover)
-        nodeBreakers.keySet().retainAll(masters);
-        boolean healthy = true;
-        for (String id : masters) {
-            CircuitBreaker own = nodeBreakers.computeIfAbsent(id,
-                    made -> new CircuitBreaker(breaker.threshold(), breaker.openNanos()));
-            ping(own, () -> lanes.get(lane(false)).connection().getConnectionAsync(id)
-                    .thenCompose(node -> node.async().ping()).toCompletableFuture());
-            healthy &= !own.isOpen();
-        }
-        return healthy;
+        return breakers.closed((breaker, node) -> ping(breaker, () -> cluster.ping(lane(false), node)));
     }
 
     /**
@@ -323,45 +241,14 @@ public final class RedisStore implements Store, AutoCloseable {
             } else if (watched.failed(failure)) {
                 // in the breaker only: the failure and timeout counts are of decisions (a review found each health
                 // check of a Redis that was down counted as a failed decision, one a second)
-                opened();
+                outages.opened();
             }
         });
     }
 
     /** The node ids that have a breaker (for tests). */
     Set<String> breakerNodeIds() {
-        return nodeBreakers == null ? Set.of() : Set.copyOf(nodeBreakers.keySet());
-    }
-
-    /** The ids of the Cluster's masters that serve slots, as the client last refreshed the topology. */
-    private Set<String> masterIds() {
-        Set<String> ids = new HashSet<>();
-        for (RedisClusterNode node : partitions.get()) {
-            if (node.getNodeId() != null && node.is(RedisClusterNode.NodeFlag.UPSTREAM) && !node.getSlots().isEmpty()) {
-                ids.add(node.getNodeId());
-            }
-        }
-        return ids;
-    }
-
-    /** The breaker that watches the Redis holding {@code redisKey}: in a Cluster, its slot's master's. */
-    private CircuitBreaker breakerOf(String redisKey) {
-        if (partitions == null) {
-            return breaker;
-        }
-        RedisClusterNode master = partitions.get().getMasterBySlot(SlotHash.getSlot(redisKey));
-        if (master == null || master.getNodeId() == null) {
-            return breaker; // the topology is not known yet
-        }
-        CircuitBreaker own = nodeBreakers.get(master.getNodeId());
-        if (own != null) {
-            return own;
-        }
-        // a master not seen before: the topology changed, so the breakers of ids that serve no slot now go (else
-        // each failover would leave one behind for the life of the store)
-        nodeBreakers.keySet().retainAll(masterIds());
-        return nodeBreakers.computeIfAbsent(master.getNodeId(),
-                id -> new CircuitBreaker(breaker.threshold(), breaker.openNanos()));
+        return breakers.nodeIds();
     }
 
     /**
@@ -373,12 +260,11 @@ public final class RedisStore implements Store, AutoCloseable {
         if (policy == null) {
             throw new IllegalArgumentException("a failure policy is required: OPEN or CLOSED");
         }
-        this.onFailure = policy;
+        outages.policy(policy);
     }
 
     public Counts counts() {
-        return new Counts(failures.sum(), timeouts.sum(), failedOpen.sum(), failedClosed.sum(), shortCircuited.sum(),
-                breakerOpenings.sum(), scriptReloads.sum(), rejections.recalled());
+        return outages.counts(rejections.recalled());
     }
 
     /** Connects with the defaults: 50 ms timeout, fail open, a breaker after 3 failures for 1 s. */
@@ -430,45 +316,7 @@ public final class RedisStore implements Store, AutoCloseable {
         if (!RedisAddress.isCluster(uri)) {
             return standalone(settings, seeds.get(0), trust, timer);
         }
-        TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout);
-        SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
-        ClientResources resources = ClientResources.builder().timer(timer).nettyCustomizer(new NettyCustomizer() {
-            /**
-             * Many callers share a connection: their commands are flushed together, once per turn of the
-             * connection's event loop, instead of one write each. Redis then reads several in one go, as from a
-             * pipeline (measured: bench/README.md); a lone command still leaves at once.
-             */
-            @Override
-            public void afterChannelInitialized(Channel channel) {
-                channel.pipeline().addFirst(new FlushConsolidationHandler(256, true));
-            }
-        }).build();
-        RedisClusterClient client = RedisClusterClient.create(resources, seeds);
-        ClusterClientOptions.Builder options = ClusterClientOptions.builder();
-        if (trust != null) {
-            options.sslOptions(SslOptions.builder().jdkSslProvider().trustManager(trust.managers()).build());
-        }
-        client.setOptions(options.timeoutOptions(timeouts).socketOptions(socket)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
-                        .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
-                .build());
-        Runnable shutdown = () -> {
-            client.shutdown();
-            timer.stop();
-        };
-        List<Lane> lanes = connect(resources, shutdown, () -> Lane.of(client.connect(ReplyCodec.INSTANCE)));
-        List<StatefulRedisClusterConnection<String, String>> connections =
-                lanes.stream().map(Lane::connection).toList();
-        // before the first decision, and for the masters each topology change brings (ClusterPrimer says why)
-        ClusterPrimer.prime(connections, client.getPartitions());
-        resources.eventBus().get().subscribe(event -> {
-            if (event instanceof ClusterTopologyChangedEvent changed) {
-                ClusterPrimer.connect(connections, changed.after());
-            }
-        });
-        return new RedisStore(settings, () -> shutDown(shutdown, resources), lanes, null, client::getPartitions,
-                () -> client.refreshPartitionsAsync(), timer);
+        return new RedisStore(settings, ClusterLanes.open(seeds, settings.timeout, trust, timer), null, timer);
     }
 
     /**
@@ -485,7 +333,7 @@ public final class RedisStore implements Store, AutoCloseable {
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
                 seed.getDatabase(), seed.getClientName(), sockets, sentinels);
         try {
-            return new RedisStore(settings, timer::stop, List.of(), address, null, () -> { }, timer);
+            return new RedisStore(settings, null, address, timer);
         } catch (RuntimeException e) {
             timer.stop();
             throw e;
@@ -553,25 +401,6 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
-     * Opens one connection per I/O thread; if one fails, the client and its threads are shut down (which
-     * closes the connections made) before the failure goes on.
-     */
-    private static List<Lane> connect(ClientResources resources, Runnable shutdownClient,
-                                      Supplier<Lane> connect) {
-        List<Lane> lanes = new ArrayList<>();
-        try {
-            for (int i = 0; i < resources.ioThreadPoolSize(); i++) {
-                lanes.add(connect.get());
-            }
-            return lanes;
-        } catch (RuntimeException e) {
-            shutDown(shutdownClient, resources);
-            String tls = TlsTrust.refusal(e);
-            throw tls == null ? e : new RedisConnectionException("Unable to connect: " + tls);
-        }
-    }
-
-    /**
      * The calling thread's connection, by its index: always the same one, so one thread's commands stay in order.
      *
      * <p>But a caller's continuation runs on a reading thread, and one that {@code waits} for its answer (a
@@ -596,11 +425,6 @@ public final class RedisStore implements Store, AutoCloseable {
             }
         }
         return lane;
-    }
-
-    private static void shutDown(Runnable client, ClientResources resources) {
-        client.run();
-        resources.shutdown();
     }
 
     /** The Redis key that holds the state of {@code key} in a store of no namespace. */
@@ -642,11 +466,8 @@ public final class RedisStore implements Store, AutoCloseable {
      */
     @Override
     public Decision decide(Rule rule, String key, long cost, long nowNanos) {
-        String redisKey = keyOf(key);
-        Call call = call(rule);
-        checkCostAndTime(cost, nowNanos);
-        CircuitBreaker watching = breakerOf(redisKey);
-        Decision local = answeredHere(rule, key, cost, nowNanos, watching);
+        Asking asking = asking(rule, key, cost, nowNanos);
+        Decision local = answeredHere(rule, key, cost, nowNanos, asking.breaker());
         if (local != null) {
             return local;
         }
@@ -654,29 +475,22 @@ public final class RedisStore implements Store, AutoCloseable {
         long sent = System.nanoTime();
         String answer;
         try {
-            answer = send(call, redisKey, cost, nowNanos, true).join();
+            answer = send(asking.call(), asking.redisKey(), cost, nowNanos, true).join();
         } catch (CompletionException e) {
-            return failed(e.getCause(), rule, cost, nowNanos, watching);
+            return failed(e.getCause(), rule, cost, nowNanos, asking.breaker());
         }
-        return answered(rule, key, cost, nowNanos, answer, watching, resetsBefore, sent);
+        return answered(rule, key, cost, nowNanos, answer, asking.breaker(), resetsBefore, sent);
     }
 
+    /** As {@link #decide}, with every failure, a bad argument's included, in the stage returned. */
     @Override
     public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
-        String redisKey;
-        Call call;
-        try {
-            redisKey = keyOf(key);
-            call = call(rule);
-            checkCostAndTime(cost, nowNanos);
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        CircuitBreaker watching = breakerOf(redisKey);
+        Asking asking;
         Decision local;
         try {
-            local = answeredHere(rule, key, cost, nowNanos, watching);
-        } catch (StoreUnavailableException e) { // raiseFailures with the breaker open
+            asking = asking(rule, key, cost, nowNanos);
+            local = answeredHere(rule, key, cost, nowNanos, asking.breaker());
+        } catch (RuntimeException e) { // a bad argument; a closed store; raiseFailures with the breaker open
             return CompletableFuture.failedFuture(e);
         }
         if (local != null) {
@@ -684,27 +498,39 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         long resetsBefore = rejections.resets();
         long sent = System.nanoTime();
-        return send(call, redisKey, cost, nowNanos, false).handle((answer, failure) -> failure == null
-                ? answered(rule, key, cost, nowNanos, answer, watching, resetsBefore, sent)
-                : failed(failure, rule, cost, nowNanos, watching));
+        return send(asking.call(), asking.redisKey(), cost, nowNanos, false).handle((answer, failure) -> failure == null
+                ? answered(rule, key, cost, nowNanos, answer, asking.breaker(), resetsBefore, sent)
+                : failed(failure, rule, cost, nowNanos, asking.breaker()));
     }
 
-    /** The decision this process makes without Redis (a rejection remembered, the breaker open), or null. */
+    /** What a decision asks Redis with: the Redis key, the rule's call, and the breaker that watches that Redis. */
+    private record Asking(String redisKey, Call call, CircuitBreaker breaker) {
+    }
+
+    /**
+     * The arguments of a decision, checked, and what it asks Redis with.
+     *
+     * @throws IllegalArgumentException for a bad key, cost or time, or a rule Redis cannot decide exactly
+     * @throws IllegalStateException once the store is closed
+     */
+    private Asking asking(Rule rule, String key, long cost, long nowNanos) {
+        String redisKey = keyOf(key);
+        Call call = call(rule);
+        checkCostAndTime(cost, nowNanos);
+        return new Asking(redisKey, call, breakers.of(redisKey));
+    }
+
+    /**
+     * The decision this process makes without Redis (a rejection remembered, the breaker open), or null.
+     *
+     * @throws StoreUnavailableException with the breaker open, for a tool that asked for failures
+     */
     private Decision answeredHere(Rule rule, String key, long cost, long nowNanos, CircuitBreaker breaker) {
         Decision remembered = rejections.recall(rule, key, cost, nowNanos);
         if (remembered != null) {
             return remembered;
         }
-        if (!breaker.allows()) {
-            shortCircuited.increment();
-            if (raiseFailures) { // a tool that asked for failures gets one, not the policy's decision
-                throw new StoreUnavailableException("Redis is not being asked: its circuit breaker opened after "
-                        + breaker.threshold() + " failures in a row; it is tried again in "
-                        + dev.sluice.DurationFormat.toMillisCeil(breaker.nanosUntilRetry()) + "ms", null);
-            }
-            return fallback(rule, cost, nowNanos, breaker);
-        }
-        return null;
+        return breaker.allows() ? null : outages.shortCircuited(rule, cost, nowNanos, breaker);
     }
 
     /**
@@ -726,7 +552,7 @@ public final class RedisStore implements Store, AutoCloseable {
         // A Cluster, on Lettuce. A node's connection is made as its first command goes out, and that command's
         // timeout runs only once it is connected: to a node that accepts but does not answer, the handshake's 2 s
         // (a bug pinned in RedisClusterFailoverTest: a decision took 1.6 s). So the call is bounded here too.
-        return timed(evaluate(lanes.get(lane), script, keys, arguments).toCompletableFuture());
+        return timed(cluster.evaluate(lane, script, keys, arguments, outages::scriptReloaded));
     }
 
     /**
@@ -763,54 +589,8 @@ public final class RedisStore implements Store, AutoCloseable {
             return failed(new IllegalStateException("a Sluice script answered \"" + ScriptReplies.printable(String.valueOf(answer))
                     + "\": " + e.getMessage(), e), rule, cost, nowNanos, breaker);
         }
-        breaker.succeeded();
-        if (failing.get() != null) { // a read on every decision; the write only once decisions failed
-            recovered();
-        }
+        outages.succeeded(breaker);
         return rejections.remember(rule, key, cost, nowNanos, decision, resetsBefore, sent);
-    }
-
-    private static final System.Logger LOG = System.getLogger("dev.sluice.redis");
-    /** The kind of the failure last logged, while decisions fail; null while they succeed. */
-    private final java.util.concurrent.atomic.AtomicReference<String> failing = new java.util.concurrent.atomic.AtomicReference<>();
-
-    /**
-     * Logs why decisions fail, once for each change of its kind (a timeout, Redis's {@code NOPERM}, {@code OOM},
-     * {@code READONLY}, a connection lost), and {@link #recovered} once they succeed again. A review found nothing
-     * logged at all while every decision failed open, for a user without rights, a full Redis, a restart.
-     */
-    private void logFailure(Throwable failure) {
-        String message = String.valueOf(failure.getMessage());
-        String kind = failure.getClass().getSimpleName() + " " + message.split("[ :]", 2)[0];
-        String before = failing.getAndSet(kind);
-        if (!kind.equals(before)) {
-            LOG.log(System.Logger.Level.WARNING, "Redis store " + shown(uri) + ": decisions fail, decided by the"
-                    + " failure policy (" + onFailure.name().toLowerCase(java.util.Locale.ROOT) + "): " + message
-                    + "; told again when the failure changes, and when decisions succeed again");
-        }
-    }
-
-    private void recovered() {
-        if (failing.getAndSet(null) != null) {
-            LOG.log(System.Logger.Level.INFO, "Redis store " + shown(uri) + ": decisions succeed again");
-        }
-    }
-
-    /** One call of {@code script}, by its SHA-1, sent whole when the server answers {@code NOSCRIPT}. */
-    private CompletionStage<String> evaluate(Lane lane, RuleScript.Script script, String[] keys, String[] arguments) {
-        RedisScriptingAsyncCommands<String, String> scripting = lane.scriptingAsync();
-        return scripting.<String>evalsha(script.sha(), ScriptOutputType.VALUE, keys, arguments)
-                .handle((answer, failure) -> {
-                    if (failure == null) {
-                        return CompletableFuture.completedFuture(answer);
-                    }
-                    if (failure instanceof RedisNoScriptException || failure.getCause() instanceof RedisNoScriptException) {
-                        scriptReloads.increment();
-                        return scripting.<String>eval(script.text(), ScriptOutputType.VALUE, keys, arguments)
-                                .toCompletableFuture();
-                    }
-                    return CompletableFuture.<String>failedFuture(failure);
-                }).thenCompose(stage -> stage);
     }
 
     /** Counts a call Redis did not answer, and decides it by the failure policy. */
@@ -822,60 +602,7 @@ public final class RedisStore implements Store, AutoCloseable {
             throw new IllegalStateException("the Redis store " + shown(uri) + " was closed before Redis answered",
                     failure);
         }
-        counted(failure, breaker);
-        if (raiseFailures) {
-            throw unavailable(failure);
-        }
-        return fallback(rule, cost, nowNanos, breaker);
-    }
-
-    /**
-     * A call that failed, raised: Redis answered it with an error ({@code READONLY}, {@code OOM}, {@code MOVED}: a
-     * review found those told as "did not answer"), or did not answer it (a timeout, a connection lost).
-     */
-    private static StoreUnavailableException unavailable(Throwable failure) {
-        return new StoreUnavailableException((failure instanceof io.lettuce.core.RedisCommandExecutionException
-                ? "Redis refused the call: " : "Redis did not answer: ") + failure.getMessage(), failure);
-    }
-
-    /** Counts a call Redis did not answer, as a failure, a timeout if it was one, and in the breaker. */
-    private void counted(Throwable failure, CircuitBreaker breaker) {
-        failures.increment();
-        Throwable cause = failure.getCause() != null && !(failure instanceof RedisCommandTimeoutException)
-                ? failure.getCause() : failure;
-        if (!raiseFailures) { // a tool that asked for failures tells them itself
-            logFailure(cause);
-        }
-        if (failure instanceof RedisCommandTimeoutException || cause instanceof RedisCommandTimeoutException
-                || failure instanceof java.util.concurrent.TimeoutException) {
-            timeouts.increment();
-        }
-        if (breaker.failed(failure)) {
-            opened();
-        }
-    }
-
-    /** A breaker opened: counted, and in a Cluster the topology asked again ({@link #refreshTopology}). */
-    private void opened() {
-        breakerOpenings.increment();
-        refreshTopology.run();
-    }
-
-    /** The decision of the failure policy: admitted as an untouched key, or rejected until the next try. */
-    private Decision fallback(Rule rule, long cost, long nowNanos, CircuitBreaker breaker) {
-        long now = nowNanos == STORE_CLOCK ? Clock.system().nanos() : nowNanos;
-        if (onFailure == FailurePolicy.OPEN) {
-            failedOpen.increment();
-            Decision untouched = rule.decide(null, now, cost).decision();
-            return new Decision(untouched.allowed(), untouched.remaining(), untouched.retryAfterNanos(),
-                    untouched.resetAfterNanos(), untouched.delayNanos(), untouched.limit(),
-                    untouched.limitResetAfterNanos(), true);
-        }
-        failedClosed.increment();
-        long retryAfter = Math.max(breaker.nanosUntilRetry(), timeoutNanos);
-        // reset_after as long as retry_after: nothing is known of the key before Redis is asked again, and a reset
-        // of 0 told clients the limit was back (RateLimit's t=0, X-RateLimit-Reset: 0; a bug a review found)
-        return new Decision(false, 0, retryAfter, retryAfter, 0, rule.limits().get(0), retryAfter, true);
+        return outages.failed(failure, rule, cost, nowNanos, breaker);
     }
 
     private static String check(String key) {
@@ -967,18 +694,18 @@ public final class RedisStore implements Store, AutoCloseable {
         // (RejectionMemory)
         rejections.resetting(key);
         try {
-            if (lanes.isEmpty()) {
+            if (cluster == null) {
                 timed(scriptConnections.get(lane(true)).command("DEL", redisKey)).join();
             } else {
-                lanes.get(lane(false)).keys().del(redisKey);
+                cluster.delete(lane(false), redisKey);
             }
         } catch (CompletionException e) { // on the store's own connections: what Redis did, as Lettuce throws it
             RuntimeException cause = e.getCause() instanceof RuntimeException failure ? failure : e;
-            counted(cause, breakerOf(redisKey));
-            throw unavailable(cause);
+            outages.counted(cause, breakers.of(redisKey));
+            throw Outages.unavailable(cause);
         } catch (RuntimeException e) { // a timeout, a connection lost: counted as any call Redis did not answer
-            counted(e, breakerOf(redisKey));
-            throw unavailable(e);
+            outages.counted(e, breakers.of(redisKey));
+            throw Outages.unavailable(e);
         } finally {
             rejections.resetting(key); // what a call answered between the two counts remembered
         }
@@ -1035,15 +762,10 @@ public final class RedisStore implements Store, AutoCloseable {
         for (ScriptConnection connection : scriptConnections) {
             connection.close();
         }
-        for (Lane lane : lanes) {
-            lane.connection().close();
-        }
-        try {
-            client.close();
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IllegalStateException("closing the Redis client: " + e.getMessage(), e);
+        if (cluster != null) {
+            cluster.close();
+        } else {
+            timer.stop();
         }
     }
 
