@@ -35,6 +35,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * growing without end behind tasks slower than their turns), so slow tasks belong on an executor of their own. An
  * executor that refuses a task (shut down, saturated) fails that task's future with its exception; the shaper
  * goes on. A task whose future was cancelled before its turn is not run (its turn is spent).
+ *
+ * <p>The dispatcher is a thread of the shaper's own, until {@link #close}: a shaper is closed as the application
+ * that made it stops (in a servlet container, as it is undeployed), else its thread and the classes it holds stay.
+ * It keeps the context class loader of the thread that built it, since by default tasks run on it.
  */
 public final class Shaper implements AutoCloseable {
     private static final String QUEUE = "queue";

@@ -60,7 +60,8 @@ final class ClusterLanes implements AutoCloseable {
 
     /**
      * Connects to the Cluster of {@code seeds}, one connection per I/O thread, and primes them ({@link ClusterPrimer}).
-     * If a connection cannot be made, the client, its threads and {@code timer} are stopped before the failure goes on.
+     * If anything fails, the connections made, the client, its threads and {@code timer} are stopped before the
+     * failure goes on.
      *
      * @param trust the certificates of a TLS Cluster, or null
      * @throws RedisConnectionException when no node can be reached, with a TLS refusal's reason if there was one
@@ -80,34 +81,37 @@ final class ClusterLanes implements AutoCloseable {
             }
         }).build();
         RedisClusterClient client = RedisClusterClient.create(resources, seeds);
-        ClusterClientOptions.Builder options = ClusterClientOptions.builder();
-        if (trust != null) {
-            options.sslOptions(SslOptions.builder().jdkSslProvider().trustManager(trust.managers()).build());
-        }
-        client.setOptions(options.timeoutOptions(timeouts).socketOptions(socket)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
-                        .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
-                .build());
         List<Lane> lanes = new ArrayList<>();
         try {
+            ClusterClientOptions.Builder options = ClusterClientOptions.builder();
+            if (trust != null) {
+                options.sslOptions(SslOptions.builder().jdkSslProvider().trustManager(trust.managers()).build());
+            }
+            client.setOptions(options.timeoutOptions(timeouts).socketOptions(socket)
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                            .enablePeriodicRefresh(Duration.ofSeconds(5)).enableAllAdaptiveRefreshTriggers().build())
+                    .build());
             for (int i = 0; i < resources.ioThreadPoolSize(); i++) {
                 lanes.add(Lane.of(client.connect(ReplyCodec.INSTANCE)));
             }
-        } catch (RuntimeException e) {
-            new ClusterLanes(client, resources, timer, List.of()).close(); // closes the connections made
+            List<StatefulRedisClusterConnection<String, String>> connections =
+                    lanes.stream().map(Lane::connection).toList();
+            // before the first decision, and for the masters each topology change brings (ClusterPrimer says why)
+            ClusterPrimer.prime(connections, client.getPartitions());
+            resources.eventBus().get().subscribe(event -> {
+                if (event instanceof ClusterTopologyChangedEvent changed) {
+                    ClusterPrimer.connect(connections, changed.after());
+                }
+            });
+        } catch (RuntimeException | Error e) {
+            new ClusterLanes(client, resources, timer, lanes).close();
             String tls = TlsTrust.refusal(e);
-            throw tls == null ? e : new RedisConnectionException("Unable to connect: " + tls);
-        }
-        List<StatefulRedisClusterConnection<String, String>> connections =
-                lanes.stream().map(Lane::connection).toList();
-        // before the first decision, and for the masters each topology change brings (ClusterPrimer says why)
-        ClusterPrimer.prime(connections, client.getPartitions());
-        resources.eventBus().get().subscribe(event -> {
-            if (event instanceof ClusterTopologyChangedEvent changed) {
-                ClusterPrimer.connect(connections, changed.after());
+            if (tls != null) {
+                throw new RedisConnectionException("Unable to connect: " + tls);
             }
-        });
+            throw e;
+        }
         return new ClusterLanes(client, resources, timer, lanes);
     }
 

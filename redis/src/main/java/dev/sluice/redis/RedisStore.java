@@ -313,31 +313,38 @@ public final class RedisStore implements Store, AutoCloseable {
                     + " rediss://, rediss-cluster:// or rediss-sentinel://, got " + RedisAddress.shown(uri));
         }
         Timer timer = timer();
-        if (!RedisAddress.isCluster(uri)) {
-            return standalone(settings, seeds.get(0), trust, timer);
+        ClusterLanes cluster = null;
+        try {
+            if (!RedisAddress.isCluster(uri)) {
+                return new RedisStore(settings, null, standalone(seeds.get(0), trust), timer);
+            }
+            cluster = ClusterLanes.open(seeds, settings.timeout, trust, timer);
+            return new RedisStore(settings, cluster, null, timer);
+        } catch (RuntimeException | Error e) {
+            // whatever failed, nothing started is left running (a review found the timer's thread, and a Cluster's
+            // client, left behind by a failure after them)
+            if (cluster != null) {
+                cluster.close();
+            } else {
+                timer.stop();
+            }
+            throw e;
         }
-        return new RedisStore(settings, ClusterLanes.open(seeds, settings.timeout, trust, timer), null, timer);
     }
 
     /**
-     * A standalone Redis: the store's own connections only ({@link ScriptConnection}), one per core and at least
-     * two, as a Cluster has Lettuce connections; no Lettuce client, event loops or connections at all.
+     * Where a standalone Redis is, for the store's own connections only ({@link ScriptConnection}), one per core and
+     * at least two, as a Cluster has Lettuce connections; no Lettuce client, event loops or connections at all.
      */
-    private static RedisStore standalone(Builder settings, RedisURI seed, TlsTrust trust, Timer timer) {
+    private static ScriptConnection.Address standalone(RedisURI seed, TlsTrust trust) {
         javax.net.ssl.SSLSocketFactory sockets = trust == null ? null : trust.sockets();
         Sentinels sentinels = !RedisAddress.isSentinel(seed) ? null : new Sentinels(seed.getSentinels().stream()
                 .map(node -> java.net.InetSocketAddress.createUnresolved(node.getHost(), node.getPort())).toList(),
                 seed.getSentinelMasterId(), seed.getUsername(),
                 seed.getPassword() == null ? null : new String(seed.getPassword()), sockets);
-        ScriptConnection.Address address = new ScriptConnection.Address(seed.getHost(), seed.getPort(),
+        return new ScriptConnection.Address(seed.getHost(), seed.getPort(),
                 seed.getUsername(), seed.getPassword() == null ? null : new String(seed.getPassword()),
                 seed.getDatabase(), seed.getClientName(), sockets, sentinels);
-        try {
-            return new RedisStore(settings, null, address, timer);
-        } catch (RuntimeException e) {
-            timer.stop();
-            throw e;
-        }
     }
 
     /**

@@ -12,11 +12,13 @@ import dev.sluice.store.Store;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The configuration in force and the store under it, kept up to date with the file it came from.
@@ -41,7 +43,16 @@ import java.util.concurrent.TimeUnit;
  */
 public final class LiveConfig implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("sluice");
-    private static final Duration OLD_STORE_GRACE = Duration.ofSeconds(5);
+    /**
+     * How long a replaced store is kept open at least, past its store_timeout: a request that took the policies just
+     * before the reload may not have counted itself yet ({@link #retire}). Package-private for tests.
+     */
+    static volatile Duration oldStoreGrace = Duration.ofSeconds(5);
+    /**
+     * The longest a replaced store is kept open for the decisions still under way on it, past its grace: a call of
+     * Envoy's of 10,000 descriptors, each waiting out its store_timeout, takes that long at 60 ms each.
+     */
+    static final Duration OLD_STORE_LONGEST = Duration.ofMinutes(10);
 
     private final Path file;
     /** What messages call the configuration with the line of a field after it: its file, its resource; else null. */
@@ -56,6 +67,13 @@ public final class LiveConfig implements AutoCloseable {
     private String storeSettings;
     /** The store_timeout of the store in use: how long its decisions may still wait once it is replaced. */
     private long storeTimeoutNanos;
+    /** The decisions under way on {@link #store}, counted by every {@link Policies} made on it. */
+    private LongAdder storeDeciding = new LongAdder();
+    /**
+     * The stores replaced and not closed yet, each with its count of decisions under way; closed by {@link #close}
+     * at once. Guarded by itself.
+     */
+    private final Map<Store, LongAdder> retiring = new java.util.IdentityHashMap<>();
     private String text;
     /** The text of the configuration in force (not of a refused edit, as {@link #text} may be). */
     private String applied;
@@ -149,7 +167,7 @@ public final class LiveConfig implements AutoCloseable {
         live.store = store;
         live.storeGiven = true;
         metrics.watch(store, store instanceof InMemoryStore ? ServerConfig.MEMORY : store instanceof RedisStore ? "redis" : "other");
-        live.policies = new Policies(config, store, live.ownStores(config), metrics, Map.of());
+        live.policies = new Policies(config, store, live.ownStores(config), metrics, Map.of(), live.storeDeciding);
         return live;
     }
 
@@ -316,6 +334,7 @@ public final class LiveConfig implements AutoCloseable {
                 + (config.storeInBackground() ? "background" : "now") + " "
                 + (config.storePassword() == null ? "" : config.storePassword().fingerprint()));
         Store old = store;
+        LongAdder oldDeciding = storeDeciding;
         long oldTimeout = store instanceof RedisStore ? storeTimeoutNanos : 0; // memory's decisions never wait
         if (settings.equals(storeSettings) && store instanceof RedisStore redis) {
             redis.onFailure(config.onStoreFailure());
@@ -329,17 +348,50 @@ public final class LiveConfig implements AutoCloseable {
             }
             storeSettings = settings;
             storeTimeoutNanos = config.storeTimeoutNanos();
+            storeDeciding = new LongAdder();
         }
-        policies = new Policies(config, store, ownStores(config), metrics, policies == null ? Map.of() : policies.inFlight());
+        policies = new Policies(config, store, ownStores(config), metrics, policies == null ? Map.of()
+                : policies.inFlight(), storeDeciding);
         if (old != null && old != store) {
             // the decisions it was making have had their store_timeout, however long it was (a review found a store
             // of a 10 s timeout closed at 5 s, its waiting decisions failed), and the grace beyond it
-            long grace = OLD_STORE_GRACE.toNanos() + oldTimeout;
-            CompletableFuture.delayedExecutor(grace, TimeUnit.NANOSECONDS).execute(() -> {
-                close(old);
-                metrics.retired(old);
-            });
+            retire(old, oldDeciding, oldStoreGrace.toNanos() + oldTimeout);
         }
+    }
+
+    /**
+     * Closes {@code old} once {@code deciding} counts no decision under way on it, looked at after {@code graceNanos},
+     * then every second, for {@link #OLD_STORE_LONGEST} at most. Why not at once: a request or call that took the
+     * policies before the reload decides on the old store to its end, each of its charges. Why not after a fixed
+     * time only: a call of many descriptors on a slow Redis outlasted it, and its charges after the close failed
+     * (a review found it). The grace covers a caller that took the policies and has not counted itself yet.
+     */
+    private void retire(Store old, LongAdder deciding, long graceNanos) {
+        synchronized (retiring) {
+            retiring.put(old, deciding);
+        }
+        long last = System.nanoTime() + graceNanos + OLD_STORE_LONGEST.toNanos();
+        Runnable[] look = new Runnable[1];
+        look[0] = () -> {
+            synchronized (retiring) {
+                if (!retiring.containsKey(old)) {
+                    return; // closed by close()
+                }
+                long left = deciding.sum();
+                if (left > 0 && System.nanoTime() - last < 0) {
+                    CompletableFuture.delayedExecutor(1, TimeUnit.SECONDS).execute(look[0]);
+                    return;
+                }
+                if (left > 0) {
+                    LOG.log(System.Logger.Level.WARNING, "closing the replaced store with " + left
+                            + " decisions still under way on it, after " + OLD_STORE_LONGEST.toMinutes() + " minutes");
+                }
+                retiring.remove(old);
+            }
+            close(old);
+            metrics.retired(old);
+        };
+        CompletableFuture.delayedExecutor(graceNanos, TimeUnit.NANOSECONDS).execute(look[0]);
     }
 
     private Store open(ServerConfig config) throws ConfigException {
@@ -513,5 +565,13 @@ public final class LiveConfig implements AutoCloseable {
         if (!storeGiven) {
             close(store);
         }
+        // and the stores replaced not long ago, whose decisions end with this configuration's (their threads
+        // outlived a servlet filter's destroy() by seconds: a review found it)
+        List<Store> replaced;
+        synchronized (retiring) {
+            replaced = List.copyOf(retiring.keySet());
+            retiring.clear();
+        }
+        replaced.forEach(LiveConfig::close);
     }
 }

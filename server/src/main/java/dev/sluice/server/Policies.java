@@ -30,6 +30,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32;
 
@@ -66,16 +67,23 @@ public final class Policies {
     private final boolean replacing;
     /** The HTTP requests the policies reject, told to the operator's log, a line a policy every ten seconds at most. */
     private final RejectionLog rejections = new RejectionLog();
+    /**
+     * The requests and calls being decided on {@link #store}, by these policies and every other made on it: once the
+     * store is replaced, it is closed when none is left ({@link LiveConfig}), not while one still charges it.
+     */
+    private final LongAdder deciding;
 
     /**
      * Policies on {@code store}, those with a {@code max_keys} each on its store in {@code own} (by policy name);
      * concurrency policies keep the in-flight counts of {@code previous} (the policies this configuration replaces)
      * where their limit and key are unchanged, since requests in flight under the old configuration are still in
-     * flight.
+     * flight. {@code deciding} counts the decisions under way on {@code store}: shared by every {@code Policies}
+     * made on it.
      */
-    public Policies(ServerConfig config, Store store, Map<String, ? extends Store> own, ServerMetrics metrics,
-                    Map<String, ConcurrencyLimiter> previous) {
+    Policies(ServerConfig config, Store store, Map<String, ? extends Store> own, ServerMetrics metrics,
+             Map<String, ConcurrencyLimiter> previous, LongAdder deciding) {
         this.config = config;
+        this.deciding = deciding;
         this.store = store;
         this.metrics = metrics;
         this.proxies = TrustedProxies.of(config.trustedProxies());
@@ -393,7 +401,15 @@ public final class Policies {
      */
     private CompletionStage<Verdict> decided(List<Charge> charges, java.util.function.BooleanSupplier abandoned,
                                              ClientRequest request) {
-        return next(charges, 0, new ArrayList<>(charges.size()), abandoned).thenApply(verdict -> {
+        deciding.increment();
+        CompletionStage<Verdict> decided;
+        try {
+            decided = next(charges, 0, new ArrayList<>(charges.size()), abandoned);
+        } catch (RuntimeException e) {
+            deciding.decrement();
+            throw e;
+        }
+        return decided.thenApply(verdict -> {
             if (!abandoned.getAsBoolean()) { // one whose caller has gone is answered to no one
                 metrics.requested(verdict);
             }
@@ -401,7 +417,7 @@ public final class Policies {
                 rejections.told(request, verdict);
             }
             return verdict;
-        });
+        }).whenComplete((verdict, failure) -> deciding.decrement());
     }
 
     /** {@code policy}'s decision for {@code key} at {@code cost}, as the verdict of a request of its own. */

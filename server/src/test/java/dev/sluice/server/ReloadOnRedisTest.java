@@ -1,5 +1,6 @@
 package dev.sluice.server;
 
+import dev.sluice.redis.RedisStore;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.store.Store;
 import dev.sluice.testkit.redis.RedisServer;
@@ -9,7 +10,12 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -159,6 +165,89 @@ class ReloadOnRedisTest {
                 assertThat(remaining(live, "kept", "10.0.0.3")).as("the same Redis, its count kept").isEqualTo(1);
                 assertThat(live.reload()).isEqualTo(LiveConfig.Reload.UNCHANGED);
             }
+        }
+    }
+
+    /**
+     * A call that took the policies before a reload to another store is decided on the old store to its end, however
+     * long that takes: the old store is closed once it is done, not a fixed time after the reload. A review found a
+     * call of many descriptors on a slow Redis outlast the 5 s, and each charge after the close fail ("the Redis store
+     * ... is closed"); the call was answered INTERNAL, which Envoy lets through.
+     */
+    @Test
+    void aCallUnderWayKeepsTheReplacedStoreOpenUntilItEnds() throws Exception {
+        Duration grace = LiveConfig.oldStoreGrace;
+        LiveConfig.oldStoreGrace = Duration.ofMillis(100);
+        AtomicBoolean slowing = new AtomicBoolean(true);
+        try (RedisServer slow = RedisServer.start(); RedisServer other = RedisServer.start()) {
+            Path file = dir.resolve("sluice.yaml");
+            Files.writeString(file, "store: " + slow.uri() + "\nstore_timeout: 1s\n" + POLICIES);
+            try (LiveConfig live = LiveConfig.load(file, new ServerMetrics())) {
+                RedisStore old = (RedisStore) live.store();
+                Policies before = live.policies();
+                List<Policies.Charge> charges = new ArrayList<>();
+                for (int i = 0; i < 80; i++) {
+                    charges.add(new Policies.Charge(before.policy("kept"), "10.1.0." + i, 1));
+                }
+                Thread busy = new Thread(() -> { // a Redis that takes about 30 ms a call: each waits for a script
+                    try (Resp resp = slow.connect()) {
+                        while (slowing.get()) {
+                            resp.call("EVAL", "local n = 0 for i = 1, 3000000 do n = n + i end return 1", "0");
+                        }
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                busy.start();
+                long started = System.nanoTime();
+                CompletableFuture<Verdict> call = before.decide(charges).toCompletableFuture();
+
+                Files.writeString(file, "store: " + other.uri() + "\n" + POLICIES);
+                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                assertThat(live.store()).isNotSameAs(old);
+
+                Verdict verdict = call.get(60, TimeUnit.SECONDS);
+                long tookMillis = (System.nanoTime() - started) / 1_000_000;
+                slowing.set(false);
+                busy.join();
+                assertThat(tookMillis).as("the call outlasted the old store's grace and timeout").isGreaterThan(1_100);
+                assertThat(verdict.checked()).hasSize(80);
+                assertThat(verdict.checked()).allSatisfy(checked -> {
+                    assertThat(checked.decision().allowed()).isTrue();
+                    assertThat(checked.decision().storeFailed()).as("decided by Redis").isFalse();
+                });
+                long closedBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                while (old.healthy() && System.nanoTime() - closedBy < 0) {
+                    Thread.sleep(50);
+                }
+                assertThat(old.healthy()).as("closed once the call ended").isFalse();
+            } finally {
+                slowing.set(false);
+            }
+        } finally {
+            LiveConfig.oldStoreGrace = grace;
+        }
+    }
+
+    /**
+     * Closing the configuration closes a store replaced moments before at once, with the one in force: its threads
+     * outlived a servlet filter's {@code destroy()} by seconds, into the application's undeployment (a review found
+     * it).
+     */
+    @Test
+    void closingClosesAStoreJustReplaced() throws Exception {
+        try (RedisServer first = RedisServer.start(); RedisServer second = RedisServer.start()) {
+            Path file = dir.resolve("sluice.yaml");
+            Files.writeString(file, "store: " + first.uri() + "\n" + POLICIES);
+            LiveConfig live = LiveConfig.load(file, new ServerMetrics());
+            RedisStore replaced = (RedisStore) live.store();
+            Files.writeString(file, "store: " + second.uri() + "\n" + POLICIES);
+            assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+            RedisStore current = (RedisStore) live.store();
+            assertThat(replaced.healthy()).as("kept open for the decisions under way").isTrue();
+            live.close();
+            assertThat(current.healthy()).isFalse();
+            assertThat(replaced.healthy()).as("closed with the configuration").isFalse();
         }
     }
 }

@@ -197,13 +197,18 @@ public final class SluiceFilter implements Filter {
         request.setAttribute(decided, Boolean.TRUE);
         Policies policies = live.policies();
         Verdict verdict;
+        java.util.concurrent.CompletableFuture<Verdict> deciding = null;
         try {
-            verdict = policies.decide(new ServletClientRequest(request, policies.trustedProxies()))
-                    .toCompletableFuture().get();
+            deciding = policies.decide(new ServletClientRequest(request, policies.trustedProxies()))
+                    .toCompletableFuture();
+            verdict = deciding.get();
         } catch (BadRequest e) {
             answer(response, 400, Map.of(), JSON.createObjectNode().put("error", e.getMessage()).toString());
             return;
         } catch (InterruptedException e) {
+            // the request goes no further: the places its verdict holds are given back once it is made, not held to
+            // their lease's end (a review found them held, a minute by default)
+            deciding.thenAccept(Verdict::release);
             Thread.currentThread().interrupt();
             throw new ServletException("interrupted while the request was being decided", e);
         } catch (ExecutionException | RuntimeException e) { // a fault of Sluice's own: the store's are decisions

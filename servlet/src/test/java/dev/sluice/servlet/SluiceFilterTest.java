@@ -858,4 +858,74 @@ class SluiceFilterTest {
         }
         assertThat(reached).hasValue(6);
     }
+
+    /**
+     * A request thread interrupted while its request is decided (a container giving up on it) gives back the
+     * in-flight place the verdict takes once it is made: a review found it held to its lease's end, 30 s here, and
+     * every request of the policy turned away meanwhile. The decision is slow because Redis is busy with a script.
+     */
+    @Test
+    void aRequestInterruptedWhileItIsDecidedGivesItsPlaceBack() throws Exception {
+        String config = """
+                policies:
+                  - name: rate-on-redis
+                    match:
+                      path: /exports/**
+                    key: [const:all]
+                    algorithm: gcra
+                    limits: [100/1s]
+                  - name: one-export
+                    match:
+                      path: /exports/**
+                    key: [const:all]
+                    algorithm: concurrency
+                    limits: [1/30s]
+                """;
+        java.util.concurrent.ScheduledExecutorService interrupts = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        java.util.concurrent.atomic.AtomicBoolean busy = new java.util.concurrent.atomic.AtomicBoolean(true);
+        try (dev.sluice.testkit.redis.RedisServer redis = dev.sluice.testkit.redis.RedisServer.start();
+             dev.sluice.redis.RedisStore store = dev.sluice.redis.RedisStore.builder(redis.uri())
+                     .timeout(java.time.Duration.ofSeconds(5)).build()) {
+            live = LiveConfig.of(ConfigLoader.parse("sluice.yaml", config), store, new ServerMetrics());
+            jakarta.servlet.Filter interrupting = (request, response, chain) -> {
+                java.util.concurrent.ScheduledFuture<?> interrupt = interrupts.schedule(Thread.currentThread()::interrupt,
+                        100, TimeUnit.MILLISECONDS);
+                try {
+                    chain.doFilter(request, response);
+                } finally {
+                    interrupt.cancel(false);
+                    Thread.interrupted(); // the container's thread goes back to its pool as it came
+                }
+            };
+            start(new FilterHolder(interrupting), new FilterHolder(new SluiceFilter(live)));
+            Thread scripts = new Thread(() -> { // Redis busy, a script of about 0.3 s after another
+                try (dev.sluice.testkit.redis.Resp resp = redis.connect()) {
+                    while (busy.get()) {
+                        resp.call("EVAL", "local n = 0 for i = 1, 30000000 do n = n + i end return 1", "0");
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            scripts.start();
+            Thread.sleep(50); // the first script running
+
+            assertThat(get("/exports/a").statusCode()).as("interrupted while decided").isEqualTo(500);
+            busy.set(false);
+            scripts.join();
+            int status = 0;
+            for (long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(3); System.nanoTime() - until < 0; ) {
+                status = get("/exports/b").statusCode();
+                if (status == 200) {
+                    break;
+                }
+                Thread.sleep(50);
+            }
+            assertThat(status).as("the place given back").isEqualTo(200);
+            assertThat(reached).hasValue(1);
+        } finally {
+            busy.set(false);
+            interrupts.shutdownNow();
+        }
+    }
 }

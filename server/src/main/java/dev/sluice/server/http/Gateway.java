@@ -110,12 +110,13 @@ public final class Gateway implements AutoCloseable, Drains {
     /** As {@link #start(LiveConfig, URI, String, int, long, SslContext)}, an idle client let go after {@code idleClientMs}. */
     static Gateway start(LiveConfig live, URI upstream, String host, int port, long upstreamTimeoutMs,
                          SslContext trusted, long idleClientMs) throws Exception {
-        Vertx vertx = Vertx.vertx(EventLoops.options());
+        // read before Vert.x starts: a bad address leaves no event loops running behind it (a review found them)
         UpstreamAddress address = UpstreamAddress.of(upstream);
         boolean tls = address.tls();
         String upstreamHost = address.host();
         int upstreamPort = address.portOrDefault();
         String hostHeader = address.hostHeader();
+        Vertx vertx = Vertx.vertx(EventLoops.options());
         try {
             SslContext checked = !tls ? null : trusted != null ? trusted : SslContextBuilder.forClient().build();
             Draining draining = new Draining();

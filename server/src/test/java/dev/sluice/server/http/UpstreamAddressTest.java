@@ -33,4 +33,18 @@ class UpstreamAddressTest {
         assertThatThrownBy(() -> UpstreamAddress.parse(text)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("expected http://host:port or https://host:port (no path, query or user), got \"" + text + "\"");
     }
+
+    /** A past bug a review found: the gateway started Vert.x before it read the address, and left it running. */
+    @org.junit.jupiter.api.Test
+    void aGatewayRefusedItsAddressLeavesNoThreadsBehind() {
+        long before = vertxThreads();
+        assertThatThrownBy(() -> Gateway.start(null, java.net.URI.create("ftp://h:21"), "127.0.0.1", 0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("ftp://h:21");
+        assertThat(vertxThreads()).as("Vert.x threads").isLessThanOrEqualTo(before);
+    }
+
+    private static long vertxThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(thread -> thread.getName().startsWith("vertx-blocked-thread-checker")).count();
+    }
 }
