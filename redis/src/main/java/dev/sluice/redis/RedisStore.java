@@ -96,7 +96,8 @@ import java.util.function.Supplier;
  * what could pass that: a period that is not a whole number of milliseconds or is 2^53 ns (104.2 days) or longer,
  * {@code L × P} (in milliseconds) or {@code B × L} at 2^53 or more, {@code B × P / L} of 2^52 ns (52.1 days) or
  * more, a {@code max_delay} of 2^52 ns or more, and, for an interval refill, a {@code max_delay} that with
- * {@code ⌈B / L⌉} periods reaches 2^53 ns. The script's header says how the arithmetic stays exact.
+ * {@code ⌈B / L⌉} periods reaches 2^53 ns, or whose debt ({@code max_delay / P + 2} refills of {@code max(L, B)})
+ * reaches 2^53. The script's header says how the arithmetic stays exact.
  */
 public final class RedisStore implements Store, AutoCloseable {
     /** A Cluster's connections; null for a standalone Redis, which has {@link #scriptConnections}. */

@@ -199,8 +199,9 @@ record RuleScript(Script script, String[] fixed) {
 
     /**
      * The longest max delay {@code rule} may take on Redis: 2^52 ns less one, and, for an interval refill, less than
-     * 2^53 ns with its {@code ⌈B / L⌉} periods ({@link #checkRefillsFit}), so that {@code RateLimiter.acquire}
-     * never asks for a delay the store then refuses (a review found it thrown).
+     * 2^53 ns with its {@code ⌈B / L⌉} periods, and short enough for its debt to stay below 2^53
+     * ({@link #checkRefillsFit}), so that {@code RateLimiter.acquire} never asks for a delay the store then refuses (a
+     * review found it thrown).
      */
     static long longestDelayNanos(Rule rule) {
         long longest = LONGEST_DELAY_NANOS;
@@ -211,6 +212,7 @@ record RuleScript(Script script, String[] fixed) {
                     BigInteger spare = BigInteger.valueOf(EXACT - 1).subtract(BigInteger.valueOf(refills)
                             .multiply(BigInteger.valueOf(limit.periodNanos())));
                     longest = Math.min(longest, Math.max(0, spare.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue()));
+                    longest = Math.min(longest, longestDebtDelayNanos(limit));
                 }
             }
         }
@@ -218,9 +220,23 @@ record RuleScript(Script script, String[] fixed) {
     }
 
     /**
+     * The longest max delay an interval refill's tokens stay exact with: in delay mode they go into debt, down to
+     * {@code -(max_delay / P + 2) × max(L, B)} (the refills a delay may count on, as {@code Rule} bounds them by
+     * 2^61), which must stay above -2^53, that is {@code max_delay < ((2^53 - 1) / max(L, B) - 1) × P}. A review
+     * found a rate of 1.5·10^18 a second, with a delay of a second, whose debt rounded: a cost of 1 was lost in it,
+     * and every request was admitted with the same delay (in memory, 480 of 1,000).
+     */
+    private static long longestDebtDelayNanos(Limit limit) {
+        long periods = (EXACT - 1) / Math.max(limit.amount(), limit.burst()) - 1;
+        long period = limit.periodNanos();
+        return periods <= 0 ? 0 : periods > Long.MAX_VALUE / period ? Long.MAX_VALUE : periods * period - 1;
+    }
+
+    /**
      * Refuses an interval refill whose {@code reset_after} could reach 2^53 ns. It is at most the max delay plus
      * {@code ⌈B / L⌉} periods (the refills from empty to full, the next one included). Those periods alone stay
-     * under 2^53 ns, less than twice {@code B × P / L} or one period, so only a delay can take them past it.
+     * under 2^53 ns, less than twice {@code B × P / L} or one period, so only a delay can take them past it. And one
+     * whose debt could reach 2^53 ({@link #longestDebtDelayNanos}).
      */
     private static void checkRefillsFit(Limit limit, Rule rule) {
         if (rule.algorithm() != Algorithm.TOKEN_BUCKET || limit.refill() != Refill.INTERVAL) {
@@ -232,6 +248,13 @@ record RuleScript(Script script, String[] fixed) {
             throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: ⌈B / L⌉ × P plus the"
                     + " max delay (" + dev.sluice.DurationFormat.format(rule.maxDelayNanos()) + ") is 2^53 ns"
                     + " (104.2 days) or longer (Lua's numbers are exact only up to 2^53)");
+        }
+        if (rule.mode() == Mode.DELAY && rule.maxDelayNanos() > longestDebtDelayNanos(limit)) {
+            throw new IllegalArgumentException("limit " + limit + " is beyond the Redis store: its debt over the max"
+                    + " delay (" + dev.sluice.DurationFormat.format(rule.maxDelayNanos()) + "), max_delay / P + 2"
+                    + " refills of " + Math.max(limit.amount(), limit.burst()) + ", reaches 2^53 (Lua's numbers are"
+                    + " exact only up to 2^53); at most " + dev.sluice.DurationFormat.format(
+                    longestDebtDelayNanos(limit)) + " here");
         }
     }
 

@@ -474,6 +474,24 @@ class RedisStoreTest {
                 "k", 1, t)).hasMessage("limit 100/30d burst=101 refill=interval is beyond the Redis store: ⌈B / L⌉ × P"
                         + " plus the max delay (" + dev.sluice.DurationFormat.format(spare) + ") is 2^53 ns (104.2 days)"
                         + " or longer (Lua's numbers are exact only up to 2^53)");
+        // an interval refill's debt in delay mode, max_delay / P + 2 refills of max(L, B), stays below 2^53: a review
+        // found such a debt rounded past it (a rate of 10^15 a second, a delay of a minute): a cost of 1 lost in it
+        Limit vast = Limit.parse("1000000000000/1ms burst=1 refill=interval");
+        long debtBound = ((1L << 53) - 1) / 1_000_000_000_000L * 1_000_000L - 1_000_000L - 1; // 9.006 s
+        Rule deepest = Rule.of(Algorithm.TOKEN_BUCKET, List.of(vast), Mode.DELAY, debtBound);
+        assertThat(store.longestDelayNanos(deepest)).isEqualTo(debtBound);
+        assertThatThrownBy(() -> store.decide(Rule.of(Algorithm.TOKEN_BUCKET, List.of(vast), Mode.DELAY, debtBound + 1),
+                "k", 1, t)).hasMessage("limit " + vast + " is beyond the Redis store: its debt over the max delay ("
+                        + dev.sluice.DurationFormat.format(debtBound + 1) + "), max_delay / P + 2 refills of"
+                        + " 1000000000000, reaches 2^53 (Lua's numbers are exact only up to 2^53); at most "
+                        + dev.sluice.DurationFormat.format(debtBound) + " here");
+        // at the bound, the requests of one instant are decided as in memory, each a period later than the one before
+        // (a bucket of 1), the debt growing to its deepest, then rejected
+        InMemoryStore memory = new InMemoryStore();
+        for (int i = 0; i < 9_020; i++) {
+            Decision inMemory = memory.decide(deepest, "debt", 1, t);
+            assertThat(store.decide(deepest, "debt", 1, t)).as("request %d", i).isEqualTo(inMemory);
+        }
         // a limiter is refused as it is built, not on each of its decisions; the same rule in memory is exact
         assertThatThrownBy(() -> RateLimiter.builder().store(store).algorithm(Algorithm.FIXED_WINDOW).limit("1/200d").build())
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("its period is 2^53 ns (104.2 days) or longer");
