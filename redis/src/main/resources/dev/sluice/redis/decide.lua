@@ -47,6 +47,10 @@ local function periods(l, a, b)
   if r * NS + (a[2] - b[2]) < 0 then q = q - 1 end
   return q
 end
+-- a number Sluice could have written as a time: whole, at least 0, below 2^53 (not NaN, not inf)
+local function whole(x)
+  return x ~= nil and x == x and x >= 0 and x < 9007199254740992 and x % 1 == 0
+end
 local function cmp(a, b)
   if a[1] ~= b[1] then return a[1] < b[1] and -1 or 1 end
   if a[2] ~= b[2] then return a[2] < b[2] and -1 or 1 end
@@ -446,7 +450,11 @@ for i = 1, count do
 end
 
 -- the stored value: "time_ms time_ns|fields of limit 1|fields of limit 2..." ("" for an untouched limit)
-local stored = redis.call('GET', KEYS[1])
+-- a value Sluice did not write under the key (another program's, of another type, a clock that is not two whole
+-- numbers) is read as untouched, and written over if the request is admitted: it failed every call on the key (a
+-- review of the scripts found it)
+local stored = redis.pcall('GET', KEYS[1])
+if type(stored) ~= 'string' or (string.byte(stored, 1) == 103 and #stored ~= 41) then stored = false end
 if stored and string.byte(stored, 1) == 103 then
   -- gcra.lua's binary state ('g', then five doubles: the key's clock, one gcra limit's TAT and fraction), read
   -- as the text it stands for: a policy edited from one gcra limit to several still finds its keys
@@ -460,6 +468,9 @@ if stored then
   for section in string.gmatch(stored .. '|', '([^|]*)|') do sections[#sections + 1] = section end
   local clock = {}
   for word in string.gmatch(sections[1], '%S+') do clock[#clock + 1] = tonumber(word) end
+  if not (whole(clock[1]) and whole(clock[2]) and clock[2] < NS) then
+    sections, clock = {}, {0, 0}
+  end
   if cmp({clock[1], clock[2]}, now) > 0 then t = {clock[1], clock[2]} end
   for i = 1, count do
     local section = sections[i + 1] or ''
@@ -467,9 +478,13 @@ if stored then
       -- read as text, only what the decision needs (the sliding log)
       if section ~= '' then states[i] = limits[i].alg.parse(section) end
     else
-      local fields = {}
-      for word in string.gmatch(section, '%S+') do fields[#fields + 1] = word end
-      if #fields > 0 then
+      local fields, numbers = {}, true
+      for word in string.gmatch(section, '%S+') do
+        fields[#fields + 1] = word
+        -- Sluice writes whole numbers only (num): 'nan', 'inf', '1e3' are another program's
+        if not string.find(word, '^-?%d+$') then numbers = false end
+      end
+      if #fields > 0 and numbers then
         local loaded, after = limits[i].alg.load(fields, 1, limits[i])
         -- a state of another rule (a limiter whose rule changed at a deploy, its keys still here) is read as
         -- untouched where it cannot be this one's (not its count of numbers, or out of its ranges), not failed (a

@@ -98,27 +98,40 @@ local function reset()
   return n
 end
 
+-- a number Sluice could have written in a state: whole, at least 0, below 2^53 (not NaN, not inf)
+local function whole(x)
+  return x ~= nil and x == x and x >= 0 and x < 9007199254740992 and x % 1 == 0
+end
+
 local function answer(allowed, retry, delay)
   return pack('<Bdddd', allowed and 1 or 0, remaining(), retry, reset(), delay)
 end
 
 local function decide(key, nm, nn, cost, ttl_margin)
-  local stored = call('GET', key)
+  -- a value Sluice did not write under the key (another program's, of another type) is read as untouched, and
+  -- written over if the request is admitted: it failed the call, and with it every other key of the batch, some
+  -- of them already charged (a review of the scripts found it)
+  local stored = redis.pcall('GET', key)
+  if type(stored) ~= 'string' then stored = nil end
   tm, tn, am = nm, nn, nil
   if stored then
     local cm, cn, a, b, c
     if byte(stored, 1) == BINARY then
-      cm, cn, a, b, c = unpack('<ddddd', stored, 2)
+      if #stored == 41 then cm, cn, a, b, c = unpack('<ddddd', stored, 2) end
     else
       local rest
       cm, cn, rest = string.match(stored, '^([^ |]+) ([^ |]+)|?(.*)$')
       cm, cn = tonumber(cm), tonumber(cn)
       -- decide.lua's first limit, if it is three numbers, a gcra's: anything else (another algorithm's state, of a
       -- limiter whose rule changed at a deploy) is read as untouched, not failed
-      a, b, c = string.match(rest, '^(%d+) (%d+) (%d+)|')
-      if a == nil then a, b, c = string.match(rest, '^(%d+) (%d+) (%d+)$') end
-      a, b, c = tonumber(a), tonumber(b), tonumber(c)
+      if rest then
+        a, b, c = string.match(rest, '^(%d+) (%d+) (%d+)|')
+        if a == nil then a, b, c = string.match(rest, '^(%d+) (%d+) (%d+)$') end
+        a, b, c = tonumber(a), tonumber(b), tonumber(c)
+      end
     end
+    if not (whole(cm) and whole(cn) and cn < NS) then cm, cn, a = 0, 0, nil end
+    if a and not (whole(a) and whole(b) and whole(c)) then a = nil end
     if cm > nm or (cm == nm and cn > nn) then tm, tn = cm, cn end
     -- a fraction over another L (a limit changed at a deploy), or a nanosecond part that is none (another algorithm's
     -- state): no TAT of this rule, so untouched, as decide.lua reads it
