@@ -13,7 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * The {@code close} connection option honoured when a client sends it among others ({@code Connection: TE,
  * close}, as some clients do): RFC 9112 §9.6 has the server close the connection after its answer, and handle
  * no request that follows on it. Vert.x compares the whole {@code Connection} value with {@code close}, so such
- * a connection stayed open (a bug pinned in GatewayTest and CheckApiTest). For those requests the answer says
+ * a connection stayed open (a bug pinned in GatewayRequestReadingTest and CheckApiTest). For those requests the answer says
  * {@code Connection: close}; the connection is closed once the answer is written and the request read whole,
  * what is left of its body read and dropped (closing on a body still arriving would have the client's kernel
  * reset the connection, and the client could lose the answer); a request pipelined behind it is not handled. A lone {@code close} is Vert.x's own.

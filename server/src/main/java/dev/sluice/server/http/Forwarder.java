@@ -557,7 +557,7 @@ final class Forwarder {
     /**
      * Closes a client's connection at once, what waits to be written dropped. Vert.x's {@code close()} first writes
      * what waits and closes once that is written, which a client that reads nothing never lets happen: such a
-     * connection stayed open for good, its buffers with it (a review found it; GatewayTest looks at the socket
+     * connection stayed open for good, its buffers with it (a review found it; GatewayClientsTest looks at the socket
      * table). Closing its Netty channel is no better: Vert.x's handler in the pipeline turns that close into the
      * same {@code close()}. The close goes from that handler's place on, toward the socket, as Vert.x's own idle
      * timeout closes a connection.
