@@ -164,14 +164,22 @@ public final class Rule {
         return longest;
     }
 
-    /** For one limit: {@code max_delay / P + 2 <= 2^61 / max(L, B)}, that is {@code max_delay < (that - 1) × P}. */
+    /** For one limit: an interval refill's debt within 2^61 ({@link #longestDelayForDebt}). */
     private static long longestDelayNanos(Limit limit) {
-        if (limit.refill() != Refill.INTERVAL) {
-            return DurationFormat.MAX_NANOS;
-        }
-        long periods = (1L << 61) / Math.max(limit.amount(), limit.burst()) - 1;
+        return limit.refill() != Refill.INTERVAL ? DurationFormat.MAX_NANOS : longestDelayForDebt(limit, 1L << 61);
+    }
+
+    /**
+     * The longest max delay with which an interval refill's debt in delay mode, {@code max_delay / P + 2} refills of
+     * the larger of {@code L} and {@code B}, stays within {@code bound}: {@code max_delay / P + 2 <= bound / max(L, B)},
+     * that is {@code max_delay < (that - 1) × P}; at most {@link DurationFormat#MAX_NANOS}. The Redis store keeps its
+     * debt within 2^53, where Lua's numbers are exact.
+     */
+    public static long longestDelayForDebt(Limit limit, long bound) {
+        long periods = bound / Math.max(limit.amount(), limit.burst()) - 1;
         long period = limit.periodNanos();
-        return periods > DurationFormat.MAX_NANOS / period ? DurationFormat.MAX_NANOS : periods * period - 1;
+        return periods <= 0 ? 0 : periods > DurationFormat.MAX_NANOS / period ? DurationFormat.MAX_NANOS
+                : periods * period - 1;
     }
 
     /**

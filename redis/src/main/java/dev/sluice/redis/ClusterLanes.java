@@ -40,7 +40,6 @@ import java.util.concurrent.CompletableFuture;
 final class ClusterLanes implements AutoCloseable {
     private final RedisClusterClient client;
     private final ClientResources resources;
-    private final Timer timer;
     private final List<Lane> lanes;
 
     /** One Lettuce connection to a Redis Cluster and its commands. */
@@ -51,17 +50,16 @@ final class ClusterLanes implements AutoCloseable {
         }
     }
 
-    private ClusterLanes(RedisClusterClient client, ClientResources resources, Timer timer, List<Lane> lanes) {
+    private ClusterLanes(RedisClusterClient client, ClientResources resources, List<Lane> lanes) {
         this.client = client;
         this.resources = resources;
-        this.timer = timer;
         this.lanes = List.copyOf(lanes);
     }
 
     /**
      * Connects to the Cluster of {@code seeds}, one connection per I/O thread, and primes them ({@link ClusterPrimer}).
-     * If anything fails, the connections made, the client, its threads and {@code timer} are stopped before the
-     * failure goes on.
+     * If anything fails, the connections made, the client and its threads are stopped before the failure goes on;
+     * {@code timer} is the caller's, which stops it.
      *
      * @param trust the certificates of a TLS Cluster, or null
      * @throws RedisConnectionException when no node can be reached, with a TLS refusal's reason if there was one
@@ -69,20 +67,22 @@ final class ClusterLanes implements AutoCloseable {
     static ClusterLanes open(List<RedisURI> seeds, Duration timeout, TlsTrust trust, Timer timer) {
         TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
         SocketOptions socket = SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build();
-        ClientResources resources = ClientResources.builder().timer(timer).nettyCustomizer(new NettyCustomizer() {
-            /**
-             * Many callers share a connection: their commands are flushed together, once per turn of the
-             * connection's event loop, instead of one write each. Redis then reads several in one go, as from a
-             * pipeline (measured: bench/README.md); a lone command still leaves at once.
-             */
-            @Override
-            public void afterChannelInitialized(Channel channel) {
-                channel.pipeline().addFirst(new FlushConsolidationHandler(256, true));
-            }
-        }).build();
-        RedisClusterClient client = RedisClusterClient.create(resources, seeds);
         List<Lane> lanes = new ArrayList<>();
+        ClientResources resources = null;
+        RedisClusterClient client = null;
         try {
+            resources = ClientResources.builder().timer(timer).nettyCustomizer(new NettyCustomizer() {
+                /**
+                 * Many callers share a connection: their commands are flushed together, once per turn of the
+                 * connection's event loop, instead of one write each. Redis then reads several in one go, as from a
+                 * pipeline (measured: bench/README.md); a lone command still leaves at once.
+                 */
+                @Override
+                public void afterChannelInitialized(Channel channel) {
+                    channel.pipeline().addFirst(new FlushConsolidationHandler(256, true));
+                }
+            }).build();
+            client = RedisClusterClient.create(resources, seeds);
             ClusterClientOptions.Builder options = ClusterClientOptions.builder();
             if (trust != null) {
                 options.sslOptions(SslOptions.builder().jdkSslProvider().trustManager(trust.managers()).build());
@@ -105,14 +105,18 @@ final class ClusterLanes implements AutoCloseable {
                 }
             });
         } catch (RuntimeException | Error e) {
-            new ClusterLanes(client, resources, timer, lanes).close();
+            try {
+                new ClusterLanes(client, resources, lanes).close();
+            } catch (RuntimeException | Error closing) {
+                e.addSuppressed(closing);
+            }
             String tls = TlsTrust.refusal(e);
             if (tls != null) {
                 throw new RedisConnectionException("Unable to connect: " + tls);
             }
             throw e;
         }
-        return new ClusterLanes(client, resources, timer, lanes);
+        return new ClusterLanes(client, resources, lanes);
     }
 
     /** How many connections the callers share. */
@@ -163,14 +167,17 @@ final class ClusterLanes implements AutoCloseable {
                 : connection.getConnectionAsync(nodeId).thenCompose(node -> node.async().ping()).toCompletableFuture();
     }
 
-    /** Closes the connections, then shuts down the client, the timer and the client's threads. */
+    /** Closes the connections, then shuts down the client and its threads (not the timer: the store's). */
     @Override
     public void close() {
         for (Lane lane : lanes) {
             lane.connection().close();
         }
-        client.shutdown();
-        timer.stop();
-        resources.shutdown();
+        if (client != null) {
+            client.shutdown();
+        }
+        if (resources != null) {
+            resources.shutdown();
+        }
     }
 }

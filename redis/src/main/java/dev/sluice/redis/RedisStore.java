@@ -210,11 +210,11 @@ public final class RedisStore implements Store, AutoCloseable {
             return false; // it asks Redis nothing more (it said true until pings failed: a review)
         }
         if (cluster == null) {
-            boolean closed = breakers.closed((breaker, none) -> ping(breaker,
+            boolean breakerClosed = breakers.closed((breaker, none) -> ping(breaker,
                     () -> scriptConnections.get(lane(false)).command("PING")));
             // and Redis reached once: a store made in the background before Redis was ever reached said healthy
             // until its pings had opened the breaker (a review); after, the breaker alone says it, as before
-            return closed && scriptConnections.stream().anyMatch(ScriptConnection::everConnected);
+            return breakerClosed && scriptConnections.stream().anyMatch(ScriptConnection::everConnected);
         }
         return breakers.closed((breaker, node) -> ping(breaker, () -> cluster.ping(lane(false), node)));
     }
@@ -326,9 +326,8 @@ public final class RedisStore implements Store, AutoCloseable {
             // client, left behind by a failure after them)
             if (cluster != null) {
                 cluster.close();
-            } else {
-                timer.stop();
             }
+            timer.stop();
             throw e;
         }
     }
@@ -494,20 +493,23 @@ public final class RedisStore implements Store, AutoCloseable {
     @Override
     public CompletionStage<Decision> decideAsync(Rule rule, String key, long cost, long nowNanos) {
         Asking asking;
-        Decision local;
+        CompletableFuture<String> answer;
+        long resetsBefore;
+        long sent;
         try {
             asking = asking(rule, key, cost, nowNanos);
-            local = answeredHere(rule, key, cost, nowNanos, asking.breaker());
-        } catch (RuntimeException e) { // a bad argument; a closed store; raiseFailures with the breaker open
+            Decision local = answeredHere(rule, key, cost, nowNanos, asking.breaker());
+            if (local != null) {
+                return CompletableFuture.completedFuture(local);
+            }
+            resetsBefore = rejections.resets();
+            sent = System.nanoTime();
+            answer = send(asking.call(), asking.redisKey(), cost, nowNanos, false);
+        } catch (RuntimeException e) { // a bad argument; a closed store, even as it sends; raiseFailures, breaker open
             return CompletableFuture.failedFuture(e);
         }
-        if (local != null) {
-            return CompletableFuture.completedFuture(local);
-        }
-        long resetsBefore = rejections.resets();
-        long sent = System.nanoTime();
-        return send(asking.call(), asking.redisKey(), cost, nowNanos, false).handle((answer, failure) -> failure == null
-                ? answered(rule, key, cost, nowNanos, answer, asking.breaker(), resetsBefore, sent)
+        return answer.handle((reply, failure) -> failure == null
+                ? answered(rule, key, cost, nowNanos, reply, asking.breaker(), resetsBefore, sent)
                 : failed(failure, rule, cost, nowNanos, asking.breaker()));
     }
 
@@ -772,9 +774,8 @@ public final class RedisStore implements Store, AutoCloseable {
         }
         if (cluster != null) {
             cluster.close();
-        } else {
-            timer.stop();
         }
+        timer.stop(); // the store made it, for either kind
     }
 
     @Override

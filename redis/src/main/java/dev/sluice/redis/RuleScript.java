@@ -227,9 +227,7 @@ record RuleScript(Script script, String[] fixed) {
      * and every request was admitted with the same delay (in memory, 480 of 1,000).
      */
     private static long longestDebtDelayNanos(Limit limit) {
-        long periods = (EXACT - 1) / Math.max(limit.amount(), limit.burst()) - 1;
-        long period = limit.periodNanos();
-        return periods <= 0 ? 0 : periods > Long.MAX_VALUE / period ? Long.MAX_VALUE : periods * period - 1;
+        return Rule.longestDelayForDebt(limit, EXACT - 1);
     }
 
     /**

@@ -215,8 +215,10 @@ if uses[2] then
 -- last: {ms, ns, c}, written after the text kept; last_at: where the last entry starts in text}.
 log = {}
 local ENTRY = '^(%d+) (%d+) (%d+)()'
+-- nil where the text holds no entry: a log that says it has more than it has (another program's value)
 local function entry_at(s, at)
   local ms, ns, c, after = string.match(s.text, ENTRY, at)
+  if ms == nil then return nil end
   return {tonumber(ms), tonumber(ns), tonumber(c)}, after + 1
 end
 function log.parse(section)
@@ -250,6 +252,7 @@ function log.advance(l, s, t)
   if s == nil then return nil end
   while s.n > 0 do
     local e, after = entry_at(s, s.pos)
+    if e == nil then return nil end -- not a log Sluice wrote: read as untouched, as parse reads one
     if periods(l, t, e) < 1 then break end
     s.used = s.used - e[3]
     s.n = s.n - 1
@@ -265,6 +268,7 @@ function log.wait(l, s, t, c)
   local at = s.pos
   while true do
     local e, after = entry_at(s, at)
+    if e == nil then return l[4] - diff(t, s.last) end -- not Sluice's: all of it gone once its last entry is
     used = used - e[3]
     if used + c <= l[1] then return l[4] - diff(t, e) end
     at = after
@@ -481,8 +485,10 @@ if stored then
       local fields, numbers = {}, true
       for word in string.gmatch(section, '%S+') do
         fields[#fields + 1] = word
-        -- Sluice writes whole numbers only (num): 'nan', 'inf', '1e3' are another program's
-        if not string.find(word, '^-?%d+$') then numbers = false end
+        -- Sluice writes whole numbers below 2^53 only (num): 'nan', 'inf', '1e3', 10^20 are another program's
+        if not string.find(word, '^-?%d+$') or #word > 17 or math.abs(tonumber(word)) >= 9007199254740992 then
+          numbers = false
+        end
       end
       if #fields > 0 and numbers then
         local loaded, after = limits[i].alg.load(fields, 1, limits[i])

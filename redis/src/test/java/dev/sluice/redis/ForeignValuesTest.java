@@ -16,10 +16,11 @@ import java.util.concurrent.CompletableFuture;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A value Sluice did not write under one of its keys (another program's, of another type, a state cut short) is
- * read as untouched, by both scripts, and written over when a request is admitted. A review of the scripts found
- * each such value failing every call on its key; in a batch of gcra.lua, failing the other keys' decisions too,
- * some of them already charged, since Redis does not undo what a script wrote before its error.
+ * A value Sluice did not write under one of its keys (another program's, of another type, a state cut short, numbers
+ * past 2^53) is read as untouched, by both scripts, and written over when a request is admitted; a string is dropped
+ * as an untouched key's state is, a value of another type left as it is. A review of the scripts found each such
+ * value failing every call on its key; in a batch of gcra.lua, failing the other keys' decisions too, some of them
+ * already charged, since Redis does not undo what a script wrote before its error.
  */
 class ForeignValuesTest {
     private static final long T = 1_700_000_000_000L * 1_000_000L;
@@ -32,7 +33,8 @@ class ForeignValuesTest {
             Rule.of(Algorithm.GCRA, List.of(Limit.parse("5/1s"), Limit.parse("50/1m"))), // decide.lua
             Rule.of(Algorithm.FIXED_WINDOW, List.of(Limit.parse("5/1s"), Limit.parse("50/1m"))),
             Rule.of(Algorithm.TOKEN_BUCKET, List.of(Limit.parse("5/1s refill=interval"))),
-            Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("5/1s"))));
+            Rule.of(Algorithm.SLIDING_WINDOW, List.of(Limit.parse("5/1s"))),
+            Rule.of(Algorithm.SLIDING_LOG, List.of(Limit.parse("5/1s"))));
 
     /** Commands that leave a foreign value at {@code KEYS[1]}, by a name for the messages. */
     private static final List<String[]> FOREIGN = List.of(
@@ -42,6 +44,9 @@ class ForeignValuesTest {
             new String[] {"inf as binary", "redis.call('SET', KEYS[1], struct.pack('<Bddddd', 103, 1/0, 1/0, 1, 1, 0))"},
             new String[] {"a clock of words", "redis.call('SET', KEYS[1], 'nan inf|1 2 3')"},
             new String[] {"a limit of words", "redis.call('SET', KEYS[1], '1 2|nan 5 6|inf 7')"},
+            new String[] {"a TAT past 2^53 as binary", "redis.call('SET', KEYS[1], struct.pack('<Bddddd', 103, 1, 0, 1e20, 0, 0))"},
+            new String[] {"a limit past 2^53", "redis.call('SET', KEYS[1], '0 0|99999999999999999999 0 0')"},
+            new String[] {"a log of fewer entries than it says", "redis.call('SET', KEYS[1], '1 0|3 u3 5 5 1 9 9 1')"},
             new String[] {"a hash", "redis.call('HSET', KEYS[1], 'f', 'v')"},
             new String[] {"a list", "redis.call('RPUSH', KEYS[1], 'a', 'b')"});
 
@@ -64,7 +69,10 @@ class ForeignValuesTest {
         }
     }
 
-    /** A rejection, and a peek, on a foreign value of another type leave it as it was: only an admission writes. */
+    /**
+     * A rejection, and a peek, on a foreign value of another type leave it as it was: only an admission writes; a
+     * foreign string is read as an untouched key's state, and a peek drops it, as it drops such a state.
+     */
     @Test
     void aRejectionLeavesAForeignValueAsItWas() throws IOException {
         try (Resp resp = redis.connect()) {
@@ -74,6 +82,10 @@ class ForeignValuesTest {
                 assertThat(store.decide(rule, key, 1_000, T).allowed()).as("%s: more than it holds", rule).isFalse();
                 assertThat(store.decide(rule, key, 0, T).allowed()).as("%s: a peek", rule).isTrue();
                 assertThat(resp.call("TYPE", RedisStore.redisKey(key))).isEqualTo("hash");
+                resp.call("DEL", RedisStore.redisKey(key));
+                resp.call("SET", RedisStore.redisKey(key), "hello");
+                assertThat(store.decide(rule, key, 0, T).allowed()).as("%s: a peek", rule).isTrue();
+                assertThat(resp.call("EXISTS", RedisStore.redisKey(key))).as("%s: dropped", rule).isEqualTo(0L);
             }
         }
     }

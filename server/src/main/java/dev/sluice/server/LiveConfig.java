@@ -12,9 +12,7 @@ import dev.sluice.store.Store;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -74,6 +72,8 @@ public final class LiveConfig implements AutoCloseable {
      * at once. Guarded by itself.
      */
     private final Map<Store, LongAdder> retiring = new java.util.IdentityHashMap<>();
+    /** Looks at the stores {@link #retiring}: made with the first, stopped by {@link #close}. Guarded by retiring. */
+    private ScheduledExecutorService retirer;
     private String text;
     /** The text of the configuration in force (not of a refused edit, as {@link #text} may be). */
     private String applied;
@@ -367,19 +367,30 @@ public final class LiveConfig implements AutoCloseable {
      * (a review found it). The grace covers a caller that took the policies and has not counted itself yet.
      */
     private void retire(Store old, LongAdder deciding, long graceNanos) {
+        ScheduledExecutorService looks;
         synchronized (retiring) {
             retiring.put(old, deciding);
+            if (retirer == null) {
+                retirer = Executors.newSingleThreadScheduledExecutor(task -> {
+                    Thread thread = new Thread(task, "sluice-store-retire");
+                    thread.setDaemon(true);
+                    return thread;
+                });
+            }
+            looks = retirer;
         }
         long last = System.nanoTime() + graceNanos + OLD_STORE_LONGEST.toNanos();
         Runnable[] look = new Runnable[1];
         look[0] = () -> {
+            // closed under the lock: close() returns only once every store it finds retiring is closed, and one this
+            // look takes away is closed before close() can see it gone
             synchronized (retiring) {
                 if (!retiring.containsKey(old)) {
                     return; // closed by close()
                 }
                 long left = deciding.sum();
                 if (left > 0 && System.nanoTime() - last < 0) {
-                    CompletableFuture.delayedExecutor(1, TimeUnit.SECONDS).execute(look[0]);
+                    looks.schedule(look[0], 1, TimeUnit.SECONDS);
                     return;
                 }
                 if (left > 0) {
@@ -387,11 +398,11 @@ public final class LiveConfig implements AutoCloseable {
                             + " decisions still under way on it, after " + OLD_STORE_LONGEST.toMinutes() + " minutes");
                 }
                 retiring.remove(old);
+                close(old);
             }
-            close(old);
             metrics.retired(old);
         };
-        CompletableFuture.delayedExecutor(graceNanos, TimeUnit.NANOSECONDS).execute(look[0]);
+        looks.schedule(look[0], graceNanos, TimeUnit.NANOSECONDS);
     }
 
     private Store open(ServerConfig config) throws ConfigException {
@@ -567,11 +578,12 @@ public final class LiveConfig implements AutoCloseable {
         }
         // and the stores replaced not long ago, whose decisions end with this configuration's (their threads
         // outlived a servlet filter's destroy() by seconds: a review found it)
-        List<Store> replaced;
         synchronized (retiring) {
-            replaced = List.copyOf(retiring.keySet());
+            retiring.keySet().forEach(LiveConfig::close);
             retiring.clear();
+            if (retirer != null) {
+                retirer.shutdownNow();
+            }
         }
-        replaced.forEach(LiveConfig::close);
     }
 }

@@ -154,7 +154,7 @@ public final class Policies {
      * that admits holds the cost in flight until the {@link Checked} is released or its lease expires; at cost
      * 0 it only tells what is free.
      */
-    public CompletionStage<Checked> check(PolicyConfig policy, String key, long cost) {
+    CompletionStage<Checked> check(PolicyConfig policy, String key, long cost) {
         long asked = System.nanoTime();
         if (policy.inFlight() != null) {
             return CompletableFuture.completedFuture(concurrent(policy, key, cost, asked));

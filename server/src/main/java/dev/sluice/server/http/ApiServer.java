@@ -125,9 +125,11 @@ public final class ApiServer implements AutoCloseable, Drains {
         Policies policies = live.policies();
         switch (path) {
             case "/v1/check" -> post(request, "{\"policy\": \"api\", \"key\": \"user-42\"}",
-                    (body, sent) -> check(request, policies, body));
+                    // the policies in force once the body is read, which may be long after its head: a store replaced
+                    // meanwhile may be closed by then (a review found it)
+                    (body, sent) -> check(request, live.policies(), body));
             case "/v1/check-request" -> post(request, "{\"method\": \"GET\", \"path\": \"/api/items\", \"ip\": \"10.0.0.7\"}",
-                    (body, sent) -> checkRequest(request, policies, body));
+                    (body, sent) -> checkRequest(request, live.policies(), body));
             case "/v1/release" -> post(request, "{\"permit\": \"<the permit /v1/check answered>\"}",
                     (body, sent) -> release(request, body));
             // Envoy's rate limit call over HTTP/1, as Envoy's own service takes it for clients without gRPC
