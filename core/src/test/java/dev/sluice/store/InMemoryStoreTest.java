@@ -292,7 +292,7 @@ class InMemoryStoreTest {
             int[] sorted = java.util.Arrays.copyOf(values, count);
             java.util.Arrays.sort(sorted);
             int k = 1 + random.nextInt(count);
-            assertThat(KeyTable.largest(values, count, k)).as("round %d", round).isEqualTo(sorted[count - k]);
+            assertThat(Eviction.largest(values, count, k)).as("round %d", round).isEqualTo(sorted[count - k]);
         }
     }
 
