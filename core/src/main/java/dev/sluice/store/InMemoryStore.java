@@ -43,7 +43,7 @@ import java.util.concurrent.CompletionStage;
  * <h2>A maximum key count</h2>
  * The store holds at most {@code maxKeys} keys (default {@value #DEFAULT_MAX_KEYS}). When a new key finds it
  * full, it does as {@link WhenFull} says: drops expired keys and evicts keys among the least recently decided,
- * a few at a time, and stores the new one (the default; see {@link KeyTable#evictLeastRecent}); or sweeps the
+ * a few at a time, and stores the new one (the default; see {@link Eviction#evictLeastRecent}); or sweeps the
  * table for expired keys (if any can have expired) and, if it is still full, rejects the request, or admits it
  * without storing the key.
  *
@@ -122,7 +122,7 @@ public final class InMemoryStore implements Store {
         while (true) { // a new key found the store full
             long now = decidingClock != null ? decidingClock.nanos() : nowNanos;
             if (whenFull == WhenFull.EVICT) {
-                // expired keys the eviction meets go first; no sweep of the whole table (see evictLeastRecent)
+                // expired keys the eviction meets go first; no sweep of the whole table (see Eviction)
                 if (keys.evictLeastRecent(now, now - grace) == 0 && keys.size() >= maxKeys) {
                     Thread.yield(); // what it would evict was being decided: another thread will make room, or it will
                 }

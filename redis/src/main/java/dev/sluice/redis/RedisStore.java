@@ -324,10 +324,15 @@ public final class RedisStore implements Store, AutoCloseable {
         } catch (RuntimeException | Error e) {
             // whatever failed, nothing started is left running (a review found the timer's thread, and a Cluster's
             // client, left behind by a failure after them)
-            if (cluster != null) {
-                cluster.close();
+            try {
+                if (cluster != null) {
+                    cluster.close();
+                }
+            } catch (RuntimeException | Error closing) {
+                e.addSuppressed(closing);
+            } finally {
+                timer.stop();
             }
-            timer.stop();
             throw e;
         }
     }
@@ -772,10 +777,13 @@ public final class RedisStore implements Store, AutoCloseable {
         for (ScriptConnection connection : scriptConnections) {
             connection.close();
         }
-        if (cluster != null) {
-            cluster.close();
+        try {
+            if (cluster != null) {
+                cluster.close();
+            }
+        } finally {
+            timer.stop(); // the store made it, for either kind
         }
-        timer.stop(); // the store made it, for either kind
     }
 
     @Override

@@ -47,6 +47,9 @@ local function periods(l, a, b)
   if r * NS + (a[2] - b[2]) < 0 then q = q - 1 end
   return q
 end
+-- the latest time a state of Sluice's holds, in ms: 2^62 ns (the latest time decided) and 2^53 ns more (a TAT, a
+-- refill ahead of it). A later one is another program's: the waits from it would pass what a Java long holds
+local LATEST_MS = 4620693217682
 -- a number Sluice could have written as a time: whole, at least 0, below 2^53 (not NaN, not inf)
 local function whole(x)
   return x ~= nil and x == x and x >= 0 and x < 9007199254740992 and x % 1 == 0
@@ -215,10 +218,11 @@ if uses[2] then
 -- last: {ms, ns, c}, written after the text kept; last_at: where the last entry starts in text}.
 log = {}
 local ENTRY = '^(%d+) (%d+) (%d+)()'
--- nil where the text holds no entry: a log that says it has more than it has (another program's value)
+-- nil where the text holds no entry: a log that says it has more than it has, or a time no clock reaches (another
+-- program's value)
 local function entry_at(s, at)
   local ms, ns, c, after = string.match(s.text, ENTRY, at)
-  if ms == nil then return nil end
+  if ms == nil or tonumber(ms) > LATEST_MS then return nil end
   return {tonumber(ms), tonumber(ns), tonumber(c)}, after + 1
 end
 function log.parse(section)
@@ -244,7 +248,7 @@ function log.parse(section)
   local at_last, ms, ns, c = string.match(section, ' ()(%d+) (%d+) (%d+)$', from)
   -- none: the state of another algorithm (a limiter whose rule changed at a deploy, its keys still here), read as
   -- untouched rather than decided as garbage or failed (a review found such a key failing every call until it expired)
-  if at_last == nil then return nil end
+  if at_last == nil or tonumber(ms) > LATEST_MS then return nil end
   s.last, s.last_at = {tonumber(ms), tonumber(ns), tonumber(c)}, at_last
   return s
 end
@@ -375,7 +379,9 @@ end
 function gcra.load(f, i, l)
   local ms, ns, frac = tonumber(f[i]), tonumber(f[i + 1]), tonumber(f[i + 2])
   -- a fraction over another L (a limit changed at a deploy) is no TAT of this one: 0 <= frac < L
-  if ms == nil or ns == nil or frac == nil or ns < 0 or ns >= NS or frac < 0 or frac >= l[1] then return nil, 0 end
+  if ms == nil or ns == nil or frac == nil or ns < 0 or ns >= NS or frac < 0 or frac >= l[1] or ms > LATEST_MS then
+    return nil, 0
+  end
   return {tat = {ms, ns}, frac = frac}, i + 3
 end
 function gcra.save(s) return num(s.tat[1]) .. ' ' .. num(s.tat[2]) .. ' ' .. num(s.frac) end
@@ -420,7 +426,9 @@ function interval.load(f, i, l)
   local ms, ns, tokens = tonumber(f[i]), tonumber(f[i + 1]), tonumber(f[i + 2])
   -- more tokens than the burst holds: a larger burst's, before a deploy (a gcra's state, of the same three numbers,
   -- may still pass for one: only a namespace of its own keeps a new rule clear of an old one's keys)
-  if ms == nil or ns == nil or tokens == nil or ns < 0 or ns >= NS or tokens > l[3] then return nil, 0 end
+  if ms == nil or ns == nil or tokens == nil or ns < 0 or ns >= NS or tokens > l[3] or ms > LATEST_MS then
+    return nil, 0
+  end
   return {next = {ms, ns}, tokens = tokens}, i + 3
 end
 function interval.save(s) return num(s.next[1]) .. ' ' .. num(s.next[2]) .. ' ' .. num(s.tokens) end
@@ -472,7 +480,7 @@ if stored then
   for section in string.gmatch(stored .. '|', '([^|]*)|') do sections[#sections + 1] = section end
   local clock = {}
   for word in string.gmatch(sections[1], '%S+') do clock[#clock + 1] = tonumber(word) end
-  if not (whole(clock[1]) and whole(clock[2]) and clock[2] < NS) then
+  if not (whole(clock[1]) and whole(clock[2]) and clock[2] < NS and clock[1] <= LATEST_MS) then
     sections, clock = {}, {0, 0}
   end
   if cmp({clock[1], clock[2]}, now) > 0 then t = {clock[1], clock[2]} end
@@ -484,7 +492,8 @@ if stored then
     else
       local fields = {}
       -- Sluice writes whole numbers of at most 16 digits (num, below 2^53): 'nan', 'inf', '1e3', 10^20 are another
-      -- program's (two searches of the section, not one a word: a decision's cost is mostly such calls)
+      -- program's (two searches of the section, not one a word: a decision's cost is mostly such calls); a time
+      -- past LATEST_MS is refused as each algorithm loads it
       if not string.find(section, '[^%d %-]') and not string.find(section, '%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d') then
         for word in string.gmatch(section, '%S+') do fields[#fields + 1] = word end
       end

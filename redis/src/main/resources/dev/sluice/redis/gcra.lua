@@ -98,6 +98,9 @@ local function reset()
   return n
 end
 
+-- the latest time a state of Sluice's holds, in ms: 2^62 ns (the latest time decided) and 2^53 ns more (a TAT ahead
+-- of it). A later one is another program's: the waits from it would pass what a Java long holds
+local LATEST_MS = 4620693217682
 -- a number Sluice could have written in a state: whole, at least 0, below 2^53 (not NaN, not inf)
 local function whole(x)
   return x ~= nil and x == x and x >= 0 and x < 9007199254740992 and x % 1 == 0
@@ -130,8 +133,8 @@ local function decide(key, nm, nn, cost, ttl_margin)
         a, b, c = tonumber(a), tonumber(b), tonumber(c)
       end
     end
-    if not (whole(cm) and whole(cn) and cn < NS) then cm, cn, a = 0, 0, nil end
-    if a and not (whole(a) and whole(b) and whole(c)) then a = nil end
+    if not (whole(cm) and whole(cn) and cn < NS and cm <= LATEST_MS) then cm, cn, a = 0, 0, nil end
+    if a and not (whole(a) and whole(b) and whole(c) and a <= LATEST_MS) then a = nil end
     if cm > nm or (cm == nm and cn > nn) then tm, tn = cm, cn end
     -- a fraction over another L (a limit changed at a deploy), or a nanosecond part that is none (another algorithm's
     -- state): no TAT of this rule, so untouched, as decide.lua reads it

@@ -47,6 +47,10 @@ class ForeignValuesTest {
             new String[] {"a TAT past 2^53 as binary", "redis.call('SET', KEYS[1], struct.pack('<Bddddd', 103, 1, 0, 1e20, 0, 0))"},
             new String[] {"a limit past 2^53", "redis.call('SET', KEYS[1], '0 0|99999999999999999999 0 0')"},
             new String[] {"a log of fewer entries than it says", "redis.call('SET', KEYS[1], '1 0|3 u3 5 5 1 9 9 1')"},
+            new String[] {"a log entry past 2^53", "redis.call('SET', KEYS[1], '0 0|1 u9 99999999999999999999 0 1')"},
+            new String[] {"a TAT thirty thousand years on", "redis.call('SET', KEYS[1], '0 0|999999999999999 0 0')"},
+            new String[] {"a clock thirty thousand years on", "redis.call('SET', KEYS[1], '999999999999999 0|1 1 0')"},
+            new String[] {"a binary TAT thirty thousand years on", "redis.call('SET', KEYS[1], struct.pack('<Bddddd', 103, 1, 0, 1e15, 0, 0))"},
             new String[] {"a hash", "redis.call('HSET', KEYS[1], 'f', 'v')"},
             new String[] {"a list", "redis.call('RPUSH', KEYS[1], 'a', 'b')"});
 

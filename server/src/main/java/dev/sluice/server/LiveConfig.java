@@ -578,11 +578,18 @@ public final class LiveConfig implements AutoCloseable {
         }
         // and the stores replaced not long ago, whose decisions end with this configuration's (their threads
         // outlived a servlet filter's destroy() by seconds: a review found it)
+        ScheduledExecutorService looks;
         synchronized (retiring) {
             retiring.keySet().forEach(LiveConfig::close);
             retiring.clear();
-            if (retirer != null) {
-                retirer.shutdownNow();
+            looks = retirer;
+        }
+        if (looks != null) { // waited for outside the lock, which a look may be waiting for
+            looks.shutdownNow();
+            try {
+                looks.awaitTermination(1, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
     }
