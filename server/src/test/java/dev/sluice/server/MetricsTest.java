@@ -444,6 +444,11 @@ class MetricsTest {
             assertThat(ids.add(panel.get("id").asInt())).as("panel id %s", panel.get("id")).isTrue();
             assertThat(panel.get("datasource").get("uid").asText()).isEqualTo("${datasource}");
             for (com.fasterxml.jackson.databind.JsonNode target : panel.get("targets")) {
+                // each of Sluice's series read of the deployments chosen, not of every one Prometheus scrapes
+                Matcher series = Pattern.compile("\\b(?:sluice|jvm)_[a-z_]+(\\{[^}]*})?").matcher(target.get("expr").asText());
+                while (series.find()) {
+                    assertThat(series.group()).as("panel \"%s\"", panel.get("title").asText()).contains("{job=~\"$job\"");
+                }
                 queries.put("panel \"" + panel.get("title").asText() + "\" " + target.get("refId").asText(),
                         target.get("expr").asText());
             }
@@ -474,6 +479,9 @@ class MetricsTest {
                     Matcher label = Pattern.compile("(\\w+)\\s*(=~|!~|!=|=)\\s*\"([^\"]*)\"").matcher(selector.group(2));
                     while (label.find()) {
                         String labelName = label.group(1);
+                        if (labelName.equals("job") || labelName.equals("instance")) { // Prometheus adds these two
+                            continue;
+                        }
                         String pair = labelName + "=\"" + label.group(3) + "\"";
                         boolean literal = label.group(2).endsWith("=") && !label.group(2).equals("=~")
                                 && !label.group(3).contains("$");
