@@ -409,15 +409,19 @@ public final class Policies {
             deciding.decrement();
             throw e;
         }
-        return decided.thenApply(verdict -> {
+        // one stage after the decisions, as before the count: a request's path allocates no more
+        return decided.whenComplete((verdict, failure) -> {
+            deciding.decrement();
+            if (failure != null) {
+                return;
+            }
             if (!abandoned.getAsBoolean()) { // one whose caller has gone is answered to no one
                 metrics.requested(verdict);
             }
             if (request != null) {
                 rejections.told(request, verdict);
             }
-            return verdict;
-        }).whenComplete((verdict, failure) -> deciding.decrement());
+        });
     }
 
     /** {@code policy}'s decision for {@code key} at {@code cost}, as the verdict of a request of its own. */
