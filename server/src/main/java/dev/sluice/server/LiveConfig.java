@@ -380,29 +380,31 @@ public final class LiveConfig implements AutoCloseable {
             looks = retirer;
         }
         long last = System.nanoTime() + graceNanos + OLD_STORE_LONGEST.toNanos();
-        Runnable[] look = new Runnable[1];
-        look[0] = () -> {
-            // closed under the lock: close() returns only once every store it finds retiring is closed, and one this
-            // look takes away is closed before close() can see it gone
-            synchronized (retiring) {
-                if (!retiring.containsKey(old)) {
-                    return; // closed by close()
-                }
-                long left = deciding.sum();
-                if (left > 0 && System.nanoTime() - last < 0) {
-                    looks.schedule(look[0], 1, TimeUnit.SECONDS);
-                    return;
-                }
-                if (left > 0) {
-                    LOG.log(System.Logger.Level.WARNING, "closing the replaced store with " + left
-                            + " decisions still under way on it, after " + OLD_STORE_LONGEST.toMinutes() + " minutes");
-                }
-                retiring.remove(old);
-                close(old);
+        looks.schedule(() -> lookAt(old, last), graceNanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** A look of {@link #retire} at {@code old}: closed if no decision is under way or {@code last} is past, else again. */
+    private void lookAt(Store old, long last) {
+        // closed under the lock: close() returns only once every store it finds retiring is closed, and one this
+        // look takes away is closed before close() can see it gone
+        synchronized (retiring) {
+            LongAdder deciding = retiring.get(old);
+            if (deciding == null) {
+                return; // closed by close()
             }
-            metrics.retired(old);
-        };
-        looks.schedule(look[0], graceNanos, TimeUnit.NANOSECONDS);
+            long left = deciding.sum();
+            if (left > 0 && System.nanoTime() - last < 0) {
+                retirer.schedule(() -> lookAt(old, last), 1, TimeUnit.SECONDS);
+                return;
+            }
+            if (left > 0) {
+                LOG.log(System.Logger.Level.WARNING, "closing the replaced store with " + left
+                        + " decisions still under way on it, after " + OLD_STORE_LONGEST.toMinutes() + " minutes");
+            }
+            retiring.remove(old);
+            close(old);
+        }
+        metrics.retired(old);
     }
 
     private Store open(ServerConfig config) throws ConfigException {

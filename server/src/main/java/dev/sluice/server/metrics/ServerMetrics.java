@@ -370,14 +370,12 @@ public final class ServerMetrics implements AutoCloseable {
         String policy = checked.policy().name();
         decisions.computeIfAbsent(policy, this::countersOf).get(checked.outcome()).increment();
         if (checked.policy().inFlight() == null) {
-            String pool = checked.policy().maxKeys() > 0 ? policy : RoomMeters.SHARED;
-            Timer time = storeTimes.get(pool);
-            (time != null ? time : storeTime(pool)).record(storeNanos, TimeUnit.NANOSECONDS);
+            storeTime(checked.policy().maxKeys() > 0 ? policy : RoomMeters.SHARED).record(storeNanos, TimeUnit.NANOSECONDS);
         }
         traffic.record(policy, checked.key(), checked.outcome());
     }
 
-    /** The timer of a pool's decisions, made as first asked. */
+    /** The timer of a pool's decisions, made as first asked (a present one is found without a lock). */
     private Timer storeTime(String pool) {
         // buckets from 1 µs: Micrometer's default first bucket, 1 ms, held nearly every decision of a healthy store (an
         // in-memory one takes about a microsecond, a Redis on the same network tens of them), so the dashboard's
