@@ -12,11 +12,15 @@ import dev.sluice.store.Store;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 
 /**
  * The configuration in force and the store under it, kept up to date with the file it came from.
@@ -51,6 +55,10 @@ public final class LiveConfig implements AutoCloseable {
      * Envoy's of 10,000 descriptors, each waiting out its store_timeout, takes that long at 60 ms each.
      */
     static final Duration OLD_STORE_LONGEST = Duration.ofMinutes(10);
+    /** How long {@link #close} waits for a replaced store being closed: Lettuce's shutdowns take up to 2 s each. */
+    private static final Duration RETIRED_CLOSE_LONGEST = Duration.ofSeconds(10);
+    /** Closes a replaced store. Package-private for tests, which see when it is called and how long it takes. */
+    static volatile Consumer<Store> closing = LiveConfig::close;
 
     private final Path file;
     /** What messages call the configuration with the line of a field after it: its file, its resource; else null. */
@@ -371,11 +379,14 @@ public final class LiveConfig implements AutoCloseable {
         synchronized (retiring) {
             retiring.put(old, deciding);
             if (retirer == null) {
-                retirer = Executors.newSingleThreadScheduledExecutor(task -> {
+                ScheduledThreadPoolExecutor threads = new ScheduledThreadPoolExecutor(1, task -> {
                     Thread thread = new Thread(task, "sluice-store-retire");
                     thread.setDaemon(true);
                     return thread;
                 });
+                // close() shuts it down and waits for a look closing a store, not for the looks still to come
+                threads.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+                retirer = threads;
             }
             looks = retirer;
         }
@@ -385,8 +396,8 @@ public final class LiveConfig implements AutoCloseable {
 
     /** A look of {@link #retire} at {@code old}: closed if no decision is under way or {@code last} is past, else again. */
     private void lookAt(Store old, long last) {
-        // closed under the lock: close() returns only once every store it finds retiring is closed, and one this
-        // look takes away is closed before close() can see it gone
+        // closed outside the lock, which a reload takes to retire a store: closing a Cluster's connections and
+        // threads takes seconds, and a reload waited for them (a review found it); close() waits for this thread
         synchronized (retiring) {
             LongAdder deciding = retiring.get(old);
             if (deciding == null) {
@@ -402,8 +413,8 @@ public final class LiveConfig implements AutoCloseable {
                         + " decisions still under way on it, after " + OLD_STORE_LONGEST.toMinutes() + " minutes");
             }
             retiring.remove(old);
-            close(old);
         }
+        closing.accept(old);
         metrics.retired(old);
     }
 
@@ -581,15 +592,17 @@ public final class LiveConfig implements AutoCloseable {
         // and the stores replaced not long ago, whose decisions end with this configuration's (their threads
         // outlived a servlet filter's destroy() by seconds: a review found it)
         ScheduledExecutorService looks;
+        List<Store> replaced;
         synchronized (retiring) {
-            retiring.keySet().forEach(LiveConfig::close);
+            replaced = new ArrayList<>(retiring.keySet());
             retiring.clear();
             looks = retirer;
         }
-        if (looks != null) { // waited for outside the lock, which a look may be waiting for
-            looks.shutdownNow();
+        replaced.forEach(closing);
+        if (looks != null) { // and a store a look took away before, closed on its thread
+            looks.shutdown();
             try {
-                looks.awaitTermination(1, TimeUnit.SECONDS);
+                looks.awaitTermination(RETIRED_CLOSE_LONGEST.toSeconds(), TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -5,6 +5,7 @@ import dev.sluice.server.http.ApiServer;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.testkit.LogCapture;
 import dev.sluice.store.InMemoryStore;
+import dev.sluice.store.Store;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -17,6 +18,14 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -185,6 +194,55 @@ class ReloadTest {
         assertThat(two.size()).isEqualTo(2);
         assertThat(two.evicted()).isEqualTo(2);
         assertThat(remaining("kept", "10.0.0.7")).as("the key decided last was kept").isEqualTo(1);
+    }
+
+    /**
+     * A replaced store is closed outside the lock a reload takes to retire one: closing a Cluster's connections takes
+     * seconds, and the next reload waited for it (a review found it). {@link LiveConfig#close()} still returns only once
+     * every replaced store is closed, the one being closed then included.
+     */
+    @Test
+    void aReloadDoesNotWaitForAReplacedStoreBeingClosed() throws Exception {
+        Duration grace = LiveConfig.oldStoreGrace;
+        Consumer<Store> closing = LiveConfig.closing;
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<Store> closed = new CopyOnWriteArrayList<>();
+        LiveConfig.oldStoreGrace = Duration.ZERO;
+        LiveConfig.closing = store -> {
+            entered.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            closing.accept(store);
+            closed.add(store);
+        };
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            Store first = live.store();
+            Files.writeString(file, "max_keys: 10\n" + FIRST);
+            assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+            assertThat(entered.await(10, TimeUnit.SECONDS)).as("the first store is being closed").isTrue();
+            Store second = live.store();
+            Files.writeString(file, "max_keys: 20\n" + FIRST);
+            assertThat(other.submit(live::reload).get(10, TimeUnit.SECONDS)).as("the next reload, meanwhile")
+                    .isEqualTo(LiveConfig.Reload.APPLIED);
+            Future<?> closingAll = other.submit(live::close);
+            Thread.sleep(100);
+            assertThat(closingAll).as("close() while the first store is still being closed").isNotDone();
+            assertThat(closed).isEmpty();
+            release.countDown();
+            closingAll.get(10, TimeUnit.SECONDS);
+            assertThat(closed).as("both replaced stores, the one closed at the time and the one waiting")
+                    .containsExactlyInAnyOrder(first, second);
+        } finally {
+            release.countDown();
+            other.shutdownNow();
+            LiveConfig.closing = closing;
+            LiveConfig.oldStoreGrace = grace;
+        }
     }
 
     /**
