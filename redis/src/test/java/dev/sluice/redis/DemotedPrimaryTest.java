@@ -20,7 +20,8 @@ class DemotedPrimaryTest {
     void aReadonlyAnswerMakesTheConnectionAgain() throws Exception {
         try (RedisServer redis = RedisServer.start(); RedisServer other = RedisServer.start();
              Resp admin = redis.connect();
-             RedisStore store = RedisStore.builder(redis.uri()).breaker(1_000, Duration.ofMillis(1)).build()) {
+             RedisStore store = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(10))
+                     .breaker(1_000, Duration.ofMillis(1)).build()) {
             RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.GCRA).limit("1/1h").store(store).build();
             assertThat(limiter.tryAcquire("a").allowed()).isTrue();
             assertThat(limiter.tryAcquire("a").allowed()).as("decided by Redis").isFalse();

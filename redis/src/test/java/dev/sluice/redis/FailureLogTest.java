@@ -24,7 +24,9 @@ class FailureLogTest {
             }
             String uri = "redis://limited:pw@127.0.0.1:" + redis.port();
             // a breaker that never opens, so that every decision goes to Redis and fails there
-            try (RedisStore store = RedisStore.builder(uri).breaker(1_000, Duration.ofMillis(1)).build()) {
+            // and a timeout no slow first call outlasts, which would be a failure of another kind, told apart
+            try (RedisStore store = RedisStore.builder(uri).timeout(Duration.ofSeconds(10))
+                    .breaker(1_000, Duration.ofMillis(1)).build()) {
                 RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(store).build();
                 for (int i = 0; i < 5; i++) {
                     assertThat(limiter.tryAcquire("k").allowed()).as("failing open").isTrue();

@@ -47,7 +47,7 @@ class RedisSentinelTest {
             // a sentinel that is not there is passed over for the next
             try (RedisStore store = RedisStore.builder("redis-sentinel://127.0.0.1:1,127.0.0.1:" + sentinel.port()
                     + "#sluice-primary")
-                    .raiseFailures(true).build()) {
+                    .timeout(Duration.ofSeconds(10)).raiseFailures(true).build()) {
                 assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
             }
             String uri = "redis-sentinel://127.0.0.1:" + sentinel.port() + "#another";
@@ -87,12 +87,13 @@ class RedisSentinelTest {
             try (RedisServer sentinel = RedisServer.startSentinel("sluice-primary", primary, 1, "requirepass s3cret",
                     "sentinel auth-pass sluice-primary s3cret")) {
                 try (RedisStore store = RedisStore.builder("redis-sentinel://:s3cret@127.0.0.1:" + sentinel.port()
-                        + "#sluice-primary").raiseFailures(true).build()) {
+                        + "#sluice-primary").timeout(Duration.ofSeconds(10)).raiseFailures(true).build()) {
                     assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
                 }
                 // given apart from the address (from a secret), to the sentinels too
                 try (RedisStore store = RedisStore.builder("redis-sentinel://127.0.0.1:" + sentinel.port()
-                        + "#sluice-primary").password("s3cret").raiseFailures(true).build()) {
+                        + "#sluice-primary").password("s3cret").timeout(Duration.ofSeconds(10)).raiseFailures(true)
+                        .build()) {
                     assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).allowed()).isTrue();
                 }
                 assertThatThrownBy(() -> RedisStore.connect("redis-sentinel://:wrong@127.0.0.1:" + sentinel.port()
@@ -114,7 +115,8 @@ class RedisSentinelTest {
              RedisServer sentinel = RedisServer.startTlsSentinel("sluice-primary", primary, 1,
                      certificate.certificate())) {
             String uri = "rediss-sentinel://127.0.0.1:" + sentinel.tlsPort() + "#sluice-primary";
-            try (RedisStore store = RedisStore.builder(uri).trust(certificate.trusted()).raiseFailures(true).build()) {
+            try (RedisStore store = RedisStore.builder(uri).trust(certificate.trusted()).timeout(Duration.ofSeconds(10))
+                    .raiseFailures(true).build()) {
                 assertThat(store.decide(RULE, "k", 1, Store.STORE_CLOCK).remaining()).isEqualTo(999);
                 try (Resp resp = primary.connect()) {
                     assertThat(resp.call("EXISTS", "sluice:{k}")).as("on the primary").isEqualTo(1L);

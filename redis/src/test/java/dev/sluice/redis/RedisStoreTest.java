@@ -1123,7 +1123,7 @@ class RedisStoreTest {
     /** Found by a review: after close, every decision was the failure policy's, so every request was admitted. */
     @Test
     void aClosedStoreRefusesEveryCallInsteadOfAdmitting() {
-        RedisStore closing = RedisStore.connect(redis.uri());
+        RedisStore closing = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(10)).build();
         RateLimiter limiter = RateLimiter.builder().algorithm(Algorithm.FIXED_WINDOW).limit("1/1h").store(closing)
                 .build();
         assertThat(limiter.tryAcquire("closed-user").allowed()).isTrue();
@@ -1203,7 +1203,7 @@ class RedisStoreTest {
      */
     @Test
     void limitersMadeAnewForEachRequestShareTheRejectionsRemembered() {
-        try (RedisStore remembering = RedisStore.connect(redis.uri())) {
+        try (RedisStore remembering = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(10)).build()) {
             java.util.function.Supplier<RateLimiter> perRequest = () -> RateLimiter.builder().algorithm(Algorithm.GCRA)
                     .limit("1/1h").store(remembering).build();
             assertThat(perRequest.get().tryAcquire("anew-user").allowed()).isTrue();

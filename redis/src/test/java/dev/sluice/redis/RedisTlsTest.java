@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -37,7 +38,8 @@ class RedisTlsTest {
 
     @Test
     void aStoreThatTrustsTheCertificateDecides() {
-        try (RedisStore store = RedisStore.builder(redis.tlsUri()).trust(certificate.trusted()).build()) {
+        try (RedisStore store = RedisStore.builder(redis.tlsUri()).trust(certificate.trusted())
+                .timeout(Duration.ofSeconds(10)).build()) {
             Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("2/1m")));
             assertThat(store.decide(rule, "k", 1, dev.sluice.store.Store.STORE_CLOCK).remaining()).isEqualTo(1);
             assertThat(store.decide(rule, "k", 1, dev.sluice.store.Store.STORE_CLOCK).remaining()).isZero();

@@ -54,14 +54,14 @@ class ReloadOnRedisTest {
     void anEditKeepsTheCountsOnRedisAndAnUnreachableStoreIsRefused() throws Exception {
         try (RedisServer redis = RedisServer.start(); Resp resp = redis.connect()) {
             Path file = dir.resolve("sluice.yaml");
-            Files.writeString(file, "store: " + redis.uri() + "\n" + POLICIES);
+            Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 10s\n" + POLICIES);
             ServerMetrics metrics = new ServerMetrics();
             try (LiveConfig live = LiveConfig.load(file, metrics)) {
                 assertThat(remaining(live, "kept", "10.0.0.1")).isEqualTo(2);
                 assertThat(remaining(live, "changed", "10.0.0.1")).isEqualTo(1);
                 Store first = live.store();
 
-                Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 2s\n"
+                Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 11s\n"
                         + POLICIES.replace("[2/1h]", "[4/1h]"));
                 assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
                 assertThat(live.store()).as("new settings, a new connection").isNotSameAs(first);
@@ -89,7 +89,7 @@ class ReloadOnRedisTest {
     void theFailurePolicyChangesWhileRedisIsDown() throws Exception {
         try (RedisServer redis = RedisServer.start()) {
             Path file = dir.resolve("sluice.yaml");
-            Files.writeString(file, "store: " + redis.uri() + "\non_store_failure: closed\n" + POLICIES);
+            Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 10s\non_store_failure: closed\n" + POLICIES);
             try (LiveConfig live = LiveConfig.load(file, new ServerMetrics())) {
                 Store store = live.store();
                 assertThat(remaining(live, "kept", "10.0.0.3")).isEqualTo(2);
@@ -97,7 +97,7 @@ class ReloadOnRedisTest {
                 Policies closed = live.policies();
                 assertThat(closed.check(closed.policy("kept"), "10.0.0.3", 1).toCompletableFuture().get().decision()
                         .allowed()).as("failing closed").isFalse();
-                Files.writeString(file, "store: " + redis.uri() + "\non_store_failure: open\n" + POLICIES);
+                Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 10s\non_store_failure: open\n" + POLICIES);
                 assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
                 assertThat(live.store()).as("the same store, its policy changed").isSameAs(store);
                 Policies open = live.policies();
@@ -113,11 +113,11 @@ class ReloadOnRedisTest {
         try (RedisServer first = RedisServer.start(); RedisServer later = RedisServer.start()) {
             later.kill();
             Path file = dir.resolve("sluice.yaml");
-            Files.writeString(file, "store: " + first.uri() + "\n" + POLICIES);
+            Files.writeString(file, "store: " + first.uri() + "\nstore_timeout: 10s\n" + POLICIES);
             ServerMetrics metrics = new ServerMetrics();
             try (LiveConfig live = LiveConfig.load(file, metrics)) {
                 Store good = live.store();
-                Files.writeString(file, "store: " + later.uri() + "\n" + POLICIES);
+                Files.writeString(file, "store: " + later.uri() + "\nstore_timeout: 10s\n" + POLICIES);
                 assertThat(live.reload()).isEqualTo(LiveConfig.Reload.REFUSED);
                 assertThat(live.reload()).as("tried again, not reported again").isEqualTo(LiveConfig.Reload.UNCHANGED);
                 assertThat(live.store()).isSameAs(good);
@@ -150,7 +150,7 @@ class ReloadOnRedisTest {
             }
             Files.writeString(dir.resolve("password"), "first secret\n"); // as a Secret written by hand often ends
             Path file = dir.resolve("sluice.yaml");
-            Files.writeString(file, "store: " + redis.uri() + "\nstore_password_file: password\n" + POLICIES);
+            Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 10s\nstore_password_file: password\n" + POLICIES);
             try (LiveConfig live = LiveConfig.load(file, new ServerMetrics())) {
                 assertThat(remaining(live, "kept", "10.0.0.3")).isEqualTo(2);
                 assertThat(live.policies().config().toString()).doesNotContain("first secret");
