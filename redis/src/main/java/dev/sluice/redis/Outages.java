@@ -13,8 +13,8 @@ import io.lettuce.core.RedisCommandTimeoutException;
 
 import java.util.Locale;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
  * What a store does with the calls Redis does not answer: it counts them, tells the breaker, logs the change, and
@@ -23,6 +23,9 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class Outages {
     private static final System.Logger LOG = System.getLogger("dev.sluice.redis");
+    /** The least time between two lines of a failure. */
+    static final long QUIET_NANOS = 10_000_000_000L;
+    private static final long NEVER = Long.MIN_VALUE;
 
     /** Changed while deciding by {@link RedisStore#onFailure(FailurePolicy)}. */
     private volatile FailurePolicy policy;
@@ -39,15 +42,29 @@ final class Outages {
     private final LongAdder shortCircuited = new LongAdder();
     private final LongAdder breakerOpenings = new LongAdder();
     private final LongAdder scriptReloads = new LongAdder();
-    /** The kind of the failure last logged, while decisions fail; null while they succeed. */
-    private final AtomicReference<String> failing = new AtomicReference<>();
+    /** The kind of the last failure, while decisions fail; null while they succeed. Written under this. */
+    private volatile String failing;
+    /** Whether the log told of {@link #failing}. Guarded by this. */
+    private volatile boolean failingTold;
+    /** When the last line of a failure was written, by {@link #nanoTime}; {@link #NEVER} before. Guarded by this. */
+    private long failureLineNanos = NEVER;
+    /** The failures (a new one, or a change of kind) not told since that line. Guarded by this. */
+    private long untold;
+    private final LongSupplier nanoTime;
 
     Outages(FailurePolicy policy, boolean raise, long timeoutNanos, String shownUri, Runnable breakerOpened) {
+        this(policy, raise, timeoutNanos, shownUri, breakerOpened, System::nanoTime);
+    }
+
+    /** With the time read from {@code nanoTime}, for tests. */
+    Outages(FailurePolicy policy, boolean raise, long timeoutNanos, String shownUri, Runnable breakerOpened,
+            LongSupplier nanoTime) {
         this.policy = policy;
         this.raise = raise;
         this.timeoutNanos = timeoutNanos;
         this.shownUri = shownUri;
         this.breakerOpened = breakerOpened;
+        this.nanoTime = nanoTime;
     }
 
     void policy(FailurePolicy policy) {
@@ -92,11 +109,17 @@ final class Outages {
         return fallback(rule, cost, nowNanos, breaker);
     }
 
-    /** A call Redis answered: the breaker closes, and the log says so once decisions had failed. */
+    /** A call Redis answered: the breaker closes, and the log says so if it told of the failure. */
     void succeeded(CircuitBreaker breaker) {
         breaker.succeeded();
-        if (failing.get() != null && failing.getAndSet(null) != null) { // a read per decision; a write once they fail
-            LOG.log(System.Logger.Level.INFO, "Redis store " + shownUri + ": decisions succeed again");
+        if (failing != null) { // a read per decision; a lock once they fail
+            synchronized (this) {
+                if (failing != null && failingTold) {
+                    LOG.log(System.Logger.Level.INFO, "Redis store " + shownUri + ": decisions succeed again");
+                }
+                failing = null;
+                failingTold = false;
+            }
         }
     }
 
@@ -136,15 +159,39 @@ final class Outages {
      * Logs why decisions fail, once for each change of its kind (a timeout, Redis's {@code NOPERM}, {@code OOM},
      * {@code READONLY}, a connection lost), and {@link #succeeded} once they succeed again. A review found nothing
      * logged at all while every decision failed open, for a user without rights, a full Redis, a restart.
+     *
+     * <p>One such line every {@link #QUIET_NANOS} at most: a Redis whose answers hover about the timeout, or a
+     * Cluster of one master down among others that answer, fails and succeeds by turns, and each turn wrote two
+     * lines, hundreds a second (a review). A failure not told is counted in the next line, and a success after it
+     * is not told either, so the last line always says how decisions fare, within 10 s.
      */
     private void logged(Throwable failure) {
         String message = String.valueOf(failure.getMessage());
         String kind = failure.getClass().getSimpleName() + " " + message.split("[ :]", 2)[0];
-        String before = failing.getAndSet(kind);
-        if (!kind.equals(before)) {
+        if (kind.equals(failing) && failingTold) {
+            return; // told: the usual case while a Redis is down, read without the lock
+        }
+        synchronized (this) {
+            boolean changed = !kind.equals(failing);
+            failing = kind;
+            if (!changed && failingTold) {
+                return;
+            }
+            long now = nanoTime.getAsLong();
+            if (failureLineNanos != NEVER && now - failureLineNanos < QUIET_NANOS) {
+                untold += changed ? 1 : 0;
+                failingTold = false;
+                return;
+            }
             LOG.log(System.Logger.Level.WARNING, "Redis store " + shownUri + ": decisions fail, decided by the"
                     + " failure policy (" + policy.name().toLowerCase(Locale.ROOT) + "): " + message
-                    + "; told again when the failure changes, and when decisions succeed again");
+                    + "; told again when the failure changes, and when decisions succeed again"
+                    + (untold == 0 ? "" : " (" + untold + " failure" + (untold == 1 ? "" : "s") + " or change"
+                    + (untold == 1 ? "" : "s") + " of kind not told since the last such line, one a "
+                    + QUIET_NANOS / 1_000_000_000L + " s at most)"));
+            failureLineNanos = now;
+            failingTold = true;
+            untold = 0;
         }
     }
 

@@ -34,10 +34,27 @@ final class RedisAddress {
     /** A node of a Cluster address: optional credentials to an {@code @}, a host, and a port of digits. */
     private static final Pattern NODE = Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/]+)(?::[^/@]*)?(?:/.*)?$");
 
+    /**
+     * A {@link #NODE} whose port is digits: {@code default:abc,def@h1:7000} read {@code default:abc} as a node, and
+     * showed it (a review).
+     */
+    private static final Pattern NUMBERED_NODE =
+            Pattern.compile("^(?:[^@]*@)?(?:\\[[^\\]]+\\]|[^:@\\[\\]/?]+)(?::[0-9]*)?(?:[/?].*)?$");
+
     /** The scheme (if any), then an optional user and its colon, then the password, to the last @. */
     private static final Pattern CREDENTIALS = Pattern.compile("^((?:[a-z-]+://)?)(?:([^:@/]*):)?.*@");
 
     private RedisAddress() {
+    }
+
+    /**
+     * Whether {@code part}, between commas of the Cluster address {@code uri}, is a node. In an address with
+     * credentials, one without its own whose port is not digits may be a piece of a password cut at a comma.
+     */
+    private static boolean isNode(String part, String uri) {
+        String node = part.trim();
+        return NODE.matcher(node).matches()
+                && (node.indexOf('@') >= 0 || uri.indexOf('@') < 0 || NUMBERED_NODE.matcher(node).matches());
     }
 
     /** Whether {@code uri} is reached over TLS: {@code rediss://}, {@code rediss-cluster://}, {@code rediss-sentinel://}. */
@@ -72,7 +89,7 @@ final class RedisAddress {
                     throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
                             + " between commas; expected redis-cluster://host:port,host:port");
                 }
-                if (!NODE.matcher(node.trim()).matches()) {
+                if (!isNode(node, uri)) {
                     // with credentials in the address, the part may be a piece of a password: never quoted
                     throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": "
                             + (uri.indexOf('@') >= 0 ? "a part" : "\"" + node.trim() + "\"") + " between commas is not"
@@ -153,7 +170,7 @@ final class RedisAddress {
             // each node may carry its own credentials: each hidden on its own, so no node disappears; but only if
             // every part between commas is a node (a comma inside a password would show the part before it)
             String[] each = afterScheme(uri).split(",", -1);
-            if (Arrays.stream(each).allMatch(node -> NODE.matcher(node.trim()).matches())) {
+            if (Arrays.stream(each).allMatch(node -> isNode(node, uri))) {
                 StringBuilder nodes = new StringBuilder(uri.substring(0, uri.indexOf("://") + 3));
                 for (int i = 0; i < each.length; i++) {
                     nodes.append(i == 0 ? "" : ",").append(shown(each[i]));
@@ -191,6 +208,24 @@ final class RedisAddress {
             end++;
         }
         return authority.substring(0, end);
+    }
+
+    /** The host of an {@link #authorityOf authority}, {@code host[:port]} or {@code [v6][:port]}. */
+    private static String hostOf(String authority) {
+        if (authority.startsWith("[")) {
+            int end = authority.indexOf(']');
+            return end < 0 ? authority : authority.substring(0, end + 1);
+        }
+        int colon = authority.lastIndexOf(':');
+        return colon < 0 ? authority : authority.substring(0, colon);
+    }
+
+    /** {@code host} without the brackets of an IPv6 address, which Lettuce may keep or drop; "" for null. */
+    private static String unbracketed(String host) {
+        if (host == null) {
+            return "";
+        }
+        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
     }
 
     /** The database of {@code redis://[credentials@]host:port[/db][?options]} as written, or null. */
@@ -231,6 +266,12 @@ final class RedisAddress {
         }
         try {
             RedisURI address = RedisURI.create(node);
+            if (!unbracketed(address.getHost()).equals(unbracketed(hostOf(authority)))) {
+                // a # or ? in a password ends the address where the JDK reads it, and Lettuce took the password's
+                // start for the host, without a password (a review): refused, and the host it read is not quoted
+                throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": not read as written"
+                        + " (in a password, characters such as #, ?, /, @ and , are written percent-encoded: %23 for #)");
+            }
             Matcher credentials = CREDENTIALS.matcher(node);
             if (address.getUsername() == null && credentials.find() && credentials.group(2) != null
                     && !credentials.group(2).isEmpty()) {
@@ -243,11 +284,14 @@ final class RedisAddress {
             address.setTimeout(timeout.compareTo(HANDSHAKE) < 0 ? HANDSHAKE : timeout);
             return address;
         } catch (IllegalArgumentException e) {
-            // e is not kept as the cause, and its message only with the address hidden: it may quote the password
-            Matcher credentials = CREDENTIALS.matcher(uri);
-            boolean secret = credentials.find();
-            String reason = e.getMessage() == null ? "" : e.getMessage().replace(uri, shown(uri)).replace(node, shown(node));
-            if (reason.isEmpty() || secret && reason.contains(credentials.group())) {
+            if (e.getMessage() != null && e.getMessage().startsWith("bad Redis address \"")) {
+                throw e; // ours, above
+            }
+            // e is not kept as the cause, nor its message when the address has credentials: a / in a password
+            // made the rest of it a path, which Lettuce quoted as a port it could not read (a review)
+            boolean secret = CREDENTIALS.matcher(uri).find();
+            String reason = e.getMessage() == null || secret ? "" : e.getMessage();
+            if (reason.isEmpty()) {
                 reason = "not a valid URI";
             }
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": " + reason + (secret

@@ -435,9 +435,13 @@ public final class ConfigLoader {
                     break; // several nodes: the store's own check below says what is wrong
                 }
                 if (!hostPort.matches("[A-Za-z0-9.\\-]+(:\\d+)?|\\[[0-9A-Fa-f:.]+](:\\d+)?")) {
-                    throw yaml.error(node, "store", "bad Redis address \"" + RedisStore.shown(address) + "\" in \""
-                            + RedisStore.shown(store) + "\": expected "
-                            + (cluster ? "host:port,host:port" : "host:port[/db]"));
+                    // a part without credentials of an address with some may be a piece of a password cut at a
+                    // comma: not quoted (a review found "default:abc" of "default:abc,def@h1:7000" shown)
+                    boolean safe = address.contains("@") || !store.contains("@");
+                    throw yaml.error(node, "store", "bad Redis address " + (safe ? "\"" + RedisStore.shown(address)
+                            + "\"" : "(a part between commas)") + " in \"" + RedisStore.shown(store) + "\": expected "
+                            + (cluster ? "host:port,host:port" + (safe ? "" : " (a comma in a password is written %2C)")
+                            : "host:port[/db]"));
                 }
             }
             try {
