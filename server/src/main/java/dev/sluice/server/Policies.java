@@ -144,6 +144,11 @@ public final class Policies {
         return proxies;
     }
 
+    /** The requests and calls being decided on the store now, by these policies and every other made on it. */
+    public long underWay() {
+        return deciding.sum();
+    }
+
     /** The in-flight counters of the concurrency policies, by stored prefix, for the next configuration. */
     public Map<String, ConcurrencyLimiter> inFlight() {
         return inFlight;

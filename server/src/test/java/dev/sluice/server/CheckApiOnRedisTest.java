@@ -28,23 +28,28 @@ class CheckApiOnRedisTest {
     }
 
     /**
-     * Stopped as the process is asked to ({@code SIGTERM}): a check under way (here waiting on a Redis busy for a
-     * second) is answered, a connection made meanwhile is closed unanswered, and the wait ends with the last answer.
+     * Stopped as the process is asked to ({@code SIGTERM}): a check under way (here waiting on a Redis busy for
+     * seconds) is answered, a connection made meanwhile is closed unanswered, and the wait ends with the last answer.
      */
     @Test
     void aStoppedServerAnswersTheCheckUnderWayAndTakesNoNewConnection() throws Exception {
         try (RedisServer redis = RedisServer.start();
-             LiveConfig live = LiveConfig.of(ConfigLoader.parse("a.yaml", shared(redis, "gcra", "5/1h")),
-                     new ServerMetrics());
+             // a timeout past Redis's 3 s of sleep: the check under way is Redis's, not the failure policy's
+             LiveConfig live = LiveConfig.of(ConfigLoader.parse("a.yaml", shared(redis, "gcra", "5/1h")
+                     .replace("store_timeout: 2s", "store_timeout: 10s")), new ServerMetrics());
              ApiServer api = ApiServer.start(live, "127.0.0.1", 0)) {
             String request = "{\"policy\":\"shared\",\"key\":\"10.0.0.5\"}";
             assertThat(post(api.port(), request)).isEqualTo(200);
-            var busy = redis.sleep("1");
-            Thread.sleep(100);
+            var busy = redis.sleep("3");
+            redis.awaitHanging();
             var underWay = HttpClient.newHttpClient().sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
                     + api.port() + "/v1/check")).POST(HttpRequest.BodyPublishers.ofString(request)).build(),
                     HttpResponse.BodyHandlers.ofString());
-            Thread.sleep(200); // the check waits on Redis
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
+            while (live.policies().underWay() == 0) { // the check waits on Redis (a fixed sleep stood for it)
+                assertThat(System.nanoTime()).as("the check under way within 2 s").isLessThan(deadline);
+                Thread.sleep(10);
+            }
             long started = System.nanoTime();
             api.startDraining();
             try (java.net.Socket late = new java.net.Socket("127.0.0.1", api.port())) {

@@ -112,6 +112,7 @@ class EnvoyConfigFilesTest {
     private RateLimitServiceGrpc.RateLimitServiceBlockingStub envoy;
 
     private void start(String sluiceYaml) throws Exception {
+        WindowEnd.awaitFreshMinute(); // counts in windows of a minute, turned by the wall clock
         Path file = dir.resolve("sluice.yaml");
         Files.writeString(file, sluiceYaml);
         live = LiveConfig.load(file, new ServerMetrics());

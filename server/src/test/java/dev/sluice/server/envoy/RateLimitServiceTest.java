@@ -2,6 +2,7 @@ package dev.sluice.server.envoy;
 
 import com.google.protobuf.UInt64Value;
 import dev.sluice.server.LiveConfig;
+import dev.sluice.server.WindowEnd;
 import dev.sluice.server.config.ConfigLoader;
 import dev.sluice.server.metrics.ServerMetrics;
 import dev.sluice.testkit.LogCapture;
@@ -109,12 +110,7 @@ class RateLimitServiceTest {
 
     @BeforeEach
     void start() throws Exception {
-        // the fixed windows of a minute here turn with the wall clock's minute: a test begun in its last seconds saw
-        // its counts start again halfway (a CI run: remaining 3 where 1 was left), so it begins after the turn
-        long toTheMinute = 60_000 - System.currentTimeMillis() % 60_000;
-        if (toTheMinute < 3_000) {
-            Thread.sleep(toTheMinute + 20);
-        }
+        WindowEnd.awaitFreshMinute(); // the fixed windows of a minute here turn with the wall clock's minute
         live = LiveConfig.of(ConfigLoader.parse("envoy.yaml", CONFIG), new ServerMetrics());
         service = ServiceUnderTest.start(live);
         server = service.server();

@@ -63,8 +63,7 @@ class GatewayDrainTest {
         CompletableFuture<HttpResponse<String>> held = send("/slow/a", "amy"); // its turn 2 s after the first
         awaitHeldAndForwarded(1, 2);
 
-        CompletableFuture<Boolean> drained = CompletableFuture.supplyAsync(() -> drain(Duration.ofSeconds(8)));
-        Thread.sleep(200);
+        CompletableFuture<Boolean> drained = drain(Duration.ofSeconds(8));
         try (java.net.Socket late = new java.net.Socket("127.0.0.1", gateway.port())) {
             late.setSoTimeout(5_000);
             late.getOutputStream().write("GET /x HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(
@@ -92,7 +91,7 @@ class GatewayDrainTest {
         awaitHeldAndForwarded(1, 1);
 
         long before = System.nanoTime();
-        assertThat(drain(Duration.ofMillis(300))).isTrue();
+        assertThat(drain(Duration.ofMillis(300)).get(10, TimeUnit.SECONDS)).isTrue();
         HttpResponse<String> answer = held.get(5, TimeUnit.SECONDS);
         assertThat(Duration.ofNanos(System.nanoTime() - before)).isLessThan(Duration.ofMillis(1500));
         assertThat(answer.statusCode()).isEqualTo(503);
@@ -109,11 +108,20 @@ class GatewayDrainTest {
                 .header("X-User", user).timeout(Duration.ofSeconds(20)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    /** Drains the gateway, {@code time} given; whether every connection closed within it (or the second after). */
-    private boolean drain(Duration time) {
+    /**
+     * Drains the gateway, {@code time} given: whether every connection closed within it (or the second after). Starts
+     * draining on the caller's thread, so that a connection the test makes next is surely made while draining (begun
+     * on another thread, a test's sleep of 200 ms stood for it); waits for the drain on another.
+     */
+    private CompletableFuture<Boolean> drain(Duration time) {
+        gateway.startDraining();
+        long deadline = System.nanoTime() + time.toNanos();
+        return CompletableFuture.supplyAsync(() -> awaitDrained(deadline));
+    }
+
+    private boolean awaitDrained(long deadline) {
         try {
-            gateway.startDraining();
-            gateway.awaitDrained(System.nanoTime() + time.toNanos());
+            gateway.awaitDrained(deadline);
             return gateway.draining().open() == 0;
         } catch (InterruptedException e) {
             throw new IllegalStateException(e);

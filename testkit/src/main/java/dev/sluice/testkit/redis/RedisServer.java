@@ -243,6 +243,28 @@ public final class RedisServer implements AutoCloseable {
         return answered;
     }
 
+    /**
+     * Waits until this server hangs ({@link #sleep}): a {@code PING} on a fresh connection goes unanswered for
+     * 100 ms. A fixed sleep after sending {@code DEBUG SLEEP} was a guess a slow machine could lose: the call under
+     * test then reached Redis first.
+     *
+     * @throws IllegalStateException if it still answers after 10 s
+     */
+    public void awaitHanging() throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try (Resp resp = new Resp("127.0.0.1", port, 100)) {
+                resp.call("PING");
+            } catch (java.net.SocketTimeoutException hanging) {
+                return;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("redis-server on port " + port + " still answers after 10 s");
+            }
+            Thread.sleep(20);
+        }
+    }
+
     /** Kills the process at once (SIGKILL), as a crash would. */
     public void kill() throws InterruptedException {
         process.destroyForcibly();
