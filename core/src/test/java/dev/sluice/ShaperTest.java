@@ -87,10 +87,11 @@ class ShaperTest {
         }
         // after the overrun, turn i is (i - 1) shares after the second task's: a late wake only delays a start, so
         // each is measured from that turn, not from the start before it (which may have woken late); the bug started
-        // six tasks within a millisecond
+        // six tasks within a millisecond. A slack of half a share: the second's start is read inside it, after the
+        // dispatcher fixed its turn, and a thread preempted between them on a crowded machine starts it late
         for (int i = 2; i < starts.size(); i++) {
             assertThat(starts.get(i) - starts.get(1)).as("start %d after the second", i)
-                    .isGreaterThanOrEqualTo((i - 1) * PERIOD - 5_000_000L);
+                    .isGreaterThanOrEqualTo((i - 1) * PERIOD - PERIOD / 2);
         }
         assertThat(starts.get(starts.size() - 1) - starts.get(1)).as("five turns after the overrun")
                 .isGreaterThanOrEqualTo(4 * PERIOD - 10_000_000L);

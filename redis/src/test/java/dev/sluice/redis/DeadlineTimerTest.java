@@ -152,8 +152,9 @@ class DeadlineTimerTest {
     void stoppingHandsBackWhatIsPendingAndRunsNothingMore() throws Exception {
         DeadlineTimer timer = new DeadlineTimer("test-timer");
         AtomicInteger runs = new AtomicInteger();
-        Timeout pending = timer.newTimeout(t -> runs.incrementAndGet(), 100, TimeUnit.MILLISECONDS);
-        Timeout cancelled = timer.newTimeout(t -> runs.incrementAndGet(), 100, TimeUnit.MILLISECONDS);
+        // due in an hour: a stall of the test before stop() does not let the timer run them (one of 100 ms could)
+        Timeout pending = timer.newTimeout(t -> runs.incrementAndGet(), 1, TimeUnit.HOURS);
+        Timeout cancelled = timer.newTimeout(t -> runs.incrementAndGet(), 1, TimeUnit.HOURS);
         cancelled.cancel();
         Set<Timeout> unprocessed = timer.stop();
         assertThat(unprocessed).containsExactly(pending);

@@ -124,6 +124,7 @@ class RedisClusterFailoverTest {
                 limiter.tryAcquire(elsewhere);
                 assertThat(System.nanoTime()).as("Redis decides within 20 s").isLessThan(deadline);
             }
+            RedisStore.Counts warm = store.counts(); // a cold Cluster's first calls may outlast the 100 ms timeout
             CompletableFuture<Object> sleeping = hanging.sleep("1.9"); // under the Cluster's node timeout of 2 s: no failover
             RedisFailureTest.awaitHanging(hanging);
             for (int i = 0; i < 3; i++) {
@@ -133,13 +134,15 @@ class RedisClusterFailoverTest {
                 // handshake (up to 2 s) instead of the timeout
                 assertThat(System.nanoTime() - start).as("a timeout, not the hang").isLessThan(TimeUnit.MILLISECONDS.toNanos(1000));
             }
-            assertThat(store.counts().breakerOpenings()).as("the hung master's breaker opened: %s", store.counts()).isEqualTo(1);
+            assertThat(store.counts().breakerOpenings() - warm.breakerOpenings()).as("the hung master's breaker opened: %s",
+                    store.counts()).isEqualTo(1);
             long start = System.nanoTime();
             limiter.tryAcquire("hung-0");
             assertThat(System.nanoTime() - start).as("short-circuited, not a timeout").isLessThan(TimeUnit.MILLISECONDS.toNanos(100));
-            assertThat(store.counts().shortCircuited()).isEqualTo(1);
+            assertThat(store.counts().shortCircuited() - warm.shortCircuited()).isEqualTo(1);
             assertThat(limiter.tryAcquire(elsewhere).allowed()).as("decided by its own master: used up").isFalse();
-            assertThat(store.counts().shortCircuited()).as("the other master was asked").isEqualTo(1);
+            assertThat(store.counts().shortCircuited() - warm.shortCircuited()).as("the other master was asked")
+                    .isEqualTo(1);
             assertThat(store.healthy()).isFalse();
             sleeping.get(10, TimeUnit.SECONDS);
         }

@@ -428,8 +428,8 @@ class RedisFailureTest {
 
     /**
      * A past bug: a call sent alone (every call but the batched gcra ones) was ended by a timer that ticks
-     * every 100 ms, so a 20 ms timeout took 20 to 120 ms (back to back, about 100 ms each). The median of seven is
-     * now within 30 ms of it.
+     * every 100 ms, so a 20 ms timeout took 20 to 120 ms (back to back, about 100 ms each). The second fastest of
+     * seven is now within 30 ms of it.
      */
     @Test
     void aTimeoutEndsTheCallAtTheTimeoutNotAtTheNextTickOfACoarseTimer() throws Exception {
@@ -449,7 +449,9 @@ class RedisFailureTest {
                 took[i] = System.nanoTime() - start;
             }
             java.util.Arrays.sort(took);
-            assertThat(took[3]).as("the median of %s ns", java.util.Arrays.toString(took))
+            // the second fastest, not the median: on a crowded machine a few wakes come late, but on the coarse timer
+            // every call after the first lands on a tick, about 100 ms
+            assertThat(took[1]).as("the second fastest of %s ns", java.util.Arrays.toString(took))
                     .isLessThan(timeout.toNanos() + 30_000_000L);
             assertThat(store.counts().timeouts() - before).isEqualTo(7);
             sleeping.get(10, TimeUnit.SECONDS);

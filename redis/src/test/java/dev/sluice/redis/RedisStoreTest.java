@@ -642,25 +642,26 @@ class RedisStoreTest {
 
     /**
      * A review found: a sweep set the next one by the earliest expiry it left, and rejections remembered after it,
-     * which expire sooner, waited that out; the memory sat full of them. Here two rejections of 3 s stay while the
-     * short ones (300 ms) come and go: the memory still takes a new one once they have expired.
+     * which expire sooner, waited that out; the memory sat full of them. Here two rejections of 10 s stay while the
+     * short ones (1 s: a stall of the test shorter than that changes nothing) come and go: the memory still takes a
+     * new one once they have expired.
      */
     @Test
     void aRejectionRememberedAfterASweepBringsTheNextOneForward() throws Exception {
         try (RedisStore own = RedisStore.builder(redis.uri()).timeout(Duration.ofSeconds(2)).rememberAtMost(4)
                 .build()) {
-            Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/3s burst=10")));
+            Rule rule = Rule.of(Algorithm.GCRA, List.of(Limit.parse("10/10s burst=10")));
             String prefix = "forward-" + System.nanoTime() + "-";
             java.util.function.BiConsumer<String, Long> rejected = (key, cost) ->
                     admittedThenRejected(own, rule, prefix + key, 10, cost);
-            rejected.accept("long-1", 10L); // retry_after 3 s
+            rejected.accept("long-1", 10L); // retry_after 10 s
             rejected.accept("long-2", 10L);
-            rejected.accept("short-1", 1L); // retry_after 300 ms
+            rejected.accept("short-1", 1L); // retry_after 1 s
             rejected.accept("short-2", 1L);
-            Thread.sleep(400);
+            Thread.sleep(1_200);
             rejected.accept("short-3", 1L); // full: a sweep drops short-1 and 2, and is next due as long-1 expires
             rejected.accept("short-4", 1L);
-            Thread.sleep(400); // short-3 and 4 have expired; the memory is full of two long ones and them
+            Thread.sleep(1_200); // short-3 and 4 have expired; the memory is full of two long ones and them
             rejected.accept("short-5", 1L);
             assertThat(localRejection(own, rule, prefix + "short-5")).as("swept, and remembered").isTrue();
         }

@@ -302,6 +302,15 @@ class ScriptConnectionTest {
         }
     }
 
+    /** The connections {@code resp}'s Redis has accepted since it started ({@code INFO stats}). */
+    private static long connectionsReceived(Resp resp) throws java.io.IOException {
+        String stats = String.valueOf(resp.call("INFO", "stats"));
+        java.util.regex.Matcher received = java.util.regex.Pattern.compile("total_connections_received:(\\d+)")
+                .matcher(stats);
+        assertThat(received.find()).as("INFO stats: %s", stats).isTrue();
+        return Long.parseLong(received.group(1));
+    }
+
     /**
      * A bug a review found: Redis closing an idle connection (its {@code timeout}, {@code CLIENT KILL}) went
      * unnoticed until the next call failed on it. An idle connection is looked at every second and made again.
@@ -310,9 +319,15 @@ class ScriptConnectionTest {
     void aConnectionRedisClosesWhileIdleIsMadeAgainBeforeTheNextCall() throws Exception {
         try (ScriptConnection connection = connect(redis, new AtomicInteger()); Resp resp = redis.connect()) {
             assertThat(echo(connection, "k", "before")).isEqualTo("before:k");
+            long before = connectionsReceived(resp);
             long killed = (Long) resp.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
             assertThat(killed).isPositive();
-            Thread.sleep(2_500); // a second for the look, and the attempts to connect again
+            // the look (a second) and the connection made again, waited for rather than slept for (2.5 s stood for it)
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (connectionsReceived(resp) == before) {
+                assertThat(System.nanoTime()).as("connected again within 10 s, no call made").isLessThan(deadline);
+                Thread.sleep(20);
+            }
             assertThat(echo(connection, "k", "after")).isEqualTo("after:k");
         }
     }

@@ -181,18 +181,21 @@ class ReloadOnRedisTest {
         AtomicBoolean slowing = new AtomicBoolean(true);
         try (RedisServer slow = RedisServer.start(); RedisServer other = RedisServer.start()) {
             Path file = dir.resolve("sluice.yaml");
-            Files.writeString(file, "store: " + slow.uri() + "\nstore_timeout: 200ms\n" + POLICIES);
+            // a timeout no charge comes near (a charge waits for one script of 40 ms), so that each is Redis's
+            Files.writeString(file, "store: " + slow.uri() + "\nstore_timeout: 2s\n" + POLICIES);
             try (LiveConfig live = LiveConfig.load(file, new ServerMetrics())) {
                 RedisStore old = (RedisStore) live.store();
                 Policies before = live.policies();
                 List<Policies.Charge> charges = new ArrayList<>();
-                for (int i = 0; i < 120; i++) {
+                for (int i = 0; i < 200; i++) {
                     charges.add(new Policies.Charge(before.policy("kept"), "10.1.0." + i, 1));
                 }
-                Thread busy = new Thread(() -> { // a Redis that takes 10 to 30 ms a call: each waits for a script
+                Thread busy = new Thread(() -> { // a Redis slow to answer: each call waits for a script of 40 ms
                     try (Resp resp = slow.connect()) {
-                        while (slowing.get()) {
-                            resp.call("EVAL", "local n = 0 for i = 1, 3000000 do n = n + i end return 1", "0");
+                        while (slowing.get()) { // 40 ms on Redis's clock, however fast the machine (not a loop count)
+                            resp.call("EVAL", "local t = redis.call('TIME') local start = t[1] * 1000000 + t[2]"
+                                    + " repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - start >= 40000"
+                                    + " return 1", "0");
                         }
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
@@ -210,8 +213,8 @@ class ReloadOnRedisTest {
                 long tookMillis = (System.nanoTime() - started) / 1_000_000;
                 slowing.set(false);
                 busy.join();
-                assertThat(tookMillis).as("the call outlasted the old store's grace and timeout").isGreaterThan(300);
-                assertThat(verdict.checked()).hasSize(120);
+                assertThat(tookMillis).as("the call outlasted the old store's grace and timeout").isGreaterThan(2_100);
+                assertThat(verdict.checked()).hasSize(200);
                 assertThat(verdict.checked()).allSatisfy(checked -> {
                     assertThat(checked.decision().allowed()).isTrue();
                     assertThat(checked.decision().storeFailed()).as("decided by Redis").isFalse();
