@@ -292,6 +292,8 @@ public final class LiveConfig implements AutoCloseable {
             return refused(e.getMessage(), now);
         }
         Map<Path, String> others = otherFiles(config); // before the store reads its trust: a later change is seen
+        ServerConfig before = policies.config();
+        Store storeBefore = store;
         try {
             apply(config);
         } catch (ConfigException e) { // the store could not be reached
@@ -308,8 +310,43 @@ public final class LiveConfig implements AutoCloseable {
         otherFiles = others;
         metrics.reloaded(true);
         int count = policies.config().policies().size();
-        LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} polic{2} in force", file, count, count == 1 ? "y" : "ies");
+        LOG.log(System.Logger.Level.INFO, "{0}: reloaded, {1} polic{2} in force{3}", file, count,
+                count == 1 ? "y" : "ies", changes(before, config, storeBefore != store));
         return Reload.APPLIED;
+    }
+
+    /**
+     * What a reload changed, as its line says it: the policies added, removed and changed, a store opened anew (in
+     * memory, every count starts afresh) and the failure policy. A review found one line for every reload, the same
+     * for a typo fixed and for every in-memory count wiped.
+     */
+    static String changes(ServerConfig before, ServerConfig after, boolean storeOpened) {
+        java.util.Set<String> beforeNames = new java.util.LinkedHashSet<>();
+        before.policies().forEach(policy -> beforeNames.add(policy.name()));
+        List<String> added = new ArrayList<>();
+        List<String> changed = new ArrayList<>();
+        for (dev.sluice.server.config.PolicyConfig policy : after.policies()) {
+            if (!beforeNames.remove(policy.name())) {
+                added.add(policy.name());
+            } else if (!policy.equals(before.policy(policy.name()))) {
+                changed.add(policy.name());
+            }
+        }
+        StringBuilder said = new StringBuilder();
+        for (var part : List.of(Map.entry("added", added), Map.entry("removed", List.copyOf(beforeNames)),
+                Map.entry("changed", changed))) {
+            if (!part.getValue().isEmpty()) {
+                said.append("; ").append(part.getKey()).append(": ").append(String.join(", ", part.getValue()));
+            }
+        }
+        if (storeOpened) {
+            said.append("; store opened anew: ").append(after.inMemory() ? "memory, max_keys " + after.maxKeys()
+                    + " (every count in memory starts afresh)" : after.storeShown());
+        }
+        if (!after.inMemory() && before.onStoreFailure() != after.onStoreFailure()) {
+            said.append("; on_store_failure: ").append(after.onStoreFailure().name().toLowerCase(java.util.Locale.ROOT));
+        }
+        return said.toString();
     }
 
     private Reload refused(String message, String seen) {

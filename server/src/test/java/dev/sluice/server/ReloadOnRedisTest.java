@@ -63,7 +63,11 @@ class ReloadOnRedisTest {
 
                 Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 11s\n"
                         + POLICIES.replace("[2/1h]", "[4/1h]"));
-                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice")) {
+                    assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                    assertThat(log.messages()).containsExactly(file + ": reloaded, 2 policies in force; changed: changed;"
+                            + " store opened anew: " + redis.uri());
+                }
                 assertThat(live.store()).as("new settings, a new connection").isNotSameAs(first);
                 assertThat(remaining(live, "kept", "10.0.0.1")).as("the count Redis kept").isEqualTo(1);
                 assertThat(remaining(live, "changed", "10.0.0.1")).as("new limits: a fresh start").isEqualTo(3);
@@ -98,7 +102,11 @@ class ReloadOnRedisTest {
                 assertThat(closed.check(closed.policy("kept"), "10.0.0.3", 1).toCompletableFuture().get().decision()
                         .allowed()).as("failing closed").isFalse();
                 Files.writeString(file, "store: " + redis.uri() + "\nstore_timeout: 10s\non_store_failure: open\n" + POLICIES);
-                assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice")) {
+                    assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+                    assertThat(log.messages()).containsExactly(file + ": reloaded, 2 policies in force;"
+                            + " on_store_failure: open");
+                }
                 assertThat(live.store()).as("the same store, its policy changed").isSameAs(store);
                 Policies open = live.policies();
                 assertThat(open.check(open.policy("kept"), "10.0.0.3", 1).toCompletableFuture().get().decision()

@@ -108,7 +108,19 @@ class ReloadTest {
         assertThat(remaining("changed", "10.0.0.1")).as("new limits: a fresh start").isEqualTo(4);
         assertThat(remaining("added", "10.0.0.1")).isZero();
         assertThat(live.metrics().reloads(true)).isEqualTo(1);
+        // what changed, said (a review found one line for every reload, whatever it changed)
+        assertThat(log.messages()).containsExactly(file + ": reloaded, 4 policies in force; added: added; changed:"
+                + " kept, changed");
         assertThat(live.reload()).as("nothing changed since").isEqualTo(LiveConfig.Reload.UNCHANGED);
+        Files.writeString(file, FIRST.replace("""
+                  - name: changed
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [2/1h]
+                """, "") + "max_keys: 100\n");
+        assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        assertThat(log.messages().get(1)).isEqualTo(file + ": reloaded, 2 policies in force; removed: changed, added;"
+                + " changed: kept; store opened anew: memory, max_keys 100 (every count in memory starts afresh)");
     }
 
     /**
