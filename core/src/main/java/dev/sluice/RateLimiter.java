@@ -56,6 +56,7 @@ public final class RateLimiter {
 
     private final Sleeper sleeper;
     private final DecisionListener[] listeners;
+    private final ListenerFailures listenerFailures = new ListenerFailures();
 
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
@@ -116,8 +117,7 @@ public final class RateLimiter {
                     listener.admitted(key, cost, decision);
                 }
             } catch (RuntimeException e) {
-                System.getLogger(RateLimiter.class.getName())
-                        .log(System.Logger.Level.WARNING, "a decision listener failed; the decision stands", e);
+                listenerFailures.failed(e);
             }
         }
     }
@@ -237,8 +237,7 @@ public final class RateLimiter {
                 try {
                     listener.abandoned(key, cost, decision);
                 } catch (RuntimeException failed) {
-                    System.getLogger(RateLimiter.class.getName())
-                            .log(System.Logger.Level.WARNING, "a decision listener failed; the decision stands", failed);
+                    listenerFailures.failed(failed);
                 }
             }
             throw e;
