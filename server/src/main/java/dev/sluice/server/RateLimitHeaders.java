@@ -24,7 +24,8 @@ import java.util.Set;
  *
  * <p>The reset reported ({@code t}, {@code X-RateLimit-Reset}) is that of the limit the headers name beside it,
  * not the key's: a key under 600/1m and 3600/1h that is closest to its minute limit resets that limit within a
- * minute, though the key is untouched only an hour later.
+ * minute, though the key is untouched only an hour later. On a rejection, {@code t} is no later than
+ * {@code Retry-After}. Each limit of a policy of several has items of its own name ({@link #name}).
  */
 public final class RateLimitHeaders {
     private RateLimitHeaders() {
@@ -53,20 +54,33 @@ public final class RateLimitHeaders {
         // a store that did not answer: nothing is known of the key, and a quota shown (full, as fail-open decides it)
         // would tell clients to go ahead; fail-closed's wait until the store is tried again is still told
         boolean quotaKnown = !decision.storeFailed();
+        // a cost above the capacity: no wait admits it, and a quota shown (all of it left, reset now on a fresh key)
+        // sent clients back at once, for ever, with no Retry-After to stop them (a review); the capacity is still told
+        // (Envoy's service tells none remaining there instead, as its status does)
+        boolean fits = !(rejected && decision.never()) || rejectionLeavesNone;
         long reset = DurationFormat.toSecondsCeil(Math.max(0, decision.limitResetAfterNanos() - heldNanos));
+        long retryAfter = Math.max(0, DurationFormat.toSecondsCeil(decision.retryAfterNanos()));
         long remaining = rejected && rejectionLeavesNone ? 0 : decision.remaining();
         if (quotaKnown && sets.contains(ServerConfig.HeaderSet.IETF)) {
             headers.put("RateLimit-Policy", policyItems(checked));
-            headers.put("RateLimit", quote(new StringBuilder(), reported).append(";r=").append(remaining)
-                    .append(";t=").append(reset).toString());
+            if (fits) {
+                // t is when more quota comes (draft 10, 4.1.2), and a Retry-After no sooner than it (section 6): on a
+                // rejection no later than the wait that admits it, where the limit's whole reset said 60 s of a gcra
+                // 10/1m whose Retry-After was 6 (a review)
+                long t = rejected ? Math.min(reset, retryAfter) : reset;
+                headers.put("RateLimit", name(new StringBuilder(), reported.policy(), decision.limit()).append(";r=")
+                        .append(remaining).append(";t=").append(t).toString());
+            }
         }
         if (quotaKnown && sets.contains(ServerConfig.HeaderSet.LEGACY)) {
             headers.put("X-RateLimit-Limit", Long.toString(decision.limit().amount()));
-            headers.put("X-RateLimit-Remaining", Long.toString(remaining));
-            headers.put("X-RateLimit-Reset", Long.toString(reset));
+            if (fits) {
+                headers.put("X-RateLimit-Remaining", Long.toString(remaining));
+                headers.put("X-RateLimit-Reset", Long.toString(reset));
+            }
         }
         if (rejected && !decision.never()) {
-            headers.put("Retry-After", Long.toString(Math.max(0, DurationFormat.toSecondsCeil(decision.retryAfterNanos()))));
+            headers.put("Retry-After", Long.toString(retryAfter));
         }
         return headers;
     }
@@ -90,13 +104,17 @@ public final class RateLimitHeaders {
                 if (!items.isEmpty()) {
                     items.append(", ");
                 }
-                quote(items, one).append(";q=").append(limit.amount());
+                name(items, one.policy(), limit).append(";q=").append(limit.amount());
                 if (one.policy().inFlight() != null) {
                     // places in flight, not requests in a window: the draft's own unit for them, and no window (a
                     // review found q=10;w=30 telling clients ten requests every thirty seconds)
                     items.append(";qu=\"concurrent-requests\"");
-                } else {
-                    items.append(";w=").append(DurationFormat.toSecondsCeil(limit.periodNanos()));
+                } else if (limit.periodNanos() % SECOND == 0) {
+                    items.append(";w=").append(limit.periodNanos() / SECOND);
+                } else if (limit.periodNanos() % MILLISECOND == 0) {
+                    // the draft's w is whole seconds, and 5/500ms rounded up to w=1 told half the rate (a review):
+                    // no w, and the window in a parameter of Sluice's own, as the draft asks of a vendor's
+                    items.append(";sluice-w-ms=").append(limit.periodNanos() / MILLISECOND);
                 }
             }
         }
@@ -127,8 +145,34 @@ public final class RateLimitHeaders {
         return List.of(policy.name(), policy.limits(), policy.inFlight() != null);
     }
 
-    /** Appends the policy's name as a structured-field string: {@code "name"}. */
-    private static StringBuilder quote(StringBuilder to, Checked checked) {
-        return to.append('"').append(checked.policy().name()).append('"');
+    private static final long SECOND = 1_000_000_000L;
+    private static final long MILLISECOND = 1_000_000L;
+
+    /**
+     * Appends the name of {@code limit}'s items as a structured-field string: its policy's, {@code "api"}, and in a
+     * policy of several limits its period after a slash, {@code "api/1m"} and {@code "api/1h"} (with {@code #2},
+     * {@code #3} for a period repeated), which no policy's name can be. A review found a policy's two limits under
+     * one name, so that a client could not tell which of them {@code RateLimit}'s {@code r} and {@code t} were; the
+     * draft names each window's quota on its own (its appendix B.3.2: {@code "hour"}, {@code "day"}).
+     */
+    private static StringBuilder name(StringBuilder to, PolicyConfig policy, Limit limit) {
+        to.append('"').append(policy.name());
+        List<Limit> limits = policy.limits();
+        if (limits.size() > 1) {
+            int same = 0;
+            for (Limit other : limits) {
+                if (other.periodNanos() == limit.periodNanos()) {
+                    same++;
+                }
+                if (other.equals(limit)) {
+                    break;
+                }
+            }
+            to.append('/').append(DurationFormat.format(limit.periodNanos()));
+            if (same > 1) {
+                to.append('#').append(same);
+            }
+        }
+        return to.append('"');
     }
 }

@@ -181,8 +181,8 @@ class RateLimitServiceTest {
         // a second read as 0 (a review)
         assertThat(status.getDurationUntilReset()).isEqualTo(com.google.protobuf.Duration.newBuilder()
                 .setSeconds(1).build());
-        assertThat(headers(answer)).containsEntry("RateLimit", "\"paced\";r=1;t=1")
-                .containsEntry("RateLimit-Policy", "\"paced\";q=2;w=1, \"paced\";q=100;w=3600")
+        assertThat(headers(answer)).containsEntry("RateLimit", "\"paced/1s\";r=1;t=1")
+                .containsEntry("RateLimit-Policy", "\"paced/1s\";q=2;w=1, \"paced/1h\";q=100;w=3600")
                 .containsEntry("X-RateLimit-Reset", "1");
     }
 

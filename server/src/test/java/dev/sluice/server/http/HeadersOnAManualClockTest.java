@@ -58,6 +58,22 @@ class HeadersOnAManualClockTest {
                 limits: [4/1s burst=4]
                 mode: shaping
                 max_delay: 600ms
+              - name: paced
+                match: {path: /paced}
+                key: [header:X-User]
+                algorithm: gcra
+                limits: [10/1m]
+              - name: quick
+                match: {path: /quick}
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [5/500ms, 20/1500ms, 100/1h]
+              - name: costly
+                match: {path: /costly}
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [10/10s]
+                cost: header:X-Cost
             """;
 
     private final ManualClock clock = new ManualClock(TEN_O_CLOCK + 3_200 * MS);
@@ -104,24 +120,72 @@ class HeadersOnAManualClockTest {
         assertThat(upstream.requests.get()).isEqualTo(6);
     }
 
-    /** Both sets report the limit closest to rejecting, with that limit's own reset: first the 10 s one, then the hour. */
+    /**
+     * Both sets report the limit closest to rejecting, with that limit's own reset: first the 10 s one, then the hour.
+     * Each limit's items have a name of their own (a review found both under "stack", so that a client could not tell
+     * which of them r and t were).
+     */
     @Test
     void stackedLimitsReportTheOneClosestToRejectingWithItsOwnReset() throws Exception {
-        String policy = "\"stack\";q=3;w=10, \"stack\";q=5;w=3600";
+        String policy = "\"stack/10s\";q=3;w=10, \"stack/1h\";q=5;w=3600";
         for (int remaining = 2; remaining >= 0; remaining--) {
             assertThat(rateLimitHeaders(get("/stack", "bob"))).isEqualTo(Map.of("status", "200",
-                    "RateLimit-Policy", policy, "RateLimit", "\"stack\";r=" + remaining + ";t=7",
+                    "RateLimit-Policy", policy, "RateLimit", "\"stack/10s\";r=" + remaining + ";t=7",
                     "X-RateLimit-Limit", "3", "X-RateLimit-Remaining", Integer.toString(remaining),
                     "X-RateLimit-Reset", "7"));
         }
         clock.set(TEN_O_CLOCK + 10_000 * MS); // the 10 s window is new (3 left, then 2); the hour has 2 left, then 1
         assertThat(rateLimitHeaders(get("/stack", "bob"))).isEqualTo(Map.of("status", "200", "RateLimit-Policy", policy,
-                "RateLimit", "\"stack\";r=1;t=3590", "X-RateLimit-Limit", "5", "X-RateLimit-Remaining", "1",
+                "RateLimit", "\"stack/1h\";r=1;t=3590", "X-RateLimit-Limit", "5", "X-RateLimit-Remaining", "1",
                 "X-RateLimit-Reset", "3590"));
-        assertThat(rateLimitHeaders(get("/stack", "bob"))).containsEntry("RateLimit", "\"stack\";r=0;t=3590");
+        assertThat(rateLimitHeaders(get("/stack", "bob"))).containsEntry("RateLimit", "\"stack/1h\";r=0;t=3590");
         assertThat(rateLimitHeaders(get("/stack", "bob"))).isEqualTo(Map.of("status", "429", "Retry-After", "3590",
-                "RateLimit-Policy", policy, "RateLimit", "\"stack\";r=0;t=3590", "X-RateLimit-Limit", "5",
+                "RateLimit-Policy", policy, "RateLimit", "\"stack/1h\";r=0;t=3590", "X-RateLimit-Limit", "5",
                 "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "3590"));
+    }
+
+    /**
+     * A rejection's {@code t} is no later than its {@code Retry-After}: the draft's t is when more quota comes, and a
+     * Retry-After no sooner than it. A review found a gcra of 10 a minute answering its eleventh request at one
+     * instant {@code Retry-After: 6} beside {@code t=60}, the time until all ten are back. The legacy reset stays that.
+     */
+    @Test
+    void aRejectionsResetIsNoLaterThanItsRetryAfter() throws Exception {
+        for (int remaining = 9; remaining >= 0; remaining--) {
+            assertThat(rateLimitHeaders(get("/paced", "erin"))).containsEntry("status", "200")
+                    .containsEntry("RateLimit", "\"paced\";r=" + remaining + ";t=" + (60 - 6 * remaining));
+        }
+        assertThat(rateLimitHeaders(get("/paced", "erin"))).isEqualTo(Map.of("status", "429", "Retry-After", "6",
+                "RateLimit-Policy", "\"paced\";q=10;w=60", "RateLimit", "\"paced\";r=0;t=6", "X-RateLimit-Limit", "10",
+                "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "60"));
+    }
+
+    /**
+     * A window of less than a second has no {@code w} (whole seconds, in the draft), but Sluice's own parameter: a
+     * review found 5/500ms told as {@code w=1}, half its rate. Two windows of one period would be told apart by number.
+     */
+    @Test
+    void aWindowOfLessThanASecondIsToldInMilliseconds() throws Exception {
+        assertThat(rateLimitHeaders(get("/quick", "fay"))).containsEntry("RateLimit-Policy",
+                "\"quick/500ms\";q=5;sluice-w-ms=500, \"quick/1500ms\";q=20;sluice-w-ms=1500, \"quick/1h\";q=100;w=3600")
+                .containsEntry("RateLimit", "\"quick/500ms\";r=4;t=1");
+    }
+
+    /**
+     * A cost above the capacity can never be admitted: the 429 says the capacity and nothing that would send the
+     * client back (a review found {@code r=10;t=0} and {@code X-RateLimit-Reset: 0} on a fresh key, and no
+     * Retry-After: a client retried at once, for ever).
+     */
+    @Test
+    void aCostThatCanNeverFitTellsTheCapacityAndNoWait() throws Exception {
+        HttpResponse<String> never = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port()
+                + "/costly")).header("X-User", "gus").header("X-Cost", "11").build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(rateLimitHeaders(never)).isEqualTo(Map.of("status", "429", "RateLimit-Policy",
+                "\"costly\";q=10;w=10", "X-RateLimit-Limit", "10"));
+        assertThat(JSON.readTree(never.body()).get("retry_after_ms").asLong()).isEqualTo(-1);
+        HttpResponse<String> fits = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port()
+                + "/costly")).header("X-User", "gus").header("X-Cost", "10").build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(rateLimitHeaders(fits)).containsEntry("status", "200").containsEntry("RateLimit", "\"costly\";r=0;t=7");
     }
 
     /**
