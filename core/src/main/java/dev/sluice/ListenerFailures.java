@@ -3,8 +3,8 @@ package dev.sluice;
 import java.util.function.LongSupplier;
 
 /**
- * The failures of a limiter's {@link DecisionListener}s, as its log tells them: the first with its stack trace, then
- * one a minute at most, with the count of those left out. A listener failing at every decision (a bug of its own)
+ * The failures of the {@link DecisionListener}s of one class, as the log tells them: the first with its stack trace,
+ * then one a minute at most, with the count of those left out. A listener failing at every decision (a bug of its own)
  * wrote a stack trace per decision, thousands a second (a review). The decision stands either way.
  */
 final class ListenerFailures {

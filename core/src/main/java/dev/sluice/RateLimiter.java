@@ -56,7 +56,16 @@ public final class RateLimiter {
 
     private final Sleeper sleeper;
     private final DecisionListener[] listeners;
-    private final ListenerFailures listenerFailures = new ListenerFailures();
+    /**
+     * The failures of listeners, by the listener's class, for the process: one a limiter let a limiter made anew for
+     * each request (a way {@code RedisStore} supports) log a stack trace per decision again (the diff review).
+     */
+    private static final ClassValue<ListenerFailures> LISTENER_FAILURES = new ClassValue<>() {
+        @Override
+        protected ListenerFailures computeValue(Class<?> type) {
+            return new ListenerFailures();
+        }
+    };
 
     private RateLimiter(Rule rule, Store store, Clock clock, Sleeper sleeper, DecisionListener[] listeners) {
         this.rule = rule;
@@ -117,7 +126,7 @@ public final class RateLimiter {
                     listener.admitted(key, cost, decision);
                 }
             } catch (RuntimeException e) {
-                listenerFailures.failed(e);
+                LISTENER_FAILURES.get(listener.getClass()).failed(e);
             }
         }
     }
@@ -237,7 +246,7 @@ public final class RateLimiter {
                 try {
                     listener.abandoned(key, cost, decision);
                 } catch (RuntimeException failed) {
-                    listenerFailures.failed(failed);
+                    LISTENER_FAILURES.get(listener.getClass()).failed(failed);
                 }
             }
             throw e;

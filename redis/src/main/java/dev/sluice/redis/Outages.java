@@ -50,6 +50,12 @@ final class Outages {
     private long failureLineNanos = NEVER;
     /** The failures (a new one, or a change of kind) not told since that line. Guarded by this. */
     private long untold;
+    /**
+     * Whether the last line said decisions fail: the next success is told then, even when the failure going on
+     * was not told (a change of kind within the quiet), so that a success is never lost (the diff review found the
+     * log saying "fail" for good while decisions succeeded). Guarded by this.
+     */
+    private boolean lastSaidFailing;
     private final LongSupplier nanoTime;
 
     Outages(FailurePolicy policy, boolean raise, long timeoutNanos, String shownUri, Runnable breakerOpened) {
@@ -109,13 +115,14 @@ final class Outages {
         return fallback(rule, cost, nowNanos, breaker);
     }
 
-    /** A call Redis answered: the breaker closes, and the log says so if it told of the failure. */
+    /** A call Redis answered: the breaker closes, and the log says so if its last line was of a failure. */
     void succeeded(CircuitBreaker breaker) {
         breaker.succeeded();
         if (failing != null) { // a read per decision; a lock once they fail
             synchronized (this) {
-                if (failing != null && failingTold) {
+                if (lastSaidFailing) {
                     LOG.log(System.Logger.Level.INFO, "Redis store " + shownUri + ": decisions succeed again");
+                    lastSaidFailing = false;
                 }
                 failing = null;
                 failingTold = false;
@@ -191,6 +198,7 @@ final class Outages {
                     + QUIET_NANOS / 1_000_000_000L + " s at most)"));
             failureLineNanos = now;
             failingTold = true;
+            lastSaidFailing = true;
             untold = 0;
         }
     }

@@ -57,6 +57,24 @@ final class RedisAddress {
                 && (node.indexOf('@') >= 0 || uri.indexOf('@') < 0 || NUMBERED_NODE.matcher(node).matches());
     }
 
+    /**
+     * Whether a part of the Cluster address {@code uri} without credentials comes before one with some: the first may
+     * then be the start of a password with a comma ({@code default:1234,5678@h1:7000} and
+     * {@code s3cret,tail@h1:7000} were read as nodes of their own, shown and connected to: the diff review). Such an
+     * address is refused, and shown hidden to its last {@code @}; credentials go on the first node, or on each.
+     */
+    private static boolean cutAtComma(String uri) {
+        boolean without = false;
+        for (String part : afterScheme(uri).split(",", -1)) {
+            if (part.indexOf('@') < 0) {
+                without = true;
+            } else if (without) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether {@code uri} is reached over TLS: {@code rediss://}, {@code rediss-cluster://}, {@code rediss-sentinel://}. */
     static boolean isTls(String uri) {
         return uri.startsWith("rediss://") || uri.startsWith(TLS_CLUSTER) || uri.startsWith(TLS_SENTINEL);
@@ -88,6 +106,11 @@ final class RedisAddress {
                 if (node.isBlank()) {
                     throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
                             + " between commas; expected redis-cluster://host:port,host:port");
+                }
+                if (cutAtComma(uri)) {
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a part between"
+                            + " commas without credentials comes before one with them, and may be a piece of a password"
+                            + " (a comma in a password is written %2C; credentials go on the first node, or on each)");
                 }
                 if (!isNode(node, uri)) {
                     // with credentials in the address, the part may be a piece of a password: never quoted
@@ -170,7 +193,7 @@ final class RedisAddress {
             // each node may carry its own credentials: each hidden on its own, so no node disappears; but only if
             // every part between commas is a node (a comma inside a password would show the part before it)
             String[] each = afterScheme(uri).split(",", -1);
-            if (Arrays.stream(each).allMatch(node -> isNode(node, uri))) {
+            if (!cutAtComma(uri) && Arrays.stream(each).allMatch(node -> isNode(node, uri))) {
                 StringBuilder nodes = new StringBuilder(uri.substring(0, uri.indexOf("://") + 3));
                 for (int i = 0; i < each.length; i++) {
                     nodes.append(i == 0 ? "" : ",").append(shown(each[i]));
@@ -267,6 +290,11 @@ final class RedisAddress {
         try {
             RedisURI address = RedisURI.create(node);
             if (!unbracketed(address.getHost()).equals(unbracketed(hostOf(authority)))) {
+                if (!CREDENTIALS.matcher(node).find()) { // no secret to keep: what was read, said
+                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": its host is read as \""
+                            + address.getHost() + "\", not \"" + hostOf(authority) + "\" as written (a host name is"
+                            + " letters, digits, - and .)");
+                }
                 // a # or ? in a password ends the address where the JDK reads it, and Lettuce took the password's
                 // start for the host, without a password (a review): refused, and the host it read is not quoted
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": not read as written"

@@ -84,6 +84,26 @@ class OutagesTest {
         }
     }
 
+    /**
+     * A change of kind within the quiet is not told; the success after it is, since the last line said decisions fail
+     * (the diff review found the success lost, the log saying "fail" for good).
+     */
+    @Test
+    void aSuccessAfterAChangeNotToldIsToldAllTheSame() {
+        try (LogCapture log = LogCapture.of("dev.sluice.redis")) {
+            outages.counted(timeout(), breaker);
+            now.addAndGet(TimeUnit.SECONDS.toNanos(1));
+            outages.counted(new RedisCommandExecutionException("LOADING Redis is loading the dataset in memory"),
+                    breaker);
+            now.addAndGet(TimeUnit.SECONDS.toNanos(1));
+            outages.succeeded(breaker);
+            assertThat(log.messages()).hasSize(2);
+            assertThat(log.messages().get(1)).isEqualTo("Redis store " + SHOWN + ": decisions succeed again");
+            outages.succeeded(breaker);
+            assertThat(log.messages()).as("told once").hasSize(2);
+        }
+    }
+
     @Test
     void aChangeOfKindIsToldOnceTheQuietHasPassed() {
         try (LogCapture log = LogCapture.of("dev.sluice.redis")) {

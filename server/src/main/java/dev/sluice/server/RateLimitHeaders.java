@@ -67,7 +67,8 @@ public final class RateLimitHeaders {
                 // t is when more quota comes (draft 10, 4.1.2), and a Retry-After no sooner than it (section 6): on a
                 // rejection no later than the wait that admits it, where the limit's whole reset said 60 s of a gcra
                 // 10/1m whose Retry-After was 6 (a review)
-                long t = rejected ? Math.min(reset, retryAfter) : reset;
+                // (a cost that never fits has no wait: its reset, where Envoy's service tells it, not 0: the review)
+                long t = rejected && !decision.never() ? Math.min(reset, retryAfter) : reset;
                 headers.put("RateLimit", name(new StringBuilder(), reported.policy(), decision.limit()).append(";r=")
                         .append(remaining).append(";t=").append(t).toString());
             }

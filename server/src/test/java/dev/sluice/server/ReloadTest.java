@@ -218,13 +218,14 @@ class ReloadTest {
         Duration grace = LiveConfig.oldStoreGrace;
         Consumer<Store> closing = LiveConfig.closing;
         CountDownLatch entered = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
+        // a latch for each store, so that close() is seen waiting for the one its look is closing, not for its own
+        java.util.Map<Store, CountDownLatch> releases = new java.util.concurrent.ConcurrentHashMap<>();
         List<Store> closed = new CopyOnWriteArrayList<>();
         LiveConfig.oldStoreGrace = Duration.ZERO;
         LiveConfig.closing = store -> {
             entered.countDown();
             try {
-                release.await();
+                releases.computeIfAbsent(store, s -> new CountDownLatch(1)).await();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -242,15 +243,21 @@ class ReloadTest {
             assertThat(other.submit(live::reload).get(10, TimeUnit.SECONDS)).as("the next reload, meanwhile")
                     .isEqualTo(LiveConfig.Reload.APPLIED);
             Future<?> closingAll = other.submit(live::close);
+            releases.computeIfAbsent(second, s -> new CountDownLatch(1)).countDown(); // close() closes it itself
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!closed.contains(second)) {
+                assertThat(System.nanoTime()).as("the second store closed by close()").isLessThan(deadline);
+                Thread.sleep(10);
+            }
             Thread.sleep(100);
-            assertThat(closingAll).as("close() while the first store is still being closed").isNotDone();
-            assertThat(closed).isEmpty();
-            release.countDown();
+            assertThat(closingAll).as("close() while the first store is still being closed by its look").isNotDone();
+            assertThat(closed).containsExactly(second);
+            releases.computeIfAbsent(first, s -> new CountDownLatch(1)).countDown();
             closingAll.get(10, TimeUnit.SECONDS);
-            assertThat(closed).as("both replaced stores, the one closed at the time and the one waiting")
-                    .containsExactlyInAnyOrder(first, second);
+            assertThat(closed).as("both replaced stores, the one its look was closing last")
+                    .containsExactly(second, first);
         } finally {
-            release.countDown();
+            releases.values().forEach(CountDownLatch::countDown);
             other.shutdownNow();
             LiveConfig.closing = closing;
             LiveConfig.oldStoreGrace = grace;

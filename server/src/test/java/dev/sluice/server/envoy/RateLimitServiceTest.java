@@ -519,6 +519,14 @@ class RateLimitServiceTest {
             assertThat(headers(answer)).containsEntry("X-RateLimit-Remaining", "0").doesNotContainKey("Retry-After");
             assertThat(headers(answer).get("RateLimit")).contains(";r=0;t=");
         }
+        // on a key already charged, the headers' reset is the status's, not 0 (the diff review found t=0 there, which
+        // tells a client to come back at once)
+        ask("edge", descriptor("remote_address", "10.0.0.11"));
+        RateLimitResponse charged = ask("edge", descriptor("remote_address", "10.0.0.11").toBuilder()
+                .setHitsAddend(UInt64Value.of(-1)).build());
+        long untilReset = charged.getStatuses(0).getDurationUntilReset().getSeconds();
+        assertThat(untilReset).isPositive();
+        assertThat(headers(charged).get("RateLimit")).endsWith(";r=0;t=" + untilReset);
         // nothing taken: the whole limit is still there
         assertThat(ask("edge", descriptor("remote_address", "10.0.0.8")).getStatuses(0).getLimitRemaining()).isEqualTo(2);
         assertThat(ask("edge", descriptor("tenant", "huge")).getStatuses(0).getLimitRemaining()).isEqualTo(7);
