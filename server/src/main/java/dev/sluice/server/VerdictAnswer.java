@@ -42,7 +42,17 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
     }
 
     /**
-     * The headers of a request held for its delay before it goes on (the gateway, the servlet filter): its answer
+     * The headers of an admitted request answered now, {@code decidedAtNanos} ({@link System#nanoTime()}) having been
+     * read as its decision came: the gateway writes them with the upstream's answer, after its hold and the upstream's
+     * time, and its resets count from then (a review found them late by the upstream's time).
+     */
+    public Map<String, String> headersSince(long decidedAtNanos) {
+        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets,
+                verdict.allowed() ? Math.max(0, System.nanoTime() - decidedAtNanos) : 0);
+    }
+
+    /**
+     * The headers of a request held for its delay before it goes on (the servlet filter): its answer
      * leaves at least that much later, so the resets count from then. A review found a request held 5 s answered
      * with a reset ({@code t=3}) already 2 s past.
      */

@@ -38,6 +38,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
+import java.util.function.Supplier;
 
 /**
  * Forwards one admitted request to the upstream and its answer back, streaming both bodies with
@@ -91,8 +92,12 @@ final class Forwarder {
         this.reasons = reasons;
     }
 
-    /** Forwards {@code incoming} (paused) and answers it with the upstream's answer plus {@code added} headers. */
-    void forward(HttpServerRequest incoming, Map<String, String> added) {
+    /**
+     * Forwards {@code incoming} (paused) and answers it with the upstream's answer plus the headers {@code added}
+     * gives as the answer's head is written: a reset counts from then, not from the decision, however long the
+     * upstream takes (a review found it late by the upstream's time).
+     */
+    void forward(HttpServerRequest incoming, Supplier<Map<String, String>> added) {
         boolean body = hasBody(incoming.headers());
         HttpRequest head;
         try {
@@ -100,7 +105,7 @@ final class Forwarder {
         } catch (IllegalArgumentException e) { // a header Netty will not send (Vert.x read it)
             dropRest(incoming);
             failed.accept("400"); // counted before it is answered, so that a client that has its answer sees it counted
-            answer(incoming, 400, "Bad Request", e.getMessage(), added);
+            answer(incoming, 400, "Bad Request", e.getMessage(), added.get());
             return;
         }
         Exchange exchange = new Exchange(incoming, added, head, body);
@@ -193,7 +198,7 @@ final class Forwarder {
     private final class Exchange implements UpstreamConnections.Lease {
         private final HttpServerRequest incoming;
         private final HttpServerResponse response;
-        private final Map<String, String> added;
+        private final Supplier<Map<String, String>> added;
         private final HttpRequest head;
         private final boolean body;
         private Channel channel;
@@ -214,7 +219,7 @@ final class Forwarder {
         /** Closes the client's connection if it has not read on within the timeout; while reading is paused for it. */
         private ScheduledFuture<?> stalled;
 
-        Exchange(HttpServerRequest incoming, Map<String, String> added, HttpRequest head, boolean body) {
+        Exchange(HttpServerRequest incoming, Supplier<Map<String, String>> added, HttpRequest head, boolean body) {
             this.incoming = incoming;
             this.response = incoming.response();
             this.added = added;
@@ -260,7 +265,7 @@ final class Forwarder {
         public void failed(Throwable cause) {
             if (!over) {
                 over = true;
-                badGateway(incoming, cause, added, failed, reasons);
+                badGateway(incoming, cause, added.get(), failed, reasons);
             }
         }
 
@@ -344,7 +349,7 @@ final class Forwarder {
             HttpHeaders from = answer.headers();
             copy(from, from.contains(HttpHeaderNames.CONNECTION) ? from.getAll(HttpHeaderNames.CONNECTION) : List.of(),
                     response.headers()::add);
-            addRateLimitHeaders(response.headers(), added);
+            addRateLimitHeaders(response.headers(), added.get());
             // no body, whatever Content-Length says (for HEAD it is the length a GET would get, and stays)
             bodiless = incoming.method() == HttpMethod.HEAD || status == 204 || status == 304;
             long length = contentLength(answer.headers().get(HttpHeaderNames.CONTENT_LENGTH));
@@ -419,7 +424,7 @@ final class Forwarder {
                     } else { // the connection, halfway through a request, is closed once the answer is out
                         failed.accept("408");
                         answer(incoming, 408, "Request Timeout", "request timeout: the request's body stopped coming",
-                                added)
+                                added.get())
                                 .onComplete(sent -> incoming.connection().close());
                     }
                 }
@@ -453,7 +458,7 @@ final class Forwarder {
             }
             over = true;
             detach(false);
-            badGateway(incoming, cause, added, failed, reasons);
+            badGateway(incoming, cause, added.get(), failed, reasons);
         }
 
         /** The client is gone: the connection, in the middle of an exchange nobody will read, is closed. */

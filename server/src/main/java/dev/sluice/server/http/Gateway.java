@@ -229,6 +229,7 @@ public final class Gateway implements AutoCloseable, Drains {
                     return;
                 }
                 VerdictAnswer answer = new VerdictAnswer(verdict, policies.config().headers());
+                long decidedAt = System.nanoTime(); // its resets count down from here to the answer's head
                 if (!verdict.allowed()) {
                     local(incoming, answer.rejectionStatus(), answer.headers(), answer.rejectionText());
                     return;
@@ -237,7 +238,7 @@ public final class Gateway implements AutoCloseable, Drains {
                 if (delayMs > 0) {
                     long timer = eventLoop.owner().setTimer(delayMs, fired -> {
                         held.remove(incoming);
-                        forward(incoming, answer.headersAfterHold());
+                        forward(incoming, () -> answer.headersSince(decidedAt));
                     });
                     held.put(incoming, timer);
                     // a client that leaves while held is not forwarded at all
@@ -251,7 +252,7 @@ public final class Gateway implements AutoCloseable, Drains {
                 } else {
                     // in flight until its answer is over, however it ends
                     incoming.response().endHandler(ended -> verdict.release()).closeHandler(closed -> verdict.release());
-                    forward(incoming, answer.headers());
+                    forward(incoming, () -> answer.headersSince(decidedAt));
                 }
             }));
         }
@@ -262,7 +263,7 @@ public final class Gateway implements AutoCloseable, Drains {
          * is sent, as RFC 9110 §10.1.1 asks and nginx does (found by trying the gateway: the 100 went out at once,
          * and a refused upload was sent all the same). The upstream never sees the Expect.
          */
-        private void forward(HttpServerRequest incoming, Map<String, String> headers) {
+        private void forward(HttpServerRequest incoming, java.util.function.Supplier<Map<String, String>> headers) {
             if (expectsContinue(incoming) && !incoming.response().closed()) {
                 incoming.response().writeContinue();
             }

@@ -1,6 +1,7 @@
 package dev.sluice.server.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.DurationFormat;
 import dev.sluice.ManualClock;
 import dev.sluice.server.LiveConfig;
 import dev.sluice.server.config.ConfigLoader;
@@ -68,6 +69,11 @@ class HeadersOnAManualClockTest {
                 key: [header:X-User]
                 algorithm: fixed-window
                 limits: [5/500ms, 20/1500ms, 100/1h]
+              - name: slow-upstream
+                match: {path: /hold}
+                key: [header:X-User]
+                algorithm: fixed-window
+                limits: [5/10s]
               - name: costly
                 match: {path: /costly}
                 key: [header:X-User]
@@ -201,6 +207,24 @@ class HeadersOnAManualClockTest {
         assertThat(rateLimitHeaders(held)).isEqualTo(Map.of("status", "200", "RateLimit-Policy", "\"valve\";q=1;w=1",
                 "RateLimit", "\"valve\";r=0;t=1", "X-RateLimit-Limit", "1", "X-RateLimit-Remaining", "0",
                 "X-RateLimit-Reset", "1"));
+    }
+
+    /**
+     * The reset counts from when the answer leaves, not from the decision: an upstream that takes 1.5 s answers a
+     * window with 6.8 s left as t=6, not 7 (a review found it late by the upstream's time). The store's clock stands
+     * still here; the time the answer took is the machine's.
+     */
+    @Test
+    void theResetCountsFromTheUpstreamsAnswer() throws Exception {
+        long sent = System.nanoTime();
+        HttpResponse<String> slow = get("/hold?ms=1500", "hal");
+        long took = System.nanoTime() - sent;
+        assertThat(slow.statusCode()).isEqualTo(200);
+        // 6.8 s left less the time the answer took: at least the upstream's 1.5 s, at most the whole round trip
+        long t = Long.parseLong(slow.headers().firstValue("X-RateLimit-Reset").orElseThrow());
+        assertThat(t).as("6.8 s less 1.5 s or more, rounded up (7 counted from the decision)")
+                .isBetween(DurationFormat.toSecondsCeil(Math.max(0, 6_800 * MS - took)), 6L);
+        assertThat(slow.headers().firstValue("RateLimit")).hasValue("\"slow-upstream\";r=4;t=" + t);
     }
 
     /**
