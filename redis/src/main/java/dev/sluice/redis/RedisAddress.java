@@ -102,16 +102,17 @@ final class RedisAddress {
         List<RedisURI> seeds = new ArrayList<>();
         if (isCluster(uri)) {
             String scheme = uri.startsWith(TLS_CLUSTER) ? "rediss://" : "redis://";
-            for (String node : afterScheme(uri).split(",", -1)) {
-                if (node.isBlank()) {
-                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
-                            + " between commas; expected redis-cluster://host:port,host:port");
-                }
-                if (cutAtComma(uri)) {
-                    throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a part between"
-                            + " commas without credentials comes before one with them, and may be a piece of a password"
-                            + " (a comma in a password is written %2C; credentials go on the first node, or on each)");
-                }
+            String[] nodes = afterScheme(uri).split(",", -1);
+            if (Arrays.stream(nodes).anyMatch(String::isBlank)) {
+                throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a node is missing"
+                        + " between commas; expected redis-cluster://host:port,host:port");
+            }
+            if (cutAtComma(uri)) {
+                throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a part between"
+                        + " commas without credentials comes before one with them, and may be a piece of a password"
+                        + " (a comma in a password is written %2C; credentials go on the first node, or on each)");
+            }
+            for (String node : nodes) {
                 if (!isNode(node, uri)) {
                     // with credentials in the address, the part may be a piece of a password: never quoted
                     throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": "

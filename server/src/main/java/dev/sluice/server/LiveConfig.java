@@ -321,19 +321,22 @@ public final class LiveConfig implements AutoCloseable {
      * for a typo fixed and for every in-memory count wiped.
      */
     static String changes(ServerConfig before, ServerConfig after, boolean storeOpened) {
-        java.util.Set<String> beforeNames = new java.util.LinkedHashSet<>();
-        before.policies().forEach(policy -> beforeNames.add(policy.name()));
+        // by name, once: an Envoy configuration's tree is thousands of policies, and a search of the list for each
+        // made a reload's line quadratic
+        Map<String, dev.sluice.server.config.PolicyConfig> left = new java.util.LinkedHashMap<>();
+        before.policies().forEach(policy -> left.put(policy.name(), policy));
         List<String> added = new ArrayList<>();
         List<String> changed = new ArrayList<>();
         for (dev.sluice.server.config.PolicyConfig policy : after.policies()) {
-            if (!beforeNames.remove(policy.name())) {
+            dev.sluice.server.config.PolicyConfig was = left.remove(policy.name());
+            if (was == null) {
                 added.add(policy.name());
-            } else if (!policy.equals(before.policy(policy.name()))) {
+            } else if (!policy.equals(was)) {
                 changed.add(policy.name());
             }
         }
         StringBuilder said = new StringBuilder();
-        for (var part : List.of(Map.entry("added", added), Map.entry("removed", List.copyOf(beforeNames)),
+        for (var part : List.of(Map.entry("added", added), Map.entry("removed", List.copyOf(left.keySet())),
                 Map.entry("changed", changed))) {
             if (!part.getValue().isEmpty()) {
                 said.append("; ").append(part.getKey()).append(": ").append(String.join(", ", part.getValue()));
