@@ -25,7 +25,7 @@ import java.util.Set;
  * <p>The reset reported ({@code t}, {@code X-RateLimit-Reset}) is that of the limit the headers name beside it,
  * not the key's: a key under 600/1m and 3600/1h that is closest to its minute limit resets that limit within a
  * minute, though the key is untouched only an hour later. On a rejection, {@code t} is no later than
- * {@code Retry-After}. Each limit of a policy of several has items of its own name ({@link #name}).
+ * {@code Retry-After}. Every item is named by its policy, as spec/server.md writes them ({@link #name}).
  */
 public final class RateLimitHeaders {
     private RateLimitHeaders() {
@@ -34,18 +34,25 @@ public final class RateLimitHeaders {
     /** @param heldNanos how long after the decision the answer leaves (a request held for its delay), 0 at once */
     public static Map<String, String> of(List<Checked> checked, Checked reported, boolean rejected,
                                          Set<ServerConfig.HeaderSet> sets, long heldNanos) {
-        return of(checked, reported, rejected, sets, heldNanos, false);
+        return of(checked, reported, rejected, sets, heldNanos, null);
+    }
+
+    /** The reset a status of Envoy's rate limit service tells for a decision, in nanoseconds. */
+    @FunctionalInterface
+    public interface StatusReset {
+        long nanos(Checked reported, boolean rejected);
     }
 
     /**
-     * @param rejectionLeavesNone a rejection tells nothing remaining, as the statuses of Envoy's rate limit service do
-     *                            beside these headers (a review found {@code limit_remaining: 0} next to
-     *                            {@code X-RateLimit-Remaining: 100} for hits that could never fit); the HTTP API tells
-     *                            what is left for a smaller cost
+     * @param statusReset for the headers handed to Envoy beside its rate limit service's statuses, the reset those
+     *                    tell, which the headers tell too, and a rejection tells nothing remaining, as they do (a
+     *                    review found {@code limit_remaining: 0} next to {@code X-RateLimit-Remaining: 100} for hits
+     *                    that could never fit, and then {@code t=0} next to a status's end of the window on a key not
+     *                    charged yet); null for the HTTP faces, which tell what is left for a smaller cost, and the
+     *                    decision's own reset
      */
     public static Map<String, String> of(List<Checked> checked, Checked reported, boolean rejected,
-                                         Set<ServerConfig.HeaderSet> sets, long heldNanos,
-                                         boolean rejectionLeavesNone) {
+                                         Set<ServerConfig.HeaderSet> sets, long heldNanos, StatusReset statusReset) {
         Map<String, String> headers = new LinkedHashMap<>();
         if (reported == null || reported.policy().shadow()) {
             return headers;
@@ -57,8 +64,11 @@ public final class RateLimitHeaders {
         // a cost above the capacity: no wait admits it, and a quota shown (all of it left, reset now on a fresh key)
         // sent clients back at once, for ever, with no Retry-After to stop them (a review); the capacity is still told
         // (Envoy's service tells none remaining there instead, as its status does)
+        boolean rejectionLeavesNone = statusReset != null;
         boolean fits = !(rejected && decision.never()) || rejectionLeavesNone;
-        long reset = DurationFormat.toSecondsCeil(Math.max(0, decision.limitResetAfterNanos() - heldNanos));
+        long resetNanos = !quotaKnown ? 0 // none told: a decision of the failure policy may have no limit to ask
+                : rejectionLeavesNone ? statusReset.nanos(reported, rejected) : decision.limitResetAfterNanos();
+        long reset = DurationFormat.toSecondsCeil(Math.max(0, resetNanos - heldNanos));
         long retryAfter = Math.max(0, DurationFormat.toSecondsCeil(decision.retryAfterNanos()));
         long remaining = rejected && rejectionLeavesNone ? 0 : decision.remaining();
         if (quotaKnown && sets.contains(ServerConfig.HeaderSet.IETF)) {
@@ -69,7 +79,7 @@ public final class RateLimitHeaders {
                 // 10/1m whose Retry-After was 6 (a review)
                 // (a cost that never fits has no wait: its reset, where Envoy's service tells it, not 0: the review)
                 long t = rejected && !decision.never() ? Math.min(reset, retryAfter) : reset;
-                headers.put("RateLimit", name(new StringBuilder(), reported.policy(), decision.limit()).append(";r=")
+                headers.put("RateLimit", name(new StringBuilder(), reported.policy()).append(";r=")
                         .append(remaining).append(";t=").append(t).toString());
             }
         }
@@ -105,7 +115,7 @@ public final class RateLimitHeaders {
                 if (!items.isEmpty()) {
                     items.append(", ");
                 }
-                name(items, one.policy(), limit).append(";q=").append(limit.amount());
+                name(items, one.policy()).append(";q=").append(limit.amount());
                 if (one.policy().inFlight() != null) {
                     // places in flight, not requests in a window: the draft's own unit for them, and no window (a
                     // review found q=10;w=30 telling clients ten requests every thirty seconds)
@@ -150,30 +160,14 @@ public final class RateLimitHeaders {
     private static final long MILLISECOND = 1_000_000L;
 
     /**
-     * Appends the name of {@code limit}'s items as a structured-field string: its policy's, {@code "api"}, and in a
-     * policy of several limits its period after a slash, {@code "api/1m"} and {@code "api/1h"} (with {@code #2},
-     * {@code #3} for a period repeated), which no policy's name can be. A review found a policy's two limits under
-     * one name, so that a client could not tell which of them {@code RateLimit}'s {@code r} and {@code t} were; the
-     * draft names each window's quota on its own (its appendix B.3.2: {@code "hour"}, {@code "day"}).
+     * Appends the name of a policy's items as a structured-field string: the policy's, for each of its limits, as
+     * spec/server.md writes them ({@code "api-per-key";q=600;w=60, ...} for {@code [600/1m, 3600/1h]}, and
+     * {@code RateLimit: "api-per-key";r=599;t=1}). Each limit named by its period too ({@code "api-per-key/1m"}), tried
+     * so that {@code r} and {@code t} could be tied to one limit, departed from that contract, and broke a client that
+     * matches items by the policy's name; which limit {@code RateLimit} reports, the one closest to rejecting, its
+     * {@code X-RateLimit-Limit} tells.
      */
-    private static StringBuilder name(StringBuilder to, PolicyConfig policy, Limit limit) {
-        to.append('"').append(policy.name());
-        List<Limit> limits = policy.limits();
-        if (limits.size() > 1) {
-            int same = 0;
-            for (Limit other : limits) {
-                if (other.periodNanos() == limit.periodNanos()) {
-                    same++;
-                }
-                if (other.equals(limit)) {
-                    break;
-                }
-            }
-            to.append('/').append(DurationFormat.format(limit.periodNanos()));
-            if (same > 1) {
-                to.append('#').append(same);
-            }
-        }
-        return to.append('"');
+    private static StringBuilder name(StringBuilder to, PolicyConfig policy) {
+        return to.append('"').append(policy.name()).append('"');
     }
 }

@@ -35,10 +35,11 @@ public record VerdictAnswer(Verdict verdict, Set<ServerConfig.HeaderSet> headerS
 
     /**
      * The headers handed to Envoy beside the statuses of its rate limit service: over the limit, nothing remains, as
-     * those statuses say.
+     * those statuses say, and the resets they tell.
      */
-    public Map<String, String> envoyHeaders() {
-        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets, 0, true);
+    public Map<String, String> envoyHeaders(RateLimitHeaders.StatusReset statusReset) {
+        return RateLimitHeaders.of(verdict.checked(), verdict.reported(), !verdict.allowed(), headerSets, 0,
+                statusReset);
     }
 
     /**

@@ -191,8 +191,8 @@ final class RateLimitService {
                 if (failure != null) {
                     throw failure;
                 }
-                answer.onNext(response(verdict, ends, unlimited,
-                        new VerdictAnswer(verdict, policies.config().envoyHeaders()).envoyHeaders()));
+                answer.onNext(response(verdict, ends, unlimited, new VerdictAnswer(verdict,
+                        policies.config().envoyHeaders()).envoyHeaders(RateLimitService::resetNanos)));
                 answer.onCompleted();
             } catch (Throwable unforeseen) {
                 // a fault of Sluice's own, logged here, not told to the client (a review found the exception's text
@@ -375,15 +375,28 @@ final class RateLimitService {
             return failed.build();
         }
         Limit limit = decision.limit();
-        long reset = decision.limitResetAfterNanos();
-        if (code == Code.OVER_LIMIT && reset == 0) {
-            reset = decision.retryAfterNanos() > 0 ? decision.retryAfterNanos() : untilWindowEnds(limit.periodNanos());
-        } else if (reset == 0 && checked.policy().rule() != null
-                && checked.policy().rule().algorithm() == dev.sluice.Algorithm.FIXED_WINDOW) {
-            reset = untilWindowEnds(limit.periodNanos());
-        }
         return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()),
-                code == Code.OVER_LIMIT ? 0 : decision.remaining(), Duration.ofNanos(reset));
+                code == Code.OVER_LIMIT ? 0 : decision.remaining(),
+                Duration.ofNanos(resetNanos(checked, code == Code.OVER_LIMIT)));
+    }
+
+    /**
+     * The reset a descriptor's status tells (above), and the rate limit headers handed to Envoy beside it: the
+     * limit's, or, where the decision's is 0, the wait that admits a rejected hit, else the end of a window, as
+     * Envoy's windows always end.
+     */
+    static long resetNanos(Checked checked, boolean overLimit) {
+        Decision decision = checked.decision();
+        long reset = decision.limitResetAfterNanos();
+        if (overLimit && reset == 0) {
+            return decision.retryAfterNanos() > 0 ? decision.retryAfterNanos()
+                    : untilWindowEnds(decision.limit().periodNanos());
+        }
+        if (reset == 0 && checked.policy().rule() != null
+                && checked.policy().rule().algorithm() == dev.sluice.Algorithm.FIXED_WINDOW) {
+            return untilWindowEnds(decision.limit().periodNanos());
+        }
+        return reset;
     }
 
     /**

@@ -181,8 +181,8 @@ class RateLimitServiceTest {
         // a second read as 0 (a review)
         assertThat(status.getDurationUntilReset()).isEqualTo(com.google.protobuf.Duration.newBuilder()
                 .setSeconds(1).build());
-        assertThat(headers(answer)).containsEntry("RateLimit", "\"paced/1s\";r=1;t=1")
-                .containsEntry("RateLimit-Policy", "\"paced/1s\";q=2;w=1, \"paced/1h\";q=100;w=3600")
+        assertThat(headers(answer)).containsEntry("RateLimit", "\"paced\";r=1;t=1")
+                .containsEntry("RateLimit-Policy", "\"paced\";q=2;w=1, \"paced\";q=100;w=3600")
                 .containsEntry("X-RateLimit-Reset", "1");
     }
 
@@ -517,7 +517,12 @@ class RateLimitServiceTest {
             // and so do the headers, with no Retry-After, as no wait makes it fit (a review found the headers
             // telling the whole limit remaining beside the status's 0)
             assertThat(headers(answer)).containsEntry("X-RateLimit-Remaining", "0").doesNotContainKey("Retry-After");
-            assertThat(headers(answer).get("RateLimit")).contains(";r=0;t=");
+            // on a key not charged yet the decision's own reset is 0, and the status tells the window's end: the
+            // headers tell the same (a review found t=0 and X-RateLimit-Reset: 0, which send a client back at once)
+            long untilReset = answer.getStatuses(0).getDurationUntilReset().getSeconds();
+            assertThat(untilReset).isPositive();
+            assertThat(headers(answer).get("RateLimit")).endsWith(";r=0;t=" + untilReset);
+            assertThat(headers(answer)).containsEntry("X-RateLimit-Reset", Long.toString(untilReset));
         }
         // on a key already charged, the headers' reset is the status's, not 0 (the diff review found t=0 there, which
         // tells a client to come back at once)

@@ -238,7 +238,7 @@ class CheckRequestTest {
         assertThat(body.get("checked").get(0).get("remaining").asLong()).isEqualTo(1);
         assertThat(body.get("checked").get(1).get("remaining").asLong()).isEqualTo(2);
         assertThat(first.headers().firstValue("RateLimit-Policy").orElseThrow()).isEqualTo(
-                "\"per-key\";q=2;w=3600, \"per-ip/1h\";q=3;w=3600, \"per-ip/1d\";q=100;w=86400"); // no shadow trial
+                "\"per-key\";q=2;w=3600, \"per-ip\";q=3;w=3600, \"per-ip\";q=100;w=86400"); // no shadow trial
         assertThat(first.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"per-key\";r=1;t=");
 
         JsonNode other = JSON.readTree(post(api("DELETE", "/api/items", "api.example.com", "10.0.0.7", "k1")).body());
