@@ -62,14 +62,22 @@ final class RedisAddress {
      * then be the start of a password with a comma ({@code default:1234,5678@h1:7000} and
      * {@code s3cret,tail@h1:7000} were read as nodes of their own, shown and connected to: the diff review). Such an
      * address is refused, and shown hidden to its last {@code @}; credentials go on the first node, or on each.
+     * So is one whose nodes carry different credentials: a Cluster's nodes share one password (Lettuce sends the
+     * first seed's to the nodes it finds), and a password holding an {@code @} and a comma was read so
+     * ({@code :a@b,c@h1:7000} as node {@code b} with password {@code a}, and shown {@code :****@b,****@h1:7000}: a
+     * review).
      */
     private static boolean cutAtComma(String uri) {
         boolean without = false;
+        String credentials = null;
         for (String part : afterScheme(uri).split(",", -1)) {
-            if (part.indexOf('@') < 0) {
+            int at = part.lastIndexOf('@');
+            if (at < 0) {
                 without = true;
-            } else if (without) {
+            } else if (without || credentials != null && !credentials.equals(part.substring(0, at).trim())) {
                 return true;
+            } else {
+                credentials = part.substring(0, at).trim();
             }
         }
         return false;
@@ -109,8 +117,9 @@ final class RedisAddress {
             }
             if (cutAtComma(uri)) {
                 throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a part between"
-                        + " commas without credentials comes before one with them, and may be a piece of a password"
-                        + " (a comma in a password is written %2C; credentials go on the first node, or on each)");
+                        + " commas without credentials comes before one with them, or parts carry different ones, and"
+                        + " may be pieces of a password (a comma in a password is written %2C, an @ %40; credentials"
+                        + " go on the first node, or the same on each)");
             }
             for (String node : nodes) {
                 if (!isNode(node, uri)) {
@@ -150,6 +159,13 @@ final class RedisAddress {
     private static RedisURI sentinels(String uri, Duration timeout) {
         String scheme = uri.startsWith(TLS_SENTINEL) ? "rediss://" : "redis://";
         int hash = uri.lastIndexOf('#');
+        if (hash >= 0 && hash < uri.lastIndexOf('@')) {
+            // a # in a password: what follows it was taken for the primary's name, and shown in the start's failure,
+            // the password's end with it (a review); never quoted here
+            throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a # in the credentials (in"
+                    + " a password, written %23); the primary's name comes after the nodes: "
+                    + uri.substring(0, uri.indexOf("://") + 3) + "host:port,host:port#name");
+        }
         if (hash < 0 || hash == uri.length() - 1) {
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a Sentinel address names"
                     + " the primary its sentinels watch, after #: " + uri.substring(0, uri.indexOf("://") + 3)

@@ -419,6 +419,9 @@ public final class ConfigLoader {
         String nodes = scheme == null ? null : store.substring(scheme.length());
         boolean sentinel = scheme != null && scheme.endsWith("-sentinel://");
         if (sentinel) {
+            if (store.indexOf('#') >= 0 && store.lastIndexOf('#') < store.lastIndexOf('@')) {
+                return checkedByTheStore(node, store); // a # in a password, which the store's check refuses unquoted
+            }
             // the sentinels' nodes before the database and the primary's #name: the store's own check reads them
             nodes = nodes.replaceFirst("#[^#]*$", "");
             nodes = nodes.substring(0, nodes.lastIndexOf('@') + 1) + nodes.substring(nodes.lastIndexOf('@') + 1)
@@ -444,17 +447,22 @@ public final class ConfigLoader {
                             : "host:port[/db]"));
                 }
             }
-            try {
-                RedisStore.checkAddress(store); // as the store will read it: a password it cannot read, say
-            } catch (IllegalArgumentException e) {
-                throw yaml.error(node, "store", e.getMessage());
-            }
-            return store;
+            return checkedByTheStore(node, store);
         }
         throw yaml.error(node, "store", "expected memory, redis://host:port[/db], redis-cluster://h1:p1,h2:p2 or"
                 + " redis-sentinel://h1:p1,h2:p2[/db]#primary (rediss://, rediss-cluster://, rediss-sentinel:// over"
                 + " TLS), got \""
                 + RedisStore.shown(store) + "\"");
+    }
+
+    /** {@code store}, checked as the store will read it (a password it cannot read, say), at {@code node}'s line. */
+    private String checkedByTheStore(Node node, String store) throws ConfigException {
+        try {
+            RedisStore.checkAddress(store);
+        } catch (IllegalArgumentException e) {
+            throw yaml.error(node, "store", e.getMessage());
+        }
+        return store;
     }
 
     private String cidr(Node node, String field) throws ConfigException {
