@@ -316,9 +316,9 @@ public final class LiveConfig implements AutoCloseable {
     }
 
     /**
-     * What a reload changed, as its line says it: the policies added, removed and changed, a store opened anew (in
-     * memory, every count starts afresh) and the failure policy. A review found one line for every reload, the same
-     * for a typo fixed and for every in-memory count wiped.
+     * What a reload changed, as its line says it: the policies added, removed and changed (those whose counts start
+     * afresh said so), a store opened anew (in memory, every count starts afresh) and the failure policy. A review
+     * found one line for every reload, the same for a typo fixed and for every in-memory count wiped.
      */
     static String changes(ServerConfig before, ServerConfig after, boolean storeOpened) {
         // by name, once: an Envoy configuration's tree is thousands of policies, and a search of the list for each
@@ -332,7 +332,9 @@ public final class LiveConfig implements AutoCloseable {
             if (was == null) {
                 added.add(policy.name());
             } else if (!policy.equals(was)) {
-                changed.add(policy.name());
+                // a change of what its counters mean, or of its own store, starts its counts afresh: said, as a new
+                // store is (a review found "changed: login" alike for a typo fixed and for its counts wiped)
+                changed.add(Policies.keepsCounts(was, policy) ? policy.name() : policy.name() + " (counts afresh)");
             }
         }
         StringBuilder said = new StringBuilder();

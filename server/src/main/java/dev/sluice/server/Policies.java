@@ -542,6 +542,14 @@ public final class Policies {
         return prefix + "sha256:" + Sha256.hex(key);
     }
 
+    /**
+     * Whether a reload from {@code was} to {@code now} (one name) keeps the policy's counts: its keys are stored under
+     * the same prefix, on the same store (its own, of one {@code max_keys}, or the shared one).
+     */
+    static boolean keepsCounts(PolicyConfig was, PolicyConfig now) {
+        return prefix(was).equals(prefix(now)) && was.maxKeys() == now.maxKeys();
+    }
+
     private static String prefix(PolicyConfig policy) {
         CRC32 crc = new CRC32();
         // the key's parts too: a policy whose key changed (header:X-User to header:X-Account), or a name taken by a

@@ -65,8 +65,8 @@ class ReloadOnRedisTest {
                         + POLICIES.replace("[2/1h]", "[4/1h]"));
                 try (dev.sluice.testkit.LogCapture log = dev.sluice.testkit.LogCapture.of("sluice")) {
                     assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
-                    assertThat(log.messages()).containsExactly(file + ": reloaded, 2 policies in force; changed: changed;"
-                            + " store opened anew: " + redis.uri());
+                    assertThat(log.messages()).containsExactly(file + ": reloaded, 2 policies in force; changed:"
+                            + " changed (counts afresh); store opened anew: " + redis.uri());
                 }
                 assertThat(live.store()).as("new settings, a new connection").isNotSameAs(first);
                 assertThat(remaining(live, "kept", "10.0.0.1")).as("the count Redis kept").isEqualTo(1);

@@ -110,7 +110,7 @@ class ReloadTest {
         assertThat(live.metrics().reloads(true)).isEqualTo(1);
         // what changed, said (a review found one line for every reload, whatever it changed)
         assertThat(log.messages()).containsExactly(file + ": reloaded, 4 policies in force; added: added; changed:"
-                + " kept, changed");
+                + " kept, changed (counts afresh)");
         assertThat(live.reload()).as("nothing changed since").isEqualTo(LiveConfig.Reload.UNCHANGED);
         Files.writeString(file, FIRST.replace("""
                   - name: changed
@@ -352,6 +352,9 @@ class ReloadTest {
         assertThat(remaining("login", "10.0.0.1")).as("the shared store changed, not its own").isEqualTo(1);
         Files.writeString(file, "max_keys: 50\n" + policies.formatted(20));
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
+        // said (a review found "changed: login" alike for a typo fixed and for its counts wiped)
+        assertThat(log.messages().get(log.messages().size() - 1)).isEqualTo(file + ": reloaded, 1 policy in force;"
+                + " changed: login (counts afresh)");
         assertThat(remaining("login", "10.0.0.1")).as("its own max_keys changed: a fresh start").isEqualTo(2);
         Files.writeString(file, "max_keys: 50\n" + policies.formatted(20).replace("    max_keys: 20\n", ""));
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
