@@ -410,6 +410,46 @@ class CheckApiTest {
     }
 
     /**
+     * A check without a cost costs what its policy says a request costs, as through the gateway: a review found
+     * {@code cost: 5} charged 1 a check, so that /v1/check admitted five times what the gateway did.
+     */
+    @Test
+    void aCheckWithoutACostPaysThePolicysOwn() throws Exception {
+        String config = """
+                policies:
+                  - name: heavy
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [10/1h]
+                    cost: 5
+                  - name: metered
+                    key: [ip]
+                    algorithm: fixed-window
+                    limits: [10/1h]
+                    cost: header:X-Cost
+                """;
+        try (LiveConfig own = LiveConfig.of(ConfigLoader.parse("p.yaml", config), new ServerMetrics());
+             ApiServer api = ApiServer.start(own, "127.0.0.1", 0)) {
+            URI check = URI.create("http://127.0.0.1:" + api.port() + "/v1/check");
+            java.util.function.Function<String, JsonNode> post = body -> {
+                try {
+                    return JSON.readTree(CLIENT.send(HttpRequest.newBuilder(check)
+                            .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                            HttpResponse.BodyHandlers.ofString()).body());
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            };
+            assertThat(post.apply("{\"policy\":\"heavy\",\"key\":\"a\"}").get("remaining").asLong()).isEqualTo(5);
+            assertThat(post.apply("{\"policy\":\"heavy\",\"key\":\"a\",\"cost\":2}").get("remaining").asLong())
+                    .as("a cost given is the cost").isEqualTo(3);
+            assertThat(post.apply("{\"policy\":\"heavy\",\"key\":\"a\"}").get("allowed").asBoolean()).isFalse();
+            assertThat(post.apply("{\"policy\":\"metered\",\"key\":\"a\"}").get("remaining").asLong())
+                    .as("a cost a header carries: 1 without it").isEqualTo(9);
+        }
+    }
+
+    /**
      * The values of the headers a policy matches may be secrets (a token a layer before sets for internal callers), and
      * /v1/policies answers anyone: masked as the dashboard's keys, unless dashboard_keys: shown (the security review).
      */

@@ -345,7 +345,7 @@ public final class ApiServer implements AutoCloseable, Drains {
         if (keyNode == null || !keyNode.isTextual() || keyNode.asText().isEmpty()) {
             throw new BadRequest("key: expected a non-empty string" + got(keyNode));
         }
-        long cost = 1;
+        long cost = -1; // none given: the policy's own, found below
         JsonNode costNode = request.get("cost");
         if (costNode != null) {
             if (!costNode.isIntegralNumber() || !costNode.canConvertToLong() || costNode.asLong() < 0) {
@@ -360,6 +360,11 @@ public final class ApiServer implements AutoCloseable, Drains {
         if (policy == null) {
             error(http.response(), 404, "policy: no policy named \"" + name + "\"");
             return;
+        }
+        if (cost < 0) {
+            // a request of the policy costs what it says (cost: 5), as through the gateway, where 1 charged a fifth
+            // (the spec review); one whose cost a header carries, what a request without the header pays (1)
+            cost = policy.cost();
         }
         reply(http, policies, policies.decide(policy, keyNode.asText(), cost),
                 (answer, response) -> {
