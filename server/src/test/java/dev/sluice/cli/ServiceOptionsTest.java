@@ -21,4 +21,18 @@ class ServiceOptionsTest {
     void printsTheAddressItListensOnUnlessItIsEveryInterface(String host, String printed) {
         assertThat(ServiceOptions.reachableAt(host)).isEqualTo(printed);
     }
+
+    /** spec/server.md: serve and gateway listen on port 8080 unless told, on every interface. */
+    @org.junit.jupiter.api.Test
+    void servesOnPort8080OfEveryInterfaceUnlessTold() {
+        java.io.PrintWriter out = new java.io.PrintWriter(java.io.Writer.nullWriter());
+        ServeCommand serve = new ServeCommand(out);
+        GatewayCommand gateway = new GatewayCommand(out);
+        new picocli.CommandLine(serve).parseArgs();
+        new picocli.CommandLine(gateway).parseArgs("--upstream", "http://127.0.0.1:3000");
+        for (ServiceOptions options : java.util.List.of(serve.options, gateway.options)) {
+            assertThat(options.port).isEqualTo(8080);
+            assertThat(options.host).isEqualTo("0.0.0.0");
+        }
+    }
 }

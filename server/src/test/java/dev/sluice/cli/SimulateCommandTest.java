@@ -63,6 +63,25 @@ class SimulateCommandTest {
     }
 
     /**
+     * The summary is short, as spec/simulate.md asks: the first 20 keys in the order the trace first names them, then
+     * how many more, then the totals of every key.
+     */
+    @Test
+    void theSummaryNamesTheFirstTwentyKeysThenCountsTheRest() {
+        StringBuilder trace = new StringBuilder("t_ms,key\n");
+        StringBuilder named = new StringBuilder();
+        for (int i = 25; i > 0; i--) { // not in the order of their names: the trace's order is kept
+            trace.append("0,k").append(i).append('\n').append("0,k").append(i).append('\n');
+            if (i > 5) {
+                named.append("k").append(i).append(": 1 admitted, 1 rejected\n");
+            }
+        }
+        Run run = simulate(trace.toString(), "--algorithm", "fixed-window", "--limit", "1/1s", "--trace", "-");
+        assertThat(run.status()).isZero();
+        assertThat(run.err()).isEqualTo(named + "... and 5 more keys\ntotal: 25 admitted, 25 rejected, 25 keys\n");
+    }
+
+    /**
      * Two findings of a review: a key holding control characters reached the terminal as they were (an escape
      * sequence that erases the line, a carriage return), so a trace of client keys could rewrite what the summary
      * says; and a peek (cost 0) was counted admitted, where the server counts it peeked.

@@ -255,6 +255,9 @@ class ConfigLoaderTest {
         ServerConfig config = ConfigLoader.parse("t.yaml", GOOD);
         assertThat(config.store()).isEqualTo("memory");
         assertThat(config.maxKeys()).isEqualTo(1_000_000);
+        // spec/server.md's defaults, which examples/sluice.yaml writes out (a review found them pinned only there)
+        assertThat(config.onStoreFailure()).isEqualTo(FailurePolicy.OPEN);
+        assertThat(config.storeTimeoutNanos()).isEqualTo(50_000_000L);
         assertThat(ConfigLoader.parse("t.yaml", "max_keys: 5000\n" + GOOD).maxKeys()).isEqualTo(5_000);
         assertThat(config.policy("p").maxKeys()).as("on the shared store").isZero();
         assertThat(ConfigLoader.parse("t.yaml", GOOD + "    max_keys: 300\n").policy("p").maxKeys()).isEqualTo(300);
