@@ -67,7 +67,7 @@ final class RedisAddress {
      * ({@code :a@b,c@h1:7000} as node {@code b} with password {@code a}, and shown {@code :****@b,****@h1:7000}: a
      * review).
      */
-    private static boolean cutAtComma(String uri) {
+    static boolean cutAtComma(String uri) {
         boolean without = false;
         String credentials = null;
         for (String part : afterScheme(uri).split(",", -1)) {

@@ -279,6 +279,15 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
+     * Whether the parts of the Cluster address {@code uri} between commas may be pieces of a password cut at a comma
+     * (a part without credentials before one with them, or parts of different credentials): such an address is
+     * refused ({@link #checkAddress}), and no part of it may be quoted.
+     */
+    public static boolean mayCutAPassword(String uri) {
+        return RedisAddress.isCluster(uri) && RedisAddress.cutAtComma(uri);
+    }
+
+    /**
      * Whether the address {@code uri} holds a password (a node's, in a Cluster's): one given apart from it
      * ({@link Builder#password}) would be a second.
      *

@@ -346,7 +346,7 @@ public final class LiveConfig implements AutoCloseable {
         }
         if (storeOpened) {
             said.append("; store opened anew: ").append(after.inMemory() ? "memory, max_keys " + after.maxKeys()
-                    + " (every count in memory starts afresh)" : after.storeShown());
+                    + " (every count of the shared store starts afresh)" : after.storeShown());
         }
         if (!after.inMemory() && before.onStoreFailure() != after.onStoreFailure()) {
             said.append("; on_store_failure: ").append(after.onStoreFailure().name().toLowerCase(java.util.Locale.ROOT));

@@ -159,7 +159,8 @@ class ConfigLoaderTest {
             "several nodes but not a Cluster|store: redis://a:1,b:2\\npolicies: []|t.yaml:1: store: bad Redis address \"redis://a:1,b:2\": a standalone Redis is one host:port; several nodes are a Cluster's, redis-cluster://host:port,host:port",
             "a bad Redis port|store: redis-cluster://a:1,b:70000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-cluster://a:1,b:70000\": port \"70000\" of b:70000: expected 1 to 65535",
             "a bad node after nodes with passwords|store: redis-cluster://:s3cret@a:1,:s3cret@local host:2\\npolicies: []|t.yaml:1: store: bad Redis address \":****@local host:2\" in \"redis-cluster://:****@a:1,:****@local host:2\": expected host:port,host:port",
-            "a comma in a Cluster's password, the part before it not quoted|store: redis-cluster://default:abc,def@h1:7000,h2:7000\\npolicies: []|t.yaml:1: store: bad Redis address (a part between commas) in \"redis-cluster://default:****@h1:7000,h2:7000\": expected host:port,host:port (a comma in a password is written %2C)",
+            "a comma in a Cluster's password, the part before it not quoted|store: redis-cluster://default:abc,def@h1:7000,h2:7000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-cluster://default:****@h1:7000,h2:7000\": a part between commas without credentials comes before one with them, or parts carry different ones, and may be pieces of a password (a comma in a password is written %2C, an @ %40; credentials go on the first node, or the same on each)",
+            "an @ and a comma in a Cluster's password, what lies between them no host|store: redis-cluster://:Xy@3!k,9@h1:7000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-cluster://:****@h1:7000\": a part between commas without credentials comes before one with them, or parts carry different ones, and may be pieces of a password (a comma in a password is written %2C, an @ %40; credentials go on the first node, or the same on each)",
             "a # in a Sentinel's password, its primary forgotten|store: redis-sentinel://a_b#cd@h1:26379\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-sentinel://****@h1:26379\": a # in the credentials (in a password, written %23); the primary's name comes after the nodes: redis-sentinel://host:port,host:port#name",
             "an @ and a comma in a Cluster's password|store: redis-cluster://:a@b,c@h1:7000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis-cluster://:****@h1:7000\": a part between commas without credentials comes before one with them, or parts carry different ones, and may be pieces of a password (a comma in a password is written %2C, an @ %40; credentials go on the first node, or the same on each)",
             "a # in a password|store: redis://:pa#ss@h1:7000\\npolicies: []|t.yaml:1: store: bad Redis address \"redis://:****@h1:7000\": not read as written (in a password, characters such as #, ?, /, @ and , are written percent-encoded: %23 for #)",
@@ -205,6 +206,16 @@ class ConfigLoaderTest {
     void refusesABadFileNamingLineAndField(String problem, String text, String message) {
         assertThatThrownBy(() -> ConfigLoader.parse("t.yaml", text.replace("\\n", "\n")))
                 .isInstanceOf(ConfigException.class).hasMessage(message);
+    }
+
+    /**
+     * A Sentinel's credentials run to the last @: a piece of a password between an @ and a comma is no sentinel, and
+     * was refused as a bad one, quoted (the diff review); the password {@code a@b_c,d} is the primary's, as written.
+     */
+    @Test
+    void aSentinelsPasswordIsNeverTakenForASentinel() throws ConfigException {
+        assertThat(ConfigLoader.parse("t.yaml", "store: redis-sentinel://:a@b_c,d@h1:26379#m\n" + GOOD).store())
+                .isEqualTo("redis-sentinel://:a@b_c,d@h1:26379#m");
     }
 
     @Test

@@ -120,7 +120,7 @@ class ReloadTest {
                 """, "") + "max_keys: 100\n");
         assertThat(live.reload()).isEqualTo(LiveConfig.Reload.APPLIED);
         assertThat(log.messages().get(1)).isEqualTo(file + ": reloaded, 2 policies in force; removed: changed, added;"
-                + " changed: kept; store opened anew: memory, max_keys 100 (every count in memory starts afresh)");
+                + " changed: kept; store opened anew: memory, max_keys 100 (every count of the shared store starts afresh)");
     }
 
     /**

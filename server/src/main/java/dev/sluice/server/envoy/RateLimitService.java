@@ -191,8 +191,12 @@ final class RateLimitService {
                 if (failure != null) {
                     throw failure;
                 }
-                answer.onNext(response(verdict, ends, unlimited, new VerdictAnswer(verdict,
-                        policies.config().envoyHeaders()).envoyHeaders(RateLimitService::resetNanos)));
+                // one reading of the clock for the statuses and the headers beside them, which tell the same reset
+                // (two readings a second's turn apart told it a second, or a window, apart: the diff review)
+                long now = Clock.system().nanos();
+                answer.onNext(response(verdict, ends, unlimited, now, new VerdictAnswer(verdict,
+                        policies.config().envoyHeaders()).envoyHeaders((checked, rejected) ->
+                        resetNanos(checked, rejected, now))));
                 answer.onCompleted();
             } catch (Throwable unforeseen) {
                 // a fault of Sluice's own, logged here, not told to the client (a review found the exception's text
@@ -221,7 +225,7 @@ final class RateLimitService {
      */
     private static RateLimitResponse nothingAllowed(RateLimitRequest request, Call call) {
         // windows aligned to the epoch, as Envoy's are: what is left of the one now
-        Duration reset = Duration.ofNanos(untilWindowEnds(call.nothingUnit().nanos()));
+        Duration reset = Duration.ofNanos(untilWindowEnds(call.nothingUnit().nanos(), Clock.system().nanos()));
         RateLimitResponse.Builder response = RateLimitResponse.newBuilder().setOverallCode(Code.OVER_LIMIT);
         for (int i = 0; i < request.getDescriptorsCount(); i++) {
             if (i != call.nothing()) {
@@ -324,7 +328,7 @@ final class RateLimitService {
      * that rejected it, else of the one closest to rejecting it; and Sluice's rate limit headers, for Envoy to add
      * to the client's answer.
      */
-    private static RateLimitResponse response(Verdict verdict, int[] ends, boolean[] unlimited,
+    private static RateLimitResponse response(Verdict verdict, int[] ends, boolean[] unlimited, long now,
                                               Map<String, String> headers) {
         RateLimitResponse.Builder response = RateLimitResponse.newBuilder()
                 .setOverallCode(verdict.allowed() ? Code.OK : Code.OVER_LIMIT);
@@ -344,7 +348,7 @@ final class RateLimitService {
                 continue;
             }
             Verdict its = new Verdict(own);
-            response.addStatuses(status(its.allowed() ? Code.OK : Code.OVER_LIMIT, its.reported()));
+            response.addStatuses(status(its.allowed() ? Code.OK : Code.OVER_LIMIT, its.reported(), now));
         }
         headers.forEach((name, value) -> response.addResponseHeadersToAdd(
                 HeaderValue.newBuilder().setKey(name).setValue(value)));
@@ -361,7 +365,7 @@ final class RateLimitService {
      *   look with {@code hits_addend: 0}), as Envoy's windows always end; a review found {@code 0s} there.</li>
      * </ul>
      */
-    private static DescriptorStatus status(Code code, Checked checked) {
+    private static DescriptorStatus status(Code code, Checked checked, long now) {
         Decision decision = checked.decision();
         if (decision.storeFailed()) {
             // the store did not answer: no limit and no count, as the HTTP faces send no quota then; Envoy builds its
@@ -377,24 +381,24 @@ final class RateLimitService {
         Limit limit = decision.limit();
         return status(code, checked.policy().name(), limit.amount(), unit(limit.periodNanos()),
                 code == Code.OVER_LIMIT ? 0 : decision.remaining(),
-                Duration.ofNanos(resetNanos(checked, code == Code.OVER_LIMIT)));
+                Duration.ofNanos(resetNanos(checked, code == Code.OVER_LIMIT, now)));
     }
 
     /**
      * The reset a descriptor's status tells (above), and the rate limit headers handed to Envoy beside it: the
      * limit's, or, where the decision's is 0, the wait that admits a rejected hit, else the end of a window, as
-     * Envoy's windows always end.
+     * Envoy's windows always end, at {@code now} ({@link Clock#system()}).
      */
-    static long resetNanos(Checked checked, boolean overLimit) {
+    static long resetNanos(Checked checked, boolean overLimit, long now) {
         Decision decision = checked.decision();
         long reset = decision.limitResetAfterNanos();
         if (overLimit && reset == 0) {
             return decision.retryAfterNanos() > 0 ? decision.retryAfterNanos()
-                    : untilWindowEnds(decision.limit().periodNanos());
+                    : untilWindowEnds(decision.limit().periodNanos(), now);
         }
         if (reset == 0 && checked.policy().rule() != null
                 && checked.policy().rule().algorithm() == dev.sluice.Algorithm.FIXED_WINDOW) {
-            return untilWindowEnds(decision.limit().periodNanos());
+            return untilWindowEnds(decision.limit().periodNanos(), now);
         }
         return reset;
     }
@@ -404,11 +408,11 @@ final class RateLimitService {
      * in-memory store's windows follow ({@link Clock#system()}: the wall clock read once, then the monotonic one), so
      * that the wall clock stepped after the start (NTP at a VM's boot) does not move it off the windows enforced.
      */
-    private static long untilWindowEnds(long periodNanos) {
+    private static long untilWindowEnds(long periodNanos, long now) {
         if (periodNanos % 1_000_000_000L != 0) {
             return 0; // no unit of Envoy's: a policy of sluice.yaml's in milliseconds
         }
-        return periodNanos - Math.floorMod(Clock.system().nanos(), periodNanos);
+        return periodNanos - Math.floorMod(now, periodNanos);
     }
 
     /**
