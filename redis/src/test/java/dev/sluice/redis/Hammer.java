@@ -68,7 +68,7 @@ public final class Hammer {
                 System.out.println("failures " + counts);
                 System.exit(1);
             }
-            System.out.println(admitted + " " + first + " " + last);
+            System.out.println("result " + admitted + " " + first + " " + last); // found by its word: see the test
         }
     }
 }
