@@ -317,7 +317,7 @@ public final class LiveConfig implements AutoCloseable {
 
     /**
      * What a reload changed, as its line says it: the policies added, removed and changed (those whose counts start
-     * afresh said so), a store opened anew (in memory, every count starts afresh) and the failure policy. A review
+     * afresh said so), a store opened anew (in memory, the shared store's counts start afresh) and the failure policy. A review
      * found one line for every reload, the same for a typo fixed and for every in-memory count wiped.
      */
     static String changes(ServerConfig before, ServerConfig after, boolean storeOpened) {

@@ -164,8 +164,8 @@ public final class RateLimitHeaders {
      * spec/server.md writes them ({@code "api-per-key";q=600;w=60, ...} for {@code [600/1m, 3600/1h]}, and
      * {@code RateLimit: "api-per-key";r=599;t=1}). Each limit named by its period too ({@code "api-per-key/1m"}), tried
      * so that {@code r} and {@code t} could be tied to one limit, departed from that contract, and broke a client that
-     * matches items by the policy's name; which limit {@code RateLimit} reports, the one closest to rejecting, its
-     * {@code X-RateLimit-Limit} tells.
+     * matches items by the policy's name. {@code RateLimit} reports the limit closest to rejecting; with the legacy
+     * set, {@code X-RateLimit-Limit} says its quota.
      */
     private static StringBuilder name(StringBuilder to, PolicyConfig policy) {
         return to.append('"').append(policy.name()).append('"');
