@@ -317,8 +317,8 @@ public final class LiveConfig implements AutoCloseable {
 
     /**
      * What a reload changed, as its line says it: the policies added, removed and changed (those whose counts start
-     * afresh said so), a store opened anew (in memory, the shared store's counts start afresh) and the failure policy. A review
-     * found one line for every reload, the same for a typo fixed and for every in-memory count wiped.
+     * afresh said so), a store opened anew (in memory, the shared store's counts start afresh) and the failure
+     * policy. A review found one line for every reload, the same for a typo fixed and for every in-memory count wiped.
      */
     static String changes(ServerConfig before, ServerConfig after, boolean storeOpened) {
         // by name, once: an Envoy configuration's tree is thousands of policies, and a search of the list for each
