@@ -67,7 +67,7 @@ final class RedisAddress {
      * ({@code :a@b,c@h1:7000} as node {@code b} with password {@code a}, and shown {@code :****@b,****@h1:7000}: a
      * review).
      */
-    static boolean cutAtComma(String uri) {
+    private static boolean cutAtComma(String uri) {
         boolean without = false;
         String credentials = null;
         for (String part : afterScheme(uri).split(",", -1)) {
@@ -81,6 +81,19 @@ final class RedisAddress {
             }
         }
         return false;
+    }
+
+    /**
+     * Whether a piece of {@code uri}'s password could be read as something else, and shown as such: a Cluster's part
+     * between commas ({@link #cutAtComma}), or a Sentinel's primary name after a {@code #} that comes before the
+     * credentials' {@code @}. {@link #seeds} refuses such an address, quoting none of it.
+     */
+    static boolean passwordInDoubt(String uri) {
+        if (isCluster(uri)) {
+            return cutAtComma(uri);
+        }
+        int hash = uri.lastIndexOf('#');
+        return (uri.startsWith(SENTINEL) || uri.startsWith(TLS_SENTINEL)) && hash >= 0 && hash < uri.lastIndexOf('@');
     }
 
     /** Whether {@code uri} is reached over TLS: {@code rediss://}, {@code rediss-cluster://}, {@code rediss-sentinel://}. */
@@ -159,7 +172,7 @@ final class RedisAddress {
     private static RedisURI sentinels(String uri, Duration timeout) {
         String scheme = uri.startsWith(TLS_SENTINEL) ? "rediss://" : "redis://";
         int hash = uri.lastIndexOf('#');
-        if (hash >= 0 && hash < uri.lastIndexOf('@')) {
+        if (passwordInDoubt(uri)) {
             // a # in a password: what follows it was taken for the primary's name, and shown in the start's failure,
             // the password's end with it (a review); never quoted here
             throw new IllegalArgumentException("bad Redis address \"" + shown(uri) + "\": a # in the credentials (in"

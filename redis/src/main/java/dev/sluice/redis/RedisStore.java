@@ -279,12 +279,12 @@ public final class RedisStore implements Store, AutoCloseable {
     }
 
     /**
-     * Whether the parts of the Cluster address {@code uri} between commas may be pieces of a password cut at a comma
-     * (a part without credentials before one with them, or parts of different credentials): such an address is
-     * refused ({@link #checkAddress}), and no part of it may be quoted.
+     * Whether a piece of {@code uri}'s password could be read as a node or a name (a Cluster's password cut at a
+     * comma, a Sentinel's with a {@code #}): such an address is refused ({@link #checkAddress}), and no part of it may
+     * be quoted.
      */
-    public static boolean mayCutAPassword(String uri) {
-        return RedisAddress.isCluster(uri) && RedisAddress.cutAtComma(uri);
+    public static boolean passwordInDoubt(String uri) {
+        return RedisAddress.passwordInDoubt(uri);
     }
 
     /**

@@ -71,7 +71,11 @@ class CheckApiTest {
     }
 
     private static HttpResponse<String> post(String path, String body) throws Exception {
-        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+        return post(server.port(), path, body);
+    }
+
+    private static HttpResponse<String> post(int port, String path, String body) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
@@ -430,23 +434,18 @@ class CheckApiTest {
                 """;
         try (LiveConfig own = LiveConfig.of(ConfigLoader.parse("p.yaml", config), new ServerMetrics());
              ApiServer api = ApiServer.start(own, "127.0.0.1", 0)) {
-            URI check = URI.create("http://127.0.0.1:" + api.port() + "/v1/check");
-            java.util.function.Function<String, JsonNode> post = body -> {
-                try {
-                    return JSON.readTree(CLIENT.send(HttpRequest.newBuilder(check)
-                            .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                            HttpResponse.BodyHandlers.ofString()).body());
-                } catch (Exception e) {
-                    throw new AssertionError(e);
-                }
-            };
-            assertThat(post.apply("{\"policy\":\"heavy\",\"key\":\"a\"}").get("remaining").asLong()).isEqualTo(5);
-            assertThat(post.apply("{\"policy\":\"heavy\",\"key\":\"a\",\"cost\":2}").get("remaining").asLong())
+            assertThat(answerOf(api, "{\"policy\":\"heavy\",\"key\":\"a\"}").get("remaining").asLong()).isEqualTo(5);
+            assertThat(answerOf(api, "{\"policy\":\"heavy\",\"key\":\"a\",\"cost\":2}").get("remaining").asLong())
                     .as("a cost given is the cost").isEqualTo(3);
-            assertThat(post.apply("{\"policy\":\"heavy\",\"key\":\"a\"}").get("allowed").asBoolean()).isFalse();
-            assertThat(post.apply("{\"policy\":\"metered\",\"key\":\"a\"}").get("remaining").asLong())
+            assertThat(answerOf(api, "{\"policy\":\"heavy\",\"key\":\"a\"}").get("allowed").asBoolean()).isFalse();
+            assertThat(answerOf(api, "{\"policy\":\"metered\",\"key\":\"a\"}").get("remaining").asLong())
                     .as("a cost a header carries: 1 without it").isEqualTo(9);
         }
+    }
+
+    /** The body of {@code api}'s answer to a {@code /v1/check} of {@code body}. */
+    private static JsonNode answerOf(ApiServer api, String body) throws Exception {
+        return JSON.readTree(post(api.port(), "/v1/check", body).body());
     }
 
     /**

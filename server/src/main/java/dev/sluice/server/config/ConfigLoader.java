@@ -418,20 +418,17 @@ public final class ConfigLoader {
                 "redis-sentinel://", "rediss-sentinel://").filter(store::startsWith).findFirst().orElse(null);
         String nodes = scheme == null ? null : store.substring(scheme.length());
         boolean sentinel = scheme != null && scheme.endsWith("-sentinel://");
+        if (nodes != null && RedisStore.passwordInDoubt(store)) {
+            // a piece of a password that could be read as a node or a primary's name: refused by the store's check,
+            // which quotes none of it (the diff review found 3!k of :Xy@3!k,9@h1:7000 quoted below, as a bad host)
+            return checkedByTheStore(node, store);
+        }
         if (sentinel) {
-            if (store.indexOf('#') >= 0 && store.lastIndexOf('#') < store.lastIndexOf('@')) {
-                return checkedByTheStore(node, store); // a # in a password, which the store's check refuses unquoted
-            }
             // the sentinels: after the credentials (everything to the last @: a piece of a password is never taken
             // for a node and quoted, as the diff review found b_c of :a@b_c,d@h1:26379), before the database and the
             // primary's #name; the store's own check reads them again
             nodes = nodes.replaceFirst("#[^#]*$", "");
             nodes = nodes.substring(nodes.lastIndexOf('@') + 1).replaceFirst("/\\d*$", "");
-        }
-        if (nodes != null && RedisStore.mayCutAPassword(store)) {
-            // parts that may be pieces of a password cut at a comma: refused by the store's check, which quotes none
-            // of them (the diff review found 3!k of :Xy@3!k,9@h1:7000 quoted below, as a bad host)
-            return checkedByTheStore(node, store);
         }
         if (nodes != null) {
             boolean cluster = scheme.endsWith("-cluster://") || sentinel;
