@@ -20,9 +20,17 @@ public final class WindowEnd {
      * where 1 was left).
      */
     public static void awaitFreshMinute() throws InterruptedException {
-        long toTheMinute = 60_000 - System.currentTimeMillis() % 60_000;
-        if (toTheMinute < 3_000) {
-            Thread.sleep(toTheMinute + 20);
+        awaitFreshWindow(60_000, 3_000);
+    }
+
+    /**
+     * Waits, if less than {@code leastMs} is left of the window of {@code periodMs} aligned to the epoch now, for the
+     * next one to begin, so that what a test does next falls in one window.
+     */
+    public static void awaitFreshWindow(long periodMs, long leastMs) throws InterruptedException {
+        long toTheEnd = periodMs - System.currentTimeMillis() % periodMs;
+        if (toTheEnd < leastMs) {
+            Thread.sleep(toTheEnd + 20);
         }
     }
 
